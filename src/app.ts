@@ -1,0 +1,39 @@
+import express, { type Express } from 'express';
+import helmet from 'helmet';
+import { pinoHttp } from 'pino-http';
+import './http/express-augment.js';
+import type { Config } from './config.js';
+import type { Logger } from './logger.js';
+import type { Services } from './services.js';
+import { requestId } from './http/request-id.js';
+import { deferredJsonBody } from './http/json-body.js';
+import { requireApiKey } from './http/api-key-auth.js';
+import { apiErrors, apiNotFound } from './http/api-errors.js';
+import { requestRoutes } from './requests/routes.js';
+
+/** Builds the HTTP app from its dependencies; opens, listens and schedules nothing. */
+export function createApp({ config, logger, services }: { config: Config; logger: Logger; services: Services }): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', config.trustProxy);
+  app.use(requestId());
+  app.use(pinoHttp({ logger, genReqId: (req) => (req as express.Request).id, quietReqLogger: true }));
+  app.use(helmet());
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+
+  const auth = requireApiKey((key) => services.organizations.authenticate(key));
+  const api = express.Router();
+  api.use(deferredJsonBody());
+  api.use(requestRoutes({ auth, scribes: services.scribes, requests: services.requests }));
+  api.use(apiNotFound());
+  api.use(apiErrors(logger));
+  app.use('/api/v1', api);
+
+  app.use((_req, res) => {
+    res.status(404).json({ error: 'Not found' });
+  });
+  return app;
+}

@@ -1,0 +1,63 @@
+import { parseArgs } from 'node:util';
+import { loadConfig, ConfigError } from '../config.js';
+import { createLogger } from '../logger.js';
+import { openDatabase } from '../db/knex.js';
+import { migrateToLatest } from '../db/migrate.js';
+import { createServices } from '../services.js';
+import { HttpError } from '../http/errors.js';
+import { FLAGS, UsageError, commands, usage } from './commands.js';
+
+/**
+ * `npm run --silent admin -- <command> [--flags]`: prints exactly one JSON object on stdout
+ * and exits 0, or a message on stderr and a non-zero exit.
+ */
+export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: FLAGS, allowPositionals: true, strict: true });
+  } catch (err) {
+    process.stderr.write(`error: ${(err as Error).message}\n${usage()}\n`);
+    return 2;
+  }
+  const command = commands[parsed.positionals.join(' ')];
+  if (!command) {
+    process.stderr.write(`error: unknown command "${parsed.positionals.join(' ')}"\n${usage()}\n`);
+    return 2;
+  }
+
+  let config;
+  try {
+    config = loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`error: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+  const logger = createLogger('silent');
+  const db = openDatabase(config.databaseFile);
+  const services = createServices({ config, db, logger, options: { dispatchOnAccept: false } });
+  try {
+    await migrateToLatest(db);
+    const output = await command.run(parsed.values, services);
+    process.stdout.write(`${JSON.stringify(output)}\n`);
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`error: ${err.message}\nusage: ${command.usage}\n`);
+      return 2;
+    }
+    if (err instanceof HttpError) {
+      process.stderr.write(`error: ${err.message}\n`);
+      return 1;
+    }
+    process.stderr.write(`error: ${(err as Error).stack ?? String(err)}\n`);
+    return 1;
+  } finally {
+    await services.stop();
+    await db.destroy();
+  }
+}
+
+process.exitCode = await runAdmin(process.argv.slice(2), process.env);

@@ -1,0 +1,73 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/** Booleans as operators write them in env files. */
+const envBoolean = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be true or false' })
+  .transform((value) => value === 'true' || value === '1' || value === 'yes');
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const envSchema = z.object({
+  PORT: z.coerce.number({ error: 'must be a port number' }).int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: z.string().min(1).optional(),
+  SESSION_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  ATTACHMENTS_ALLOW_PRIVATE: envBoolean.default(false),
+  RATE_LIMIT_PER_MINUTE: z.coerce.number({ error: 'must be a whole number' }).int().min(0).default(600),
+  METRICS_TOKEN: z.string().min(1).optional(),
+  TRUST_PROXY: z.string().min(1).default('false'),
+  LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info'),
+});
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly databaseFile: string;
+  /** Unset means: generated once and kept in the data directory (see server start). */
+  readonly sessionSecret: string | undefined;
+  readonly attachmentsAllowPrivate: boolean;
+  readonly rateLimitPerMinute: number;
+  readonly metricsToken: string | undefined;
+  /** Passed to Express's `trust proxy` as is: a boolean, a hop count or a list of addresses. */
+  readonly trustProxy: boolean | number | string;
+  readonly logLevel: (typeof LOG_LEVELS)[number];
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Reads and validates the environment once; no other module reads `process.env`. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // Empty strings in env files mean "not set".
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
+  const parsed = envSchema.safeParse(present);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(`Invalid configuration: ${issue.path.join('.')} ${issue.message}`);
+  }
+  const e = parsed.data;
+  const dataDir = path.resolve(e.DATA_DIR);
+  return Object.freeze({
+    port: e.PORT,
+    host: e.HOST,
+    dataDir,
+    databaseFile: e.DATABASE_URL ? path.resolve(e.DATABASE_URL) : path.join(dataDir, 'scribe.sqlite'),
+    sessionSecret: e.SESSION_SECRET,
+    attachmentsAllowPrivate: e.ATTACHMENTS_ALLOW_PRIVATE,
+    rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    metricsToken: e.METRICS_TOKEN,
+    trustProxy: parseTrustProxy(e.TRUST_PROXY),
+    logLevel: e.LOG_LEVEL,
+  });
+}
+
+function parseTrustProxy(value: string): boolean | number | string {
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  if (/^\d+$/.test(value)) return Number(value);
+  return value;
+}

@@ -1,0 +1,49 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import type BetterSqlite3 from 'better-sqlite3';
+
+export type Db = Knex;
+
+/**
+ * The SQLite-specific connection settings, in one place. Each pragma is set on every new
+ * connection because SQLite keeps them per connection.
+ */
+function applyPragmas(conn: BetterSqlite3.Database): void {
+  // Readers never block the writer and vice versa; one writer at a time.
+  conn.pragma('journal_mode = WAL');
+  // SQLite ignores foreign keys unless asked, per connection.
+  conn.pragma('foreign_keys = ON');
+  // Wait for a competing writer (the admin CLI, another process) instead of failing at once.
+  conn.pragma('busy_timeout = 5000');
+  // Durable at every checkpoint and safe against corruption in WAL mode; fsync per commit is not needed.
+  conn.pragma('synchronous = NORMAL');
+}
+
+/** Opens the SQLite file (creating its folder), with the pragmas above on every connection. */
+export function openDatabase(filename: string): Db {
+  if (filename !== ':memory:') fs.mkdirSync(path.dirname(filename), { recursive: true });
+  return knexFactory({
+    client: 'better-sqlite3',
+    connection: { filename },
+    useNullAsDefault: true,
+    pool: {
+      // better-sqlite3 is synchronous: one connection serves the whole process.
+      min: 1,
+      max: 1,
+      afterCreate(conn: BetterSqlite3.Database, done: (err: Error | null, conn: unknown) => void) {
+        try {
+          applyPragmas(conn);
+          done(null, conn);
+        } catch (err) {
+          done(err as Error, conn);
+        }
+      },
+    },
+  });
+}
+
+/** True when the error is SQLite refusing a duplicate in a UNIQUE index. */
+export function isUniqueViolation(err: unknown): boolean {
+  return (err as { code?: string } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE';
+}

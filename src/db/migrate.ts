@@ -1,0 +1,62 @@
+import fs from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Knex } from 'knex';
+import type { Db } from './knex.js';
+
+/**
+ * The migrations folder, whether we run from TypeScript sources (tsx) or from `dist/`:
+ * it sits two levels above this file in both layouts.
+ */
+const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
+
+interface MigrationModule {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+/**
+ * Lists migrations by name without extension, so a database migrated under tsx (`.ts`)
+ * stays current when the compiled server (`.js`) starts, and the other way round.
+ */
+class FolderMigrationSource implements Knex.MigrationSource<string> {
+  constructor(private readonly dir: string) {}
+
+  async getMigrations(): Promise<string[]> {
+    const files = fs.readdirSync(this.dir).filter((f) => /\.(ts|js)$/.test(f) && !f.endsWith('.d.ts'));
+    return [...new Set(files.map((f) => f.replace(/\.(ts|js)$/, '')))].sort();
+  }
+
+  getMigrationName(name: string): string {
+    return name;
+  }
+
+  async getMigration(name: string): Promise<MigrationModule> {
+    const file = ['.js', '.ts'].map((ext) => `${this.dir}${name}${ext}`).find((f) => fs.existsSync(f));
+    if (!file) throw new Error(`Migration file for ${name} not found in ${this.dir}`);
+    return (await import(pathToFileURL(file).href)) as MigrationModule;
+  }
+}
+
+export function migrationConfig(): Knex.MigratorConfig {
+  return { migrationSource: new FolderMigrationSource(MIGRATIONS_DIR) };
+}
+
+/**
+ * Applies pending migrations. Several processes may start at once (the server and admin
+ * commands); Knex's lock makes the losers fail fast, so they wait and look again.
+ */
+export async function migrateToLatest(db: Db): Promise<void> {
+  const config = migrationConfig();
+  for (let attempt = 0; ; attempt++) {
+    const [, pending] = (await db.migrate.list(config)) as [unknown[], unknown[]];
+    if (pending.length === 0) return;
+    try {
+      await db.migrate.latest(config);
+      return;
+    } catch (err) {
+      const locked = (err as Error).name === 'MigrationLocked';
+      if (!locked || attempt >= 50) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}

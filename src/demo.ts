@@ -1,0 +1,36 @@
+import { openDatabase } from './db/knex.js';
+import { migrateToLatest } from './db/migrate.js';
+import { createServices } from './services.js';
+import { startServer } from './server.js';
+import { configOrExit, processLogger, stopOnSignals } from './process.js';
+import { seed } from '../seeds/demo.js';
+
+/** `npm run demo`: migrate, seed the demo data (once), start, and say how to get in. */
+const config = configOrExit();
+const logger = processLogger(config);
+
+const db = openDatabase(config.databaseFile);
+await migrateToLatest(db);
+const seeding = createServices({ config, db, logger, options: { dispatchOnAccept: false } });
+const demo = await seed(seeding);
+await seeding.stop();
+await db.destroy();
+
+const server = await startServer(config, logger);
+stopOnSignals(server, logger);
+
+process.stdout.write(
+  [
+    '',
+    `Scribe demo is running at ${server.url}`,
+    '',
+    `  API key:        ${demo.apiKey}`,
+    `  Console login:  ${demo.email} / ${demo.password}`,
+    '',
+    'Try:',
+    `  curl -s ${server.url}/api/v1/scribes/atlas/requests -H 'X-Api-Key: ${demo.apiKey}'`,
+    '',
+    'Stop with Ctrl-C.',
+    '',
+  ].join('\n'),
+);

@@ -1,0 +1,37 @@
+import { BadRequestError } from './errors.js';
+
+export const messages = { invalidCursor: 'Invalid cursor format' };
+
+/** A keyset position: the sort timestamp and id of the last item of a page. */
+export interface Position {
+  createdAt: string;
+  id: string;
+}
+
+const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
+
+/** Opaque to clients: base64url of `[createdAt, id]`. */
+export function encodeCursor(position: Position): string {
+  return Buffer.from(JSON.stringify([position.createdAt, position.id])).toString('base64url');
+}
+
+/**
+ * Decodes a cursor, or throws 400 `Invalid cursor format` for anything that is not a
+ * position this list could have produced (`isId` checks the id's form).
+ */
+export function decodeCursor(cursor: unknown, isId: (id: string) => boolean): Position {
+  const invalid = new BadRequestError(messages.invalidCursor);
+  if (typeof cursor !== 'string' || !BASE64URL.test(cursor) || cursor.length > 512) throw invalid;
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid;
+  }
+  if (!Array.isArray(decoded) || decoded.length !== 2) throw invalid;
+  const [createdAt, id] = decoded as unknown[];
+  if (typeof createdAt !== 'string' || !ISO_MS.test(createdAt) || Number.isNaN(Date.parse(createdAt))) throw invalid;
+  if (typeof id !== 'string' || !isId(id)) throw invalid;
+  return { createdAt, id };
+}

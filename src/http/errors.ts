@@ -1,0 +1,44 @@
+/**
+ * Errors that carry an HTTP status and a message safe to show the caller. Services throw
+ * them; the API and the console render them. Anything else is an internal error.
+ */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class BadRequestError extends HttpError {
+  constructor(message: string) {
+    super(400, message);
+  }
+}
+
+export class UnauthorizedError extends HttpError {
+  constructor(message: string) {
+    super(401, message);
+  }
+}
+
+export class NotFoundError extends HttpError {
+  constructor(message: string) {
+    super(404, message);
+  }
+}
+
+export class PayloadTooLargeError extends HttpError {
+  constructor(message: string) {
+    super(413, message);
+  }
+}
+
+/** 422: the request is well-formed but breaks a rule. */
+export class ValidationError extends HttpError {
+  constructor(message: string) {
+    super(422, message);
+  }
+}

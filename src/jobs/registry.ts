@@ -1,0 +1,10 @@
+import type { Services } from '../services.js';
+import type { Job } from './scheduler.js';
+
+/** Every background job of the process, in one list. */
+export function backgroundJobs(services: Services): Job[] {
+  return [
+    // Cron is the backstop; accepted receipts also nudge the dispatcher at once.
+    { name: 'dispatch-requests', schedule: '* * * * * *', run: () => services.dispatcher.tick() },
+  ];
+}

@@ -1,0 +1,40 @@
+import cron, { type ScheduledTask } from 'node-cron';
+import type { Logger } from '../logger.js';
+
+/** A background job: a name for logs, a cron expression (with seconds) and the work. */
+export interface Job {
+  name: string;
+  schedule: string;
+  run: () => Promise<unknown>;
+}
+
+export type Scheduler = ReturnType<typeof createScheduler>;
+
+/** Runs jobs on their schedules; a job's run never overlaps itself and its errors are logged, never thrown. */
+export function createScheduler(jobs: readonly Job[], logger: Logger) {
+  let tasks: ScheduledTask[] = [];
+
+  return {
+    start(): void {
+      tasks = jobs.map((job) =>
+        cron.schedule(
+          job.schedule,
+          async () => {
+            try {
+              await job.run();
+            } catch (err) {
+              logger.error({ err, job: job.name }, 'background job failed');
+            }
+          },
+          { name: job.name, noOverlap: true },
+        ),
+      );
+    },
+
+    /** Stops future runs; work already running is drained by its owner (e.g. the dispatcher's stop()). */
+    async stop(): Promise<void> {
+      await Promise.all(tasks.map((task) => task.destroy()));
+      tasks = [];
+    },
+  };
+}

@@ -1,0 +1,18 @@
+import { monotonicFactory } from 'ulid';
+import { v7 as uuidv7 } from 'uuid';
+
+// Monotonic: two receipts made in the same millisecond still sort in creation order.
+const nextUlid = monotonicFactory();
+
+export const REQUEST_ID_PATTERN = /^req_[0-9A-HJKMNP-TV-Z]{26}$/;
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A receipt id: `req_` and a ULID whose time part is `at`. */
+export function newRequestId(at: Date): string {
+  return `req_${nextUlid(at.getTime())}`;
+}
+
+/** Time-ordered UUID (v7) for every other record. */
+export function newId(): string {
+  return uuidv7();
+}

@@ -1,0 +1,30 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** The organization and key an API call acts for. */
+export interface ApiCaller {
+  organizationId: string;
+  keyId: string;
+}
+
+const KEY_PREFIX = 'sk_';
+
+/** A new key: 32 random bytes, so a fast hash is enough to store it safely. */
+export function generateApiKey(): string {
+  return KEY_PREFIX + randomBytes(32).toString('base64url');
+}
+
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+/** What staff see to tell keys apart: the start of the key, too short to use. */
+export function displayPrefix(key: string): string {
+  return key.slice(0, 10);
+}
+
+/** Compares two hex digests without leaking where they first differ. */
+export function sameHash(a: string, b: string): boolean {
+  const left = Buffer.from(a, 'hex');
+  const right = Buffer.from(b, 'hex');
+  return left.length === right.length && timingSafeEqual(left, right);
+}

@@ -1,0 +1,83 @@
+import type { Db } from '../db/knex.js';
+import type { Logger } from '../logger.js';
+import { type Clock, isoNow } from '../lib/clock.js';
+import { newId } from '../lib/ids.js';
+import { NotFoundError, ValidationError } from '../http/errors.js';
+import { type ApiCaller, displayPrefix, generateApiKey, hashApiKey, sameHash } from './api-keys.js';
+import * as queries from './queries.js';
+
+export const messages = {
+  organizationNotFound: 'Organization not found',
+  keyNotFound: 'API key not found',
+  nameRequired: 'Name is required',
+};
+
+/** How often `last_used_at` is written per key at most: a busy key must not mean a write per call. */
+const TOUCH_INTERVAL_MS = 60_000;
+
+export type OrganizationService = ReturnType<typeof createOrganizationService>;
+
+export function createOrganizationService({ db, clock, logger }: { db: Db; clock: Clock; logger: Logger }) {
+  const lastTouched = new Map<string, number>();
+
+  function touch(keyId: string): void {
+    const now = clock().getTime();
+    if (now - (lastTouched.get(keyId) ?? 0) < TOUCH_INTERVAL_MS) return;
+    lastTouched.set(keyId, now);
+    queries.touchApiKey(db, keyId, new Date(now).toISOString()).catch((err: unknown) => {
+      logger.warn({ err, keyId }, 'could not record API key use');
+    });
+  }
+
+  return {
+    async createOrganization({ name }: { name: string }) {
+      if (!name.trim()) throw new ValidationError(messages.nameRequired);
+      const row = { id: newId(), name: name.trim(), created_at: isoNow(clock) };
+      await queries.insertOrganization(db, row);
+      return row;
+    },
+
+    async getOrganization(id: string) {
+      const org = await queries.findOrganization(db, id);
+      if (!org) throw new NotFoundError(messages.organizationNotFound);
+      return org;
+    },
+
+    /**
+     * Creates a key and returns it in clear: the only time it is ever visible.
+     * `key` may be given to seed a known demo key.
+     */
+    async createApiKey({ organizationId, name, key = generateApiKey() }: { organizationId: string; name?: string; key?: string }) {
+      await this.getOrganization(organizationId);
+      const id = newId();
+      await queries.insertApiKey(db, {
+        id,
+        organization_id: organizationId,
+        name: name?.trim() || 'API key',
+        key_hash: hashApiKey(key),
+        prefix: displayPrefix(key),
+        created_at: isoNow(clock),
+        last_used_at: null,
+        revoked_at: null,
+      });
+      return { id, key };
+    },
+
+    /** Revoking twice is harmless; an unknown key is an error. */
+    async revokeApiKey(id: string) {
+      const key = await queries.findApiKey(db, id);
+      if (!key) throw new NotFoundError(messages.keyNotFound);
+      await queries.revokeApiKey(db, id, isoNow(clock));
+      return { id, revoked: true as const };
+    },
+
+    /** The caller behind a key, or null when it matches no active key. */
+    async authenticate(key: string): Promise<ApiCaller | null> {
+      const keyHash = hashApiKey(key);
+      const row = await queries.findActiveApiKeyByHash(db, keyHash);
+      if (!row || !sameHash(row.key_hash, keyHash)) return null;
+      touch(row.id);
+      return { organizationId: row.organization_id, keyId: row.id };
+    },
+  };
+}

@@ -1,0 +1,39 @@
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { createLogger, type Logger } from './logger.js';
+import type { RunningServer } from './server.js';
+
+/** Reads the configuration for an entry point, or ends the process naming the bad variable. */
+export function configOrExit(): Config {
+  try {
+    return loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}
+
+export function processLogger(config: Config): Logger {
+  return createLogger(config.logLevel);
+}
+
+/** SIGTERM and SIGINT stop the server gracefully; a second signal exits at once. */
+export function stopOnSignals(server: RunningServer, logger: Logger): void {
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    server.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}

@@ -1,0 +1,221 @@
+import { randomUUID } from 'node:crypto';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import type { Db } from '../db/knex.js';
+import type { Logger } from '../logger.js';
+import type { Clock } from '../lib/clock.js';
+import { newId } from '../lib/ids.js';
+import { findScribesByIds } from '../scribes/queries.js';
+import { messages as scribeMessages } from '../scribes/service.js';
+import { insertTask } from '../tasks/queries.js';
+import * as queries from './queries.js';
+import type { RequestRow } from './queries.js';
+
+export const messages = {
+  gaveUp: (attempts: number) => `Dispatch failed after ${attempts} attempts`,
+};
+
+export interface DispatcherOptions {
+  /** Receipts claimed per round trip. */
+  batchSize: number;
+  /** How long a claim is exclusive; a claim older than this is taken over (crash recovery). */
+  leaseMs: number;
+  /** Claims per receipt before an unexpected error fails it for good. */
+  maxAttempts: number;
+  /** Delay before the next try after an unexpected error on try `attempt` (1-based). */
+  backoffMs: (attempt: number) => number;
+}
+
+export const defaultDispatcherOptions: DispatcherOptions = {
+  batchSize: 500,
+  leaseMs: 10_000,
+  maxAttempts: 5,
+  backoffMs: (attempt) => Math.min(1000 * 2 ** (attempt - 1), 60_000),
+};
+
+export interface TickResult {
+  fulfilled: number;
+  failed: number;
+  retried: number;
+}
+
+export type Dispatcher = ReturnType<typeof createDispatcher>;
+
+/**
+ * Moves receipts accepted → dispatched → fulfilled (a task is created) or failed.
+ * `tick()` drains everything due and never throws; ticks never overlap, and calls made
+ * while one runs share a single follow-up tick.
+ */
+export function createDispatcher({
+  db,
+  clock,
+  logger,
+  options = defaultDispatcherOptions,
+}: {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  options?: DispatcherOptions;
+}) {
+  let running: Promise<unknown> = Promise.resolve();
+  let next: Promise<TickResult> | null = null;
+  let stopped = false;
+  let lastTickAt: Date | null = null;
+
+  /** Claims due receipts (accepted ones, or dispatched ones whose lease ran out). */
+  async function claim(limit = options.batchSize): Promise<{ token: string; requests: RequestRow[] }> {
+    const now = clock();
+    const token = randomUUID();
+    const requests = await queries.claimDueRequests(db, {
+      now: now.toISOString(),
+      leaseUntil: new Date(now.getTime() + options.leaseMs).toISOString(),
+      token,
+      limit,
+    });
+    return { token, requests };
+  }
+
+  /**
+   * Completes claimed receipts. The whole batch is one transaction (fast path); if it
+   * fails, each receipt is retried alone so one bad receipt cannot hold up the rest.
+   */
+  async function complete(token: string, requests: readonly RequestRow[]): Promise<TickResult> {
+    const result: TickResult = { fulfilled: 0, failed: 0, retried: 0 };
+    if (requests.length === 0) return result;
+    const scribes = await findScribesByIds(db, [...new Set(requests.map((r) => r.scribe_id))]);
+    const activeScribes = new Set(scribes.filter((s) => s.state === 'active').map((s) => s.id));
+    try {
+      await db.transaction(async (trx) => {
+        for (const request of requests) count(result, await completeOne(trx, token, request, activeScribes));
+      });
+      return result;
+    } catch (err) {
+      logger.debug({ err }, 'batch dispatch failed; completing receipts one by one');
+    }
+    const single: TickResult = { fulfilled: 0, failed: 0, retried: 0 };
+    for (const request of requests) {
+      try {
+        count(single, await db.transaction((trx) => completeOne(trx, token, request, activeScribes)));
+      } catch (err) {
+        count(single, await recordFailure(token, request, err));
+      }
+    }
+    return single;
+  }
+
+  /** Creates the task and marks the receipt fulfilled, in the caller's transaction. */
+  async function completeOne(trx: Db, token: string, request: RequestRow, activeScribes: Set<string>) {
+    const now = clock().toISOString();
+    const claimRef = { id: request.id, token };
+    if (!activeScribes.has(request.scribe_id)) {
+      const failed = await queries.finishClaimedRequest(trx, claimRef, { status: 'failed', errorMessage: scribeMessages.scribeNotActive }, now);
+      return failed ? 'failed' : 'lost';
+    }
+    const taskId = newId();
+    await insertTask(trx, {
+      id: taskId,
+      organization_id: request.organization_id,
+      scribe_id: request.scribe_id,
+      request_id: request.id,
+      status: 'open',
+      title: request.title,
+      summary: request.summary,
+      acceptance_criteria: request.acceptance_criteria,
+      created_at: now,
+      updated_at: now,
+    });
+    const fulfilled = await queries.finishClaimedRequest(trx, claimRef, { status: 'fulfilled', entityId: taskId }, now);
+    // Lost the claim to another dispatcher: roll the task back with the transaction.
+    if (!fulfilled) throw new LostClaim(request.id);
+    return 'fulfilled';
+  }
+
+  async function recordFailure(token: string, request: RequestRow, err: unknown): Promise<Outcome> {
+    if (err instanceof LostClaim) return 'lost';
+    const claimRef = { id: request.id, token };
+    const now = clock();
+    try {
+      if (request.attempts >= options.maxAttempts) {
+        logger.error({ err, requestId: request.id, attempts: request.attempts }, 'dispatch failed; giving up');
+        await queries.finishClaimedRequest(db, claimRef, { status: 'failed', errorMessage: messages.gaveUp(request.attempts) }, now.toISOString());
+        return 'failed';
+      }
+      logger.warn({ err, requestId: request.id, attempts: request.attempts }, 'dispatch failed; will retry');
+      const retryAt = new Date(now.getTime() + options.backoffMs(request.attempts)).toISOString();
+      await queries.releaseClaimedRequest(db, claimRef, retryAt);
+      return 'retried';
+    } catch (recordErr) {
+      // The lease runs out on its own and the receipt is claimed again.
+      logger.error({ err: recordErr, requestId: request.id }, 'could not record dispatch failure');
+      return 'retried';
+    }
+  }
+
+  async function drain(): Promise<TickResult> {
+    const total: TickResult = { fulfilled: 0, failed: 0, retried: 0 };
+    while (!stopped) {
+      const { token, requests } = await claim();
+      if (requests.length === 0) break;
+      const result = await complete(token, requests);
+      total.fulfilled += result.fulfilled;
+      total.failed += result.failed;
+      total.retried += result.retried;
+      // Let HTTP requests in between batches of a large backlog.
+      await yieldToEventLoop();
+    }
+    return total;
+  }
+
+  async function runTick(): Promise<TickResult> {
+    try {
+      return await drain();
+    } catch (err) {
+      logger.error({ err }, 'dispatcher tick failed');
+      return { fulfilled: 0, failed: 0, retried: 0 };
+    } finally {
+      lastTickAt = clock();
+    }
+  }
+
+  function tick(): Promise<TickResult> {
+    if (next) return next;
+    const scheduled = running.then(() => {
+      next = null;
+      return runTick();
+    });
+    next = scheduled;
+    running = scheduled;
+    return scheduled;
+  }
+
+  return {
+    tick,
+    /** Asks for a tick soon without waiting for it (after each accepted receipt). */
+    nudge(): void {
+      if (!stopped) void tick();
+    },
+    /** Stops ticking and waits for the tick in progress. */
+    async stop(): Promise<void> {
+      stopped = true;
+      await running;
+    },
+    lastTickAt: () => lastTickAt,
+    backlog: () => queries.dispatchBacklog(db),
+    // Exposed so tests can leave receipts claimed, as a crashed process would.
+    claim,
+    complete,
+  };
+}
+
+type Outcome = 'fulfilled' | 'failed' | 'retried' | 'lost';
+
+class LostClaim extends Error {
+  constructor(requestId: string) {
+    super(`claim on ${requestId} was taken over`);
+  }
+}
+
+function count(result: TickResult, outcome: Outcome): void {
+  if (outcome === 'fulfilled') result.fulfilled++;
+  else if (outcome === 'failed') result.failed++;
+  else if (outcome === 'retried') result.retried++;
+}

@@ -1,0 +1,139 @@
+import type { Db } from '../db/knex.js';
+import type { Position } from '../http/cursor.js';
+import type { RequestStatus } from './schemas.js';
+
+export interface RequestRow {
+  id: string;
+  organization_id: string;
+  scribe_id: string;
+  status: RequestStatus;
+  entity_type: string;
+  entity_id: string | null;
+  error_message: string | null;
+  title: string;
+  summary: string;
+  acceptance_criteria: string | null;
+  available_at: string;
+  claim_token: string | null;
+  attempts: number;
+  dispatched_at: string | null;
+  completed_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface AttachmentRow {
+  id: string;
+  request_id: string;
+  position: number;
+  url: string;
+  filename: string;
+  content_type: string;
+  size_bytes: number;
+  sha256: string;
+  created_at: string;
+}
+
+/** A receipt together with its scribe's slug, which is what the API calls `scribe_id`. */
+export type RequestWithSlug = RequestRow & { scribe_slug: string };
+
+export async function insertRequest(db: Db, request: RequestRow, attachments: readonly AttachmentRow[]): Promise<void> {
+  await db.transaction(async (trx) => {
+    await trx('requests').insert(request);
+    if (attachments.length > 0) await trx('attachments').insert(attachments);
+  });
+}
+
+/** One receipt of an organization, by primary key. */
+export async function findRequest(db: Db, organizationId: string, id: string): Promise<RequestWithSlug | undefined> {
+  return db('requests')
+    .join('scribes', 'scribes.id', 'requests.scribe_id')
+    .where({ 'requests.id': id, 'requests.organization_id': organizationId })
+    .first('requests.*', 'scribes.slug as scribe_slug');
+}
+
+/**
+ * A page of a scribe's receipts, newest first, strictly after `after` (keyset paging on
+ * the requests_scribe_created / requests_scribe_status_created indexes).
+ */
+export async function listRequests(
+  db: Db,
+  filter: { scribeId: string; status?: RequestStatus; entityType?: string },
+  page: { limit: number; after?: Position },
+): Promise<RequestRow[]> {
+  const query = db<RequestRow>('requests').where('scribe_id', filter.scribeId);
+  if (filter.status) query.where('status', filter.status);
+  if (filter.entityType) query.where('entity_type', filter.entityType);
+  if (page.after) query.whereRaw('(created_at, id) < (?, ?)', [page.after.createdAt, page.after.id]);
+  return query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(page.limit);
+}
+
+export async function listAttachments(db: Db, requestId: string): Promise<AttachmentRow[]> {
+  return db<AttachmentRow>('attachments').where({ request_id: requestId }).orderBy('position');
+}
+
+// ---- the dispatcher's queue -------------------------------------------------------------
+
+/**
+ * Claims up to `limit` receipts that are due: new ones (`accepted`) and ones whose lease or
+ * backoff has run out (`dispatched`, e.g. left behind by a crash). One guarded UPDATE, so
+ * two dispatchers can never claim the same receipt; the claim token proves ownership later.
+ */
+export async function claimDueRequests(
+  db: Db,
+  { now, leaseUntil, token, limit }: { now: string; leaseUntil: string; token: string; limit: number },
+): Promise<RequestRow[]> {
+  const due = db('requests')
+    .select('id')
+    .whereIn('status', ['accepted', 'dispatched'])
+    .where('available_at', '<=', now)
+    .orderBy('available_at')
+    .limit(limit);
+  return db<RequestRow>('requests')
+    .whereIn('id', due)
+    .whereIn('status', ['accepted', 'dispatched'])
+    .update({
+      status: 'dispatched',
+      claim_token: token,
+      available_at: leaseUntil,
+      attempts: db.raw('attempts + 1'),
+      dispatched_at: db.raw('coalesce(dispatched_at, ?)', [now]),
+      updated_at: now,
+    })
+    .returning('*');
+}
+
+/** Ends a claimed receipt; false when the claim was lost (another dispatcher took it over). */
+export async function finishClaimedRequest(
+  db: Db,
+  claim: { id: string; token: string },
+  outcome: { status: 'fulfilled'; entityId: string } | { status: 'failed'; errorMessage: string },
+  now: string,
+): Promise<boolean> {
+  const updated = await db('requests')
+    .where({ id: claim.id, claim_token: claim.token, status: 'dispatched' })
+    .update({
+      status: outcome.status,
+      entity_id: outcome.status === 'fulfilled' ? outcome.entityId : null,
+      error_message: outcome.status === 'failed' ? outcome.errorMessage : null,
+      claim_token: null,
+      completed_at: now,
+      updated_at: now,
+    });
+  return updated === 1;
+}
+
+/** Gives a claimed receipt back for another try at `retryAt`. */
+export async function releaseClaimedRequest(db: Db, claim: { id: string; token: string }, retryAt: string): Promise<void> {
+  await db('requests')
+    .where({ id: claim.id, claim_token: claim.token, status: 'dispatched' })
+    .update({ claim_token: null, available_at: retryAt });
+}
+
+/** How many receipts are waiting to be dispatched, and since when. */
+export async function dispatchBacklog(db: Db): Promise<{ count: number; oldest: string | null }> {
+  const row = (await db('requests')
+    .whereIn('status', ['accepted', 'dispatched'])
+    .first(db.raw('count(*) as count'), db.raw('min(created_at) as oldest'))) as { count: number; oldest: string | null };
+  return { count: Number(row.count), oldest: row.oldest };
+}

@@ -1,0 +1,36 @@
+import { Router, type RequestHandler } from 'express';
+import { callerOf } from '../http/api-key-auth.js';
+import { jsonBody } from '../http/json-body.js';
+import { parsePageLimit } from '../http/page-limit.js';
+import type { ScribeService } from '../scribes/service.js';
+import { parseListRequestsQuery, parseSubmitRequestBody } from './schemas.js';
+import type { RequestService } from './service.js';
+
+export const REQUEST_LIST_LIMIT = { fallback: 25, max: 100 };
+
+/**
+ * Task dispatch (spec 4.1–4.3). Each handler checks in the contract's order:
+ * key (middleware) → scribe or request (404) → body or query (400) → rules (422).
+ */
+export function requestRoutes({ auth, scribes, requests }: { auth: RequestHandler; scribes: ScribeService; requests: RequestService }) {
+  const router = Router();
+
+  router.post('/scribes/:scribe_id/requests', auth, async (req, res) => {
+    const scribe = await scribes.getBySlug(callerOf(req).organizationId, String(req.params.scribe_id));
+    const body = parseSubmitRequestBody(jsonBody(req) ?? {});
+    res.status(202).json({ request: await requests.submit(scribe, body) });
+  });
+
+  router.get('/requests/:id', auth, async (req, res) => {
+    res.json({ request: await requests.get(callerOf(req).organizationId, String(req.params.id)) });
+  });
+
+  router.get('/scribes/:scribe_id/requests', auth, async (req, res) => {
+    const scribe = await scribes.getBySlug(callerOf(req).organizationId, String(req.params.scribe_id));
+    const filter = parseListRequestsQuery(req.query);
+    const limit = parsePageLimit(req.query.limit, REQUEST_LIST_LIMIT);
+    res.json(await requests.list(scribe, { status: filter.status, entityType: filter.entity_type, limit, after: req.query.after }));
+  });
+
+  return router;
+}

@@ -1,0 +1,128 @@
+import type { Db } from '../db/knex.js';
+import type { Clock } from '../lib/clock.js';
+import { REQUEST_ID_PATTERN, newId, newRequestId } from '../lib/ids.js';
+import { decodeCursor, encodeCursor } from '../http/cursor.js';
+import { NotFoundError, ValidationError } from '../http/errors.js';
+import { messages as scribeMessages, type ScribeRow } from '../scribes/service.js';
+import type { AttachmentFetcher } from './attachments/fetch.js';
+import * as queries from './queries.js';
+import type { RequestRow } from './queries.js';
+import type { RequestStatus, SubmitRequestBody } from './schemas.js';
+import { titleFromSummary } from './title.js';
+
+export const messages = {
+  requestNotFound: 'Request not found',
+};
+
+/** A receipt as the API shows it (spec 2.1): exactly these eight fields. */
+export interface ApiRequest {
+  id: string;
+  scribe_id: string;
+  status: RequestStatus;
+  entity_type: string;
+  entity_id: string | null;
+  error_message: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export function presentRequest(row: RequestRow, scribeSlug: string): ApiRequest {
+  return {
+    id: row.id,
+    scribe_id: scribeSlug,
+    status: row.status,
+    entity_type: row.entity_type,
+    entity_id: row.entity_id,
+    error_message: row.error_message,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export type RequestService = ReturnType<typeof createRequestService>;
+
+export function createRequestService(deps: {
+  db: Db;
+  clock: Clock;
+  fetchAttachments: AttachmentFetcher;
+  /** Called after each accepted receipt, so the dispatcher need not wait for its next tick. */
+  onAccepted: () => void;
+}) {
+  const { db, clock } = deps;
+
+  return {
+    /**
+     * Accepts a task for an active scribe: downloads its attachments (all or none), stores
+     * the receipt as `accepted` and hands it to the dispatcher. Rules after validation, in
+     * the contract's order: 422 `Scribe is not active`, then 422 `Attachment download failed: …`.
+     */
+    async submit(scribe: ScribeRow, body: SubmitRequestBody): Promise<ApiRequest> {
+      if (scribe.state !== 'active') throw new ValidationError(scribeMessages.scribeNotActive);
+      const { task } = body;
+      const files = await deps.fetchAttachments(task.attachments ?? []);
+
+      const now = clock();
+      const at = now.toISOString();
+      const row: RequestRow = {
+        id: newRequestId(now),
+        organization_id: scribe.organization_id,
+        scribe_id: scribe.id,
+        status: 'accepted',
+        entity_type: 'task',
+        entity_id: null,
+        error_message: null,
+        title: task.title?.trim() || titleFromSummary(task.summary),
+        summary: task.summary,
+        acceptance_criteria: task.acceptance_criteria ?? null,
+        available_at: at,
+        claim_token: null,
+        attempts: 0,
+        dispatched_at: null,
+        completed_at: null,
+        created_at: at,
+        updated_at: at,
+      };
+      const attachments = files.map((file) => ({
+        id: newId(),
+        request_id: row.id,
+        position: file.position,
+        url: file.url,
+        filename: file.filename,
+        content_type: file.contentType,
+        size_bytes: file.sizeBytes,
+        sha256: file.sha256,
+        created_at: at,
+      }));
+      await queries.insertRequest(db, row, attachments);
+      deps.onAccepted();
+      return presentRequest(row, scribe.slug);
+    },
+
+    /** One receipt of the organization; 404 `Request not found` for any other id. */
+    async get(organizationId: string, id: string): Promise<ApiRequest> {
+      const row = REQUEST_ID_PATTERN.test(id) ? await queries.findRequest(db, organizationId, id) : undefined;
+      if (!row) throw new NotFoundError(messages.requestNotFound);
+      return presentRequest(row, row.scribe_slug);
+    },
+
+    /** A page of the scribe's receipts, newest first; `next_cursor` is null on the last page. */
+    async list(
+      scribe: ScribeRow,
+      options: { status?: RequestStatus; entityType?: string; limit: number; after?: unknown },
+    ): Promise<{ requests: ApiRequest[]; next_cursor: string | null }> {
+      const after = options.after === undefined ? undefined : decodeCursor(options.after, (id) => REQUEST_ID_PATTERN.test(id));
+      const rows = await queries.listRequests(
+        db,
+        { scribeId: scribe.id, status: options.status, entityType: options.entityType },
+        { limit: options.limit + 1, after },
+      );
+      const page = rows.slice(0, options.limit);
+      const last = page.at(-1);
+      return {
+        requests: page.map((row) => presentRequest(row, scribe.slug)),
+        next_cursor: rows.length > options.limit && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null,
+      };
+    },
+
+  };
+}

@@ -1,0 +1,16 @@
+export const MAX_GENERATED_TITLE = 80;
+
+/**
+ * A title from a summary: its first non-blank line, cut at a word boundary to at most 80
+ * characters, with `…` when cut (the ellipsis counts toward the 80).
+ */
+export function titleFromSummary(summary: string): string {
+  const firstLine = summary.split(/\r?\n/).map((line) => line.trim()).find((line) => line !== '') ?? '';
+  const line = firstLine.replace(/\s+/g, ' ');
+  if ([...line].length <= MAX_GENERATED_TITLE) return line;
+  const room = [...line].slice(0, MAX_GENERATED_TITLE - 1).join('');
+  const lastSpace = room.lastIndexOf(' ');
+  // A single word longer than the limit is cut mid-word rather than dropped.
+  const cut = lastSpace > 0 ? room.slice(0, lastSpace) : room;
+  return `${cut.trimEnd()}…`;
+}

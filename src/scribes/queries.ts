@@ -1,0 +1,31 @@
+import type { Db } from '../db/knex.js';
+
+export const SCRIBE_STATES = ['active', 'powered_off', 'unprovisioned'] as const;
+export type ScribeState = (typeof SCRIBE_STATES)[number];
+
+export interface ScribeRow {
+  id: string;
+  organization_id: string;
+  slug: string;
+  name: string;
+  state: ScribeState;
+  created_at: string;
+  updated_at: string;
+}
+
+export async function insertScribe(db: Db, row: ScribeRow): Promise<void> {
+  await db('scribes').insert(row);
+}
+
+/** Served by the unique (organization_id, slug) index. */
+export async function findScribeBySlug(db: Db, organizationId: string, slug: string): Promise<ScribeRow | undefined> {
+  return db<ScribeRow>('scribes').where({ organization_id: organizationId, slug }).first();
+}
+
+export async function findScribesByIds(db: Db, ids: readonly string[]): Promise<ScribeRow[]> {
+  return db<ScribeRow>('scribes').whereIn('id', ids);
+}
+
+export async function updateScribeState(db: Db, id: string, state: ScribeState, at: string): Promise<void> {
+  await db('scribes').where({ id }).update({ state, updated_at: at });
+}

@@ -1,0 +1,67 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config.js';
+import type { Logger } from './logger.js';
+import { openDatabase } from './db/knex.js';
+import { migrateToLatest } from './db/migrate.js';
+import { createServices, type ServiceOptions } from './services.js';
+import { createApp } from './app.js';
+import { createScheduler } from './jobs/scheduler.js';
+import { backgroundJobs } from './jobs/registry.js';
+
+/** How long in-flight requests get to finish on shutdown before their connections are cut. */
+const DRAIN_TIMEOUT_MS = 10_000;
+
+export interface RunningServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * The only place that opens the database, migrates, starts background jobs and listens.
+ * `stop()` undoes it in order: stop ticking, finish in-flight requests, close the database.
+ */
+export async function startServer(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<RunningServer> {
+  const db = openDatabase(config.databaseFile);
+  await migrateToLatest(db);
+  const services = createServices({ config, db, logger, options });
+  const app = createApp({ config, logger, services });
+  const scheduler = createScheduler(backgroundJobs(services), logger);
+
+  const server = http.createServer(app);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}`;
+
+  scheduler.start();
+  // Receipts left behind by an earlier run are picked up straight away.
+  services.dispatcher.nudge();
+  logger.info({ url }, 'scribe is listening');
+
+  let stopping: Promise<void> | undefined;
+  return {
+    url,
+    stop() {
+      stopping ??= (async () => {
+        await scheduler.stop();
+        await closeServer(server);
+        await services.stop();
+        await db.destroy();
+        logger.info('scribe stopped');
+      })();
+      return stopping;
+    },
+  };
+}
+
+async function closeServer(server: http.Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const timer = setTimeout(() => server.closeAllConnections(), DRAIN_TIMEOUT_MS);
+  await closed;
+  clearTimeout(timer);
+}

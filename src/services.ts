@@ -1,0 +1,67 @@
+import path from 'node:path';
+import type { Config } from './config.js';
+import type { Db } from './db/knex.js';
+import type { Logger } from './logger.js';
+import { type Clock, systemClock } from './lib/clock.js';
+import { createOrganizationService } from './organizations/service.js';
+import { createScribeService } from './scribes/service.js';
+import { createUserService } from './users/service.js';
+import { createRequestService } from './requests/service.js';
+import { createDispatcher, defaultDispatcherOptions, type DispatcherOptions } from './requests/dispatcher.js';
+import { anyAddress, publicAddressesOnly, type AddressPolicy } from './requests/attachments/address-policy.js';
+import { createDownloader, type DownloadLimits } from './requests/attachments/download.js';
+import { createAttachmentFetcher } from './requests/attachments/fetch.js';
+import { createAttachmentStore } from './requests/attachments/store.js';
+
+export const defaultDownloadLimits: DownloadLimits = {
+  timeoutMs: 10_000,
+  maxBytes: 25 * 1024 * 1024,
+  maxRedirects: 5,
+};
+
+/** Knobs the environment does not set; tests turn them. */
+export interface ServiceOptions {
+  clock?: Clock;
+  downloadLimits?: Partial<DownloadLimits>;
+  addressPolicy?: AddressPolicy;
+  dispatcher?: Partial<DispatcherOptions>;
+  /** False leaves accepted receipts for an explicit tick (tests that watch each state). */
+  dispatchOnAccept?: boolean;
+}
+
+export type Services = ReturnType<typeof createServices>;
+
+/** Wires the domain services together; opens nothing and starts nothing. */
+export function createServices({ config, db, logger, options = {} }: { config: Config; db: Db; logger: Logger; options?: ServiceOptions }) {
+  const clock = options.clock ?? systemClock;
+  const store = createAttachmentStore(path.join(config.dataDir, 'attachments'));
+  const downloader = createDownloader(
+    options.addressPolicy ?? (config.attachmentsAllowPrivate ? anyAddress : publicAddressesOnly),
+    { ...defaultDownloadLimits, ...options.downloadLimits },
+  );
+  const dispatcher = createDispatcher({ db, clock, logger, options: { ...defaultDispatcherOptions, ...options.dispatcher } });
+  const dispatchOnAccept = options.dispatchOnAccept ?? true;
+
+  return {
+    db,
+    clock,
+    organizations: createOrganizationService({ db, clock, logger }),
+    scribes: createScribeService({ db, clock }),
+    users: createUserService({ db, clock }),
+    requests: createRequestService({
+      db,
+      clock,
+      fetchAttachments: createAttachmentFetcher({ downloader, store }),
+      onAccepted: () => {
+        if (dispatchOnAccept) dispatcher.nudge();
+      },
+    }),
+    dispatcher,
+    attachmentStore: store,
+    /** Stops background work and releases sockets; the caller closes the database. */
+    async stop(): Promise<void> {
+      await dispatcher.stop();
+      await downloader.close();
+    },
+  };
+}

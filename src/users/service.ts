@@ -1,0 +1,59 @@
+import type { Db } from '../db/knex.js';
+import { isUniqueViolation } from '../db/knex.js';
+import { type Clock, isoNow } from '../lib/clock.js';
+import { newId } from '../lib/ids.js';
+import { ValidationError } from '../http/errors.js';
+import { hashPassword } from './passwords.js';
+
+export const USER_ROLES = ['admin', 'viewer'] as const;
+export type UserRole = (typeof USER_ROLES)[number];
+
+export const messages = {
+  invalidEmail: 'Email is not a valid address',
+  emailTaken: 'Email is already used by another user',
+  passwordTooShort: 'Password must be at least 8 characters',
+  invalidRole: `Role must be one of ${USER_ROLES.join(', ')}`,
+};
+
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+export interface UserRow {
+  id: string;
+  organization_id: string;
+  email: string;
+  password_hash: string;
+  role: UserRole;
+  created_at: string;
+}
+
+export function createUserService({ db, clock }: { db: Db; clock: Clock }) {
+  return {
+    /** A console user of one organization; emails are unique across the install (they sign in by email alone). */
+    async create(input: { organizationId: string; email: string; password: string; role?: string }) {
+      const email = input.email.trim().toLowerCase();
+      const role = input.role ?? 'viewer';
+      if (!EMAIL.test(email)) throw new ValidationError(messages.invalidEmail);
+      if (input.password.length < 8) throw new ValidationError(messages.passwordTooShort);
+      if (!(USER_ROLES as readonly string[]).includes(role)) throw new ValidationError(messages.invalidRole);
+      const row: UserRow = {
+        id: newId(),
+        organization_id: input.organizationId,
+        email,
+        password_hash: await hashPassword(input.password),
+        role: role as UserRole,
+        created_at: isoNow(clock),
+      };
+      try {
+        await db('users').insert(row);
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new ValidationError(messages.emailTaken);
+        throw err;
+      }
+      return { id: row.id, email: row.email, role: row.role };
+    },
+
+    async findByEmail(email: string): Promise<UserRow | undefined> {
+      return db<UserRow>('users').where({ email: email.trim().toLowerCase() }).first();
+    },
+  };
+}
