@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
-import type BetterSqlite3 from 'better-sqlite3';
+import BetterSqlite3 from 'better-sqlite3';
 
 export type Db = Knex;
 
@@ -46,4 +46,26 @@ export function openDatabase(filename: string): Db {
 /** True when the error is SQLite refusing a duplicate in a UNIQUE index. */
 export function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: string } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE';
+}
+
+/** How long a process waits for another one's migrations before giving up. */
+const MIGRATION_LOCK_WAIT_MS = 60_000;
+
+/**
+ * Runs `fn` while holding an exclusive SQLite lock on a sidecar file next to the database.
+ * The operating system releases the lock when its process dies, so a crash never leaves
+ * it behind. (PostgreSQL would use an advisory lock here.)
+ */
+export async function withMigrationLock<T>(db: Db, fn: () => Promise<T>): Promise<T> {
+  const filename = (db.client.config.connection as { filename: string }).filename;
+  if (filename === ':memory:') return fn();
+  const lock = new BetterSqlite3(`${filename}.migrate-lock`);
+  try {
+    lock.pragma(`busy_timeout = ${MIGRATION_LOCK_WAIT_MS}`);
+    lock.exec('BEGIN EXCLUSIVE');
+    return await fn();
+  } finally {
+    if (lock.inTransaction) lock.exec('COMMIT');
+    lock.close();
+  }
 }

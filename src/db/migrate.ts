@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Knex } from 'knex';
-import type { Db } from './knex.js';
+import { withMigrationLock, type Db } from './knex.js';
 
 /**
  * The migrations folder, whether we run from TypeScript sources (tsx) or from `dist/`:
@@ -42,21 +42,17 @@ export function migrationConfig(): Knex.MigratorConfig {
 }
 
 /**
- * Applies pending migrations. Several processes may start at once (the server and admin
- * commands); Knex's lock makes the losers fail fast, so they wait and look again.
+ * Applies pending migrations. Several processes may start at once on a fresh database
+ * (the server and admin commands), and Knex's own bookkeeping is check-then-create, so
+ * migrations run under a cross-process lock (see `withMigrationLock`).
  */
 export async function migrateToLatest(db: Db): Promise<void> {
   const config = migrationConfig();
-  for (let attempt = 0; ; attempt++) {
+  await withMigrationLock(db, async () => {
     const [, pending] = (await db.migrate.list(config)) as [unknown[], unknown[]];
     if (pending.length === 0) return;
-    try {
-      await db.migrate.latest(config);
-      return;
-    } catch (err) {
-      const locked = (err as Error).name === 'MigrationLocked';
-      if (!locked || attempt >= 50) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+    // Holding our lock we are the only migrator, so a Knex lock left by a crash is stale.
+    await db.migrate.forceFreeMigrationsLock(config);
+    await db.migrate.latest(config);
+  });
 }

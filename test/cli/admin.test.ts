@@ -1,0 +1,110 @@
+import path from 'node:path';
+import { expect } from 'chai';
+import { runAdmin } from '../helpers/cli.js';
+import { tempDir } from '../helpers/harness.js';
+import { openDatabase } from '../../src/db/knex.js';
+import { verifyPassword } from '../../src/users/passwords.js';
+import { hashApiKey } from '../../src/organizations/api-keys.js';
+
+describe('the admin CLI', function () {
+  this.timeout(60_000);
+  const dir = tempDir();
+  const env = { DATA_DIR: dir };
+  const admin = (...args: string[]) => runAdmin(args, env);
+  const json = async (...args: string[]) => {
+    const result = await admin(...args);
+    expect(result.stderr, args.join(' ')).to.equal('');
+    expect(result.code).to.equal(0);
+    const lines = result.stdout.trim().split('\n');
+    expect(lines, 'exactly one JSON object').to.have.length(1);
+    return JSON.parse(lines[0]!);
+  };
+  let orgId: string;
+
+  it('org create prints {id, name}', async () => {
+    const org = await json('org', 'create', '--name', 'Acme');
+    expect(Object.keys(org)).to.deep.equal(['id', 'name']);
+    expect(org.name).to.equal('Acme');
+    orgId = org.id;
+  });
+
+  it('key create prints {id, key} and stores only the hash; key revoke prints {id, revoked: true}', async () => {
+    const key = await json('key', 'create', '--org', orgId, '--name', 'CI');
+    expect(Object.keys(key)).to.deep.equal(['id', 'key']);
+    const db = openDatabase(path.join(dir, 'scribe.sqlite'));
+    try {
+      const row = await db('api_keys').where({ id: key.id }).first();
+      expect(row).to.include({ key_hash: hashApiKey(key.key), name: 'CI', revoked_at: null });
+      expect(await json('key', 'revoke', '--id', key.id)).to.deep.equal({ id: key.id, revoked: true });
+      expect((await db('api_keys').where({ id: key.id }).first()).revoked_at).to.be.a('string');
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('scribe create defaults to active; scribe set-state changes it', async () => {
+    const scribe = await json('scribe', 'create', '--org', orgId, '--slug', 'atlas', '--name', 'Atlas');
+    expect(scribe).to.include({ slug: 'atlas', state: 'active' });
+    expect(Object.keys(scribe)).to.deep.equal(['id', 'slug', 'state']);
+    const off = await json('scribe', 'set-state', '--org', orgId, '--slug', 'atlas', '--state', 'powered_off');
+    expect(off).to.deep.equal({ id: scribe.id, slug: 'atlas', state: 'powered_off' });
+    const un = await json('scribe', 'create', '--org', orgId, '--slug', 'nova', '--name', 'Nova', '--state', 'unprovisioned');
+    expect(un.state).to.equal('unprovisioned');
+  });
+
+  it('user create defaults to viewer and hashes the password with scrypt', async () => {
+    const user = await json('user', 'create', '--org', orgId, '--email', 'Staff@Example.com', '--password', 'correct horse');
+    expect(user).to.include({ email: 'staff@example.com', role: 'viewer' });
+    expect(Object.keys(user)).to.deep.equal(['id', 'email', 'role']);
+    const db = openDatabase(path.join(dir, 'scribe.sqlite'));
+    try {
+      const row = await db('users').where({ id: user.id }).first();
+      expect(row.password_hash).to.match(/^scrypt\$/);
+      expect(await verifyPassword('correct horse', row.password_hash)).to.equal(true);
+      expect(await verifyPassword('wrong', row.password_hash)).to.equal(false);
+    } finally {
+      await db.destroy();
+    }
+    const adminUser = await json('user', 'create', '--org', orgId, '--email', 'boss@example.com', '--password', 'password1', '--role', 'admin');
+    expect(adminUser.role).to.equal('admin');
+  });
+
+  const failures: Array<[string, string[], RegExp]> = [
+    ['a duplicate slug', ['scribe', 'create', '--org', '__ORG__', '--slug', 'atlas', '--name', 'Again'], /Slug is already used/],
+    ['an unknown org', ['scribe', 'create', '--org', '00000000-0000-0000-0000-000000000000', '--slug', 'x', '--name', 'X'], /Organization not found/],
+    ['a bad state', ['scribe', 'create', '--org', '__ORG__', '--slug', 'y', '--name', 'Y', '--state', 'asleep'], /State must be one of/],
+    ['a bad slug', ['scribe', 'create', '--org', '__ORG__', '--slug', 'Bad Slug', '--name', 'Z'], /Slug must match/],
+    ['set-state on an unknown scribe', ['scribe', 'set-state', '--org', '__ORG__', '--slug', 'nobody', '--state', 'active'], /Scribe not found/],
+    ['a duplicate email', ['user', 'create', '--org', '__ORG__', '--email', 'staff@example.com', '--password', 'whatever1'], /Email is already used/],
+    ['a short password', ['user', 'create', '--org', '__ORG__', '--email', 'new@example.com', '--password', 'short'], /at least 8/],
+    ['a bad role', ['user', 'create', '--org', '__ORG__', '--email', 'new@example.com', '--password', 'longenough', '--role', 'root'], /Role must be one of/],
+    ['revoking an unknown key', ['key', 'revoke', '--id', 'nope'], /API key not found/],
+    ['a key for an unknown org', ['key', 'create', '--org', 'nope'], /Organization not found/],
+    ['a missing flag', ['org', 'create'], /--name is required/],
+    ['an unknown flag', ['org', 'create', '--name', 'X', '--colour', 'red'], /Unknown option/],
+    ['an unknown command', ['org', 'delete'], /unknown command/],
+  ];
+  for (const [what, args, message] of failures) {
+    it(`fails with a message on stderr and a non-zero exit for ${what}`, async () => {
+      const result = await admin(...args.map((a) => (a === '__ORG__' ? orgId : a)));
+      expect(result.code).to.not.equal(0);
+      expect(result.stdout).to.equal('');
+      expect(result.stderr).to.match(message);
+    });
+  }
+
+  it('fails naming the variable when the configuration is bad', async () => {
+    const result = await runAdmin(['org', 'create', '--name', 'X'], { DATA_DIR: dir, PORT: 'eighty' });
+    expect(result.code).to.equal(1);
+    expect(result.stderr).to.include('PORT');
+  });
+
+  it('can run several at once on a fresh database', async () => {
+    const fresh = { DATA_DIR: tempDir() };
+    const results = await Promise.all([1, 2, 3, 4].map((i) => runAdmin(['org', 'create', '--name', `Org ${i}`], fresh)));
+    for (const r of results) {
+      expect(r.stderr).to.equal('');
+      expect(r.code).to.equal(0);
+    }
+  });
+});

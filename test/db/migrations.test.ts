@@ -1,0 +1,50 @@
+import path from 'node:path';
+import { expect } from 'chai';
+import { openDatabase } from '../../src/db/knex.js';
+import { migrateToLatest, migrationConfig } from '../../src/db/migrate.js';
+import { tempDir } from '../helpers/harness.js';
+
+describe('migrations', () => {
+  it('run all the way up and all the way down on a fresh database, twice', async () => {
+    const db = openDatabase(path.join(tempDir(), 'm.sqlite'));
+    try {
+      const tables = async () =>
+        (await db.raw("select name from sqlite_master where type = 'table' and name not like 'knex_%' and name not like 'sqlite_%' order by name")).map(
+          (r: { name: string }) => r.name,
+        );
+      for (let round = 0; round < 2; round++) {
+        await migrateToLatest(db);
+        expect(await tables()).to.include.members(['organizations', 'api_keys', 'scribes', 'requests', 'attachments', 'tasks', 'users']);
+        const [, pending] = await db.migrate.list(migrationConfig());
+        expect(pending).to.deep.equal([]);
+        await db.migrate.rollback(migrationConfig(), true);
+        expect(await tables()).to.deep.equal([]);
+      }
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('record names without extension, so the compiled server accepts a database migrated from sources', async () => {
+    const db = openDatabase(path.join(tempDir(), 'm.sqlite'));
+    try {
+      await migrateToLatest(db);
+      const names = (await db('knex_migrations').select('name')).map((r) => r.name as string);
+      expect(names.length).to.be.greaterThan(0);
+      expect(names.every((name) => !/\.(ts|js)$/.test(name))).to.equal(true);
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('set WAL, foreign keys and a busy timeout on the connection', async () => {
+    const db = openDatabase(path.join(tempDir(), 'p.sqlite'));
+    try {
+      expect((await db.raw('pragma journal_mode'))[0].journal_mode).to.equal('wal');
+      expect((await db.raw('pragma foreign_keys'))[0].foreign_keys).to.equal(1);
+      expect((await db.raw('pragma busy_timeout'))[0].timeout).to.equal(5000);
+    } finally {
+      await db.destroy();
+    }
+  });
+});

@@ -1,0 +1,164 @@
+import { expect } from 'chai';
+import { createHarness, eventually, testClock, type Harness, type Tenant } from '../helpers/harness.js';
+import { createDispatcher } from '../../src/requests/dispatcher.js';
+import { createLogger } from '../../src/logger.js';
+
+describe('the dispatcher', () => {
+  let h: Harness;
+  const clock = testClock();
+  before(async () => {
+    h = await createHarness({ options: { dispatchOnAccept: false, clock } });
+  });
+  after(() => h.close());
+
+  async function submit(t: Tenant, summary = 'work'): Promise<string> {
+    const res = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/requests`).set(t.headers).send({ task: { summary, acceptance_criteria: 'ok' } });
+    expect(res.status).to.equal(202);
+    return res.body.request.id;
+  }
+  const poll = async (t: Tenant, id: string) => (await h.api.get(`/api/v1/requests/${id}`).set(t.headers)).body.request;
+  const tasksOf = (requestId: string) => h.db('tasks').where({ request_id: requestId });
+
+  it('moves a receipt accepted → dispatched → fulfilled and creates an open task', async () => {
+    const t = await h.tenant();
+    const id = await submit(t, 'Write the summary');
+    const accepted = await poll(t, id);
+    expect(accepted.status).to.equal('accepted');
+
+    clock.advance(5);
+    const { token, requests } = await h.services.dispatcher.claim();
+    expect(requests.map((r) => r.id)).to.deep.equal([id]);
+    const dispatched = await poll(t, id);
+    expect(dispatched).to.include({ status: 'dispatched', entity_id: null });
+    expect(dispatched.updated_at).to.not.equal(accepted.updated_at);
+
+    clock.advance(5);
+    await h.services.dispatcher.complete(token, requests);
+    const fulfilled = await poll(t, id);
+    const [task] = await tasksOf(id);
+    expect(fulfilled).to.include({ status: 'fulfilled', entity_id: task.id, error_message: null });
+    expect(fulfilled.updated_at > dispatched.updated_at).to.equal(true);
+    expect(task).to.include({ status: 'open', summary: 'Write the summary', title: 'Write the summary', acceptance_criteria: 'ok', scribe_id: t.scribe.id, organization_id: t.organizationId });
+    const row = await h.db('requests').where({ id }).first();
+    expect(row).to.include({ claim_token: null, attempts: 1, dispatched_at: dispatched.updated_at, completed_at: fulfilled.updated_at });
+  });
+
+  it('drains everything due in one tick and reports what it did', async () => {
+    const t = await h.tenant();
+    const ids = await Promise.all(Array.from({ length: 7 }, (_, i) => submit(t, `task ${i}`)));
+    const result = await h.services.dispatcher.tick();
+    expect(result.fulfilled).to.be.at.least(7);
+    for (const id of ids) expect((await poll(t, id)).status).to.equal('fulfilled');
+  });
+
+  it('fails the receipt with "Scribe is not active" when the scribe was powered off meanwhile', async () => {
+    const t = await h.tenant();
+    const id = await submit(t);
+    await h.services.scribes.setState(t.organizationId, t.scribe.slug, 'powered_off');
+    await h.services.dispatcher.tick();
+    expect(await poll(t, id)).to.include({ status: 'failed', entity_id: null, error_message: 'Scribe is not active' });
+    expect(await tasksOf(id)).to.have.length(0);
+  });
+
+  it('picks up a receipt left dispatched by a crash, after its lease, exactly once', async () => {
+    const t = await h.tenant();
+    const id = await submit(t);
+    // A process claims the receipt and dies before completing it.
+    const crashed = await h.services.dispatcher.claim();
+    expect(crashed.requests.map((r) => r.id)).to.include(id);
+
+    // The restarted process runs its own dispatcher on the same database.
+    const restarted = createDispatcher({ db: h.db, clock, logger: createLogger('silent') });
+    await restarted.tick();
+    expect((await poll(t, id)).status, 'the lease still holds').to.equal('dispatched');
+
+    clock.advance(10_001);
+    await restarted.tick();
+    const fulfilled = await poll(t, id);
+    expect(fulfilled.status).to.equal('fulfilled');
+    expect(await tasksOf(id)).to.have.length(1);
+
+    // The old claim wakes up late: it must not create a second task or touch the receipt.
+    await h.services.dispatcher.complete(crashed.token, crashed.requests);
+    expect(await tasksOf(id)).to.have.length(1);
+    expect(await poll(t, id)).to.deep.equal(fulfilled);
+    await restarted.tick();
+    expect(await tasksOf(id)).to.have.length(1);
+  });
+
+  it('never creates two tasks for one receipt when ticks and dispatchers race', async () => {
+    const t = await h.tenant();
+    const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => submit(t, `race ${i}`)));
+    const other = createDispatcher({ db: h.db, clock, logger: createLogger('silent'), options: { batchSize: 3, leaseMs: 10_000, maxAttempts: 5, backoffMs: () => 1000 } });
+    await Promise.all([h.services.dispatcher.tick(), other.tick(), h.services.dispatcher.tick(), other.tick(), h.services.dispatcher.tick()]);
+    const counts = await h.db('tasks').whereIn('request_id', ids).groupBy('request_id').select('request_id').count({ n: '*' });
+    expect(counts).to.have.length(40);
+    expect(counts.every((c) => Number(c.n) === 1)).to.equal(true);
+  });
+
+  describe('unexpected errors', () => {
+    beforeEach(() =>
+      h.db.raw("create trigger tasks_boom before insert on tasks when new.summary = 'boom' begin select raise(abort, 'disk on fire'); end"),
+    );
+    afterEach(() => h.db.raw('drop trigger if exists tasks_boom'));
+
+    it('retries with backoff, without holding up the rest of the batch', async () => {
+      const t = await h.tenant();
+      const bad = await submit(t, 'boom');
+      const good = await submit(t, 'fine');
+      const result = await h.services.dispatcher.tick();
+      expect(result).to.include({ retried: 1 });
+      expect((await poll(t, good)).status).to.equal('fulfilled');
+      const row = await h.db('requests').where({ id: bad }).first();
+      expect(row).to.include({ status: 'dispatched', attempts: 1, claim_token: null });
+      expect(Date.parse(row.available_at) - clock().getTime()).to.equal(1000);
+
+      await h.services.dispatcher.tick();
+      expect((await h.db('requests').where({ id: bad }).first()).attempts, 'not before its backoff').to.equal(1);
+
+      await h.db.raw('drop trigger tasks_boom');
+      clock.advance(1000);
+      await h.services.dispatcher.tick();
+      expect(await poll(t, bad)).to.include({ status: 'fulfilled' });
+      expect(await tasksOf(bad)).to.have.length(1);
+    });
+
+    it('fails the receipt with a clear message after 5 attempts', async () => {
+      const t = await h.tenant();
+      const bad = await submit(t, 'boom');
+      for (let attempt = 1; attempt <= 5; attempt++) {
+        await h.services.dispatcher.tick();
+        clock.advance(60_000);
+      }
+      const failed = await poll(t, bad);
+      expect(failed).to.include({ status: 'failed', entity_id: null, error_message: 'Dispatch failed after 5 attempts' });
+      expect(await tasksOf(bad)).to.have.length(0);
+    });
+  });
+
+  it('never throws from a tick, even when the database is gone', async () => {
+    const broken = await createHarness({ options: { dispatchOnAccept: false } });
+    await broken.db.destroy();
+    const result = await broken.services.dispatcher.tick();
+    expect(result).to.deep.equal({ fulfilled: 0, failed: 0, retried: 0 });
+    await broken.services.stop();
+  });
+});
+
+describe('dispatch right after submit', () => {
+  it('fulfils a receipt without waiting for cron', async () => {
+    const h = await createHarness();
+    try {
+      const t = await h.tenant();
+      const res = await h.api.post('/api/v1/scribes/atlas/requests').set(t.headers).send({ task: { summary: 'quick' } });
+      const id = res.body.request.id;
+      const fulfilled = await eventually(async () => {
+        const r = (await h.api.get(`/api/v1/requests/${id}`).set(t.headers)).body.request;
+        return r.status === 'fulfilled' ? r : undefined;
+      }, 1000);
+      expect(fulfilled.entity_id).to.be.a('string');
+    } finally {
+      await h.close();
+    }
+  });
+});

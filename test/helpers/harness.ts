@@ -1,0 +1,94 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import supertest from 'supertest';
+import type { Express } from 'express';
+import { loadConfig, type Config } from '../../src/config.js';
+import { openDatabase, type Db } from '../../src/db/knex.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { createLogger } from '../../src/logger.js';
+import { createServices, type ServiceOptions, type Services } from '../../src/services.js';
+import { createApp } from '../../src/app.js';
+import type { ScribeRow } from '../../src/scribes/service.js';
+
+/** A clock tests move by hand. */
+export function testClock(start = '2026-11-21T09:00:00.000Z') {
+  let now = Date.parse(start);
+  const clock = () => new Date(now);
+  return Object.assign(clock, {
+    advance(ms: number) {
+      now += ms;
+    },
+    set(iso: string) {
+      now = Date.parse(iso);
+    },
+  });
+}
+
+export function tempDir(prefix = 'scribe-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+export interface Tenant {
+  organizationId: string;
+  key: string;
+  keyId: string;
+  scribe: ScribeRow;
+  /** Headers for an authenticated JSON call. */
+  headers: Record<string, string>;
+}
+
+export interface Harness {
+  dir: string;
+  config: Config;
+  db: Db;
+  services: Services;
+  app: Express;
+  api: ReturnType<typeof supertest>;
+  tenant(options?: { slug?: string; state?: string }): Promise<Tenant>;
+  close(): Promise<void>;
+}
+
+/** The real app on a fresh, migrated SQLite file in a temp folder. */
+export async function createHarness({ env = {}, options = {} }: { env?: Record<string, string>; options?: ServiceOptions } = {}): Promise<Harness> {
+  const dir = tempDir();
+  const config = loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent', ...env });
+  const db = openDatabase(config.databaseFile);
+  await migrateToLatest(db);
+  const logger = createLogger('silent');
+  const services = createServices({ config, db, logger, options });
+  const app = createApp({ config, logger, services });
+  let tenants = 0;
+
+  return {
+    dir,
+    config,
+    db,
+    services,
+    app,
+    api: supertest(app),
+    async tenant({ slug = 'atlas', state = 'active' } = {}) {
+      tenants++;
+      const org = await services.organizations.createOrganization({ name: `Org ${tenants}` });
+      const { id: keyId, key } = await services.organizations.createApiKey({ organizationId: org.id });
+      const scribe = await services.scribes.create({ organizationId: org.id, slug, name: slug, state });
+      return { organizationId: org.id, key, keyId, scribe, headers: { 'X-Api-Key': key } };
+    },
+    async close() {
+      await services.stop();
+      await db.destroy();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 3000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
