@@ -1,0 +1,48 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+  /** Resolves with the exit code. */
+  exited: Promise<number | null>;
+}
+
+/** Starts an entry point (`src/main.ts`, `src/demo.ts`) from source and waits until it listens. */
+export async function startProcess(entry: string, env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
+  const file = fileURLToPath(new URL(`../../${entry}`, import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', file], {
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no "listening" line within ${timeoutMs} ms:\n${output}`)), timeoutMs);
+    const look = () => {
+      const match = /"url":"(http:\/\/[^"]+)"/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    };
+    child.stdout!.on('data', look);
+    void exited.then((code) => reject(new Error(`exited with ${code} before listening:\n${output}`)));
+  });
+  return { child, url, output: () => output, exited };
+}
+
+/** Runs an entry point to completion (for ones expected to fail at start). */
+export function runToExit(entry: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const file = fileURLToPath(new URL(`../../${entry}`, import.meta.url));
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', file], { env: { PATH: process.env.PATH ?? '', ...env } });
+    let output = '';
+    child.stdout.on('data', (c) => (output += c));
+    child.stderr.on('data', (c) => (output += c));
+    child.once('exit', (code) => resolve({ code, output }));
+  });
+}
