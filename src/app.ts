@@ -15,6 +15,8 @@ import { requestRoutes } from './requests/routes.js';
 export function createApp({ config, logger, services }: { config: Config; logger: Logger; services: Services }): Express {
   const app = express();
   app.disable('x-powered-by');
+  // Bodies change with every poll; hashing each one for an ETag costs more than it saves.
+  app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
   app.use(requestId());
   app.use(pinoHttp({ logger, genReqId: (req) => (req as express.Request).id, quietReqLogger: true }));

@@ -20,6 +20,28 @@ function applyPragmas(conn: BetterSqlite3.Database): void {
   conn.pragma('synchronous = NORMAL');
 }
 
+/** Distinct SQL texts kept prepared per connection; Knex emits a small, fixed set. */
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * Knex's better-sqlite3 dialect prepares every statement anew, which costs more than
+ * running it. Statements are reusable (Knex runs each to completion synchronously and
+ * SQLite re-prepares by itself after schema changes), so keep the recent ones.
+ */
+function cacheStatements(conn: BetterSqlite3.Database): void {
+  const prepare = conn.prepare.bind(conn);
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  conn.prepare = ((sql: string) => {
+    let statement = cache.get(sql);
+    if (!statement) {
+      statement = prepare(sql);
+      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+      cache.set(sql, statement);
+    }
+    return statement;
+  }) as typeof conn.prepare;
+}
+
 /** Opens the SQLite file (creating its folder), with the pragmas above on every connection. */
 export function openDatabase(filename: string): Db {
   if (filename !== ':memory:') fs.mkdirSync(path.dirname(filename), { recursive: true });
@@ -34,6 +56,7 @@ export function openDatabase(filename: string): Db {
       afterCreate(conn: BetterSqlite3.Database, done: (err: Error | null, conn: unknown) => void) {
         try {
           applyPragmas(conn);
+          cacheStatements(conn);
           done(null, conn);
         } catch (err) {
           done(err as Error, conn);

@@ -38,6 +38,10 @@ export interface AttachmentRow {
 export type RequestWithSlug = RequestRow & { scribe_slug: string };
 
 export async function insertRequest(db: Db, request: RequestRow, attachments: readonly AttachmentRow[]): Promise<void> {
+  if (attachments.length === 0) {
+    await db('requests').insert(request);
+    return;
+  }
   await db.transaction(async (trx) => {
     await trx('requests').insert(request);
     if (attachments.length > 0) await trx('attachments').insert(attachments);

@@ -1,0 +1,12 @@
+// The framework's ceiling for the benchmark: Express 5 answering {"ok":true}, nothing else.
+import express from 'express';
+
+const app = express();
+app.get('/', (_req, res) => {
+  res.json({ ok: true });
+});
+const server = app.listen(0, '127.0.0.1', () => {
+  const address = server.address();
+  if (address && typeof address === 'object') process.stdout.write(`{"url":"http://127.0.0.1:${address.port}"}\n`);
+});
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
