@@ -1,12 +1,11 @@
 import express, { type Express } from 'express';
 import helmet from 'helmet';
-import { pinoHttp } from 'pino-http';
 import './http/express-augment.js';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 import type { Services } from './services.js';
 import { requestId } from './http/request-id.js';
-import { deferredJsonBody } from './http/json-body.js';
+import { requestLog } from './http/request-log.js';
 import { requireApiKey } from './http/api-key-auth.js';
 import { apiErrors, apiNotFound } from './http/api-errors.js';
 import { requestRoutes } from './requests/routes.js';
@@ -19,7 +18,7 @@ export function createApp({ config, logger, services }: { config: Config; logger
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
   app.use(requestId());
-  app.use(pinoHttp({ logger, genReqId: (req) => (req as express.Request).id, quietReqLogger: true }));
+  app.use(requestLog(logger));
   app.use(helmet());
 
   app.get('/healthz', (_req, res) => {
@@ -28,7 +27,6 @@ export function createApp({ config, logger, services }: { config: Config; logger
 
   const auth = requireApiKey((key) => services.organizations.authenticate(key));
   const api = express.Router();
-  api.use(deferredJsonBody());
   api.use(requestRoutes({ auth, scribes: services.scribes, requests: services.requests }));
   api.use(apiNotFound());
   api.use(apiErrors(logger));

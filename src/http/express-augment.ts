@@ -1,4 +1,3 @@
-import type { HttpError } from './errors.js';
 import type { ApiCaller } from '../organizations/api-keys.js';
 
 declare global {
@@ -9,8 +8,6 @@ declare global {
       id: string;
       /** The organization and key behind an authenticated API call. */
       caller?: ApiCaller;
-      /** A body parse failure, held back until the handler reads the body. */
-      bodyError?: HttpError;
     }
   }
 }

@@ -1,5 +1,5 @@
-import express, { type Request, type RequestHandler } from 'express';
-import { BadRequestError, PayloadTooLargeError, type HttpError } from './errors.js';
+import express, { type Request, type Response } from 'express';
+import { BadRequestError, PayloadTooLargeError } from './errors.js';
 
 export const messages = {
   invalidJson: 'Invalid JSON body',
@@ -8,29 +8,20 @@ export const messages = {
 
 export const BODY_LIMIT = '1mb';
 
+// Any Content-Type is read as JSON, so a client that forgets the header still works.
+const parseJson = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
+
 /**
- * Parses JSON bodies but holds a parse failure back: the contract ranks 401 and 404 above
- * a malformed body, so the error is raised only when a handler asks for the body.
- * Bodies are read as JSON whatever their Content-Type, so a forgotten header still works.
+ * Reads the request's JSON body: 400 `Invalid JSON body` when it does not parse, 413
+ * `Request body too large` above 1 MiB, `undefined` when there is none. Handlers call it
+ * after the key and resource checks, since the contract ranks 401 and 404 above it.
  */
-export function deferredJsonBody(): RequestHandler {
-  const parse = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
-  return (req, res, next) => {
-    parse(req, res, (err?: unknown) => {
-      if (err) req.bodyError = toHttpError(err);
-      next();
+export function readJsonBody(req: Request, res: Response): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    parseJson(req, res, (err?: unknown) => {
+      if (!err) return resolve(req.body);
+      const type = (err as { type?: string }).type;
+      reject(type === 'entity.too.large' ? new PayloadTooLargeError(messages.tooLarge) : new BadRequestError(messages.invalidJson));
     });
-  };
-}
-
-/** The parsed body, or the held-back parse error. */
-export function jsonBody(req: Request): unknown {
-  if (req.bodyError) throw req.bodyError;
-  return req.body;
-}
-
-function toHttpError(err: unknown): HttpError {
-  const type = (err as { type?: string }).type;
-  if (type === 'entity.too.large') return new PayloadTooLargeError(messages.tooLarge);
-  return new BadRequestError(messages.invalidJson);
+  });
 }

@@ -13,6 +13,14 @@ export type Scheduler = ReturnType<typeof createScheduler>;
 /** Runs jobs on their schedules; a job's run never overlaps itself and its errors are logged, never thrown. */
 export function createScheduler(jobs: readonly Job[], logger: Logger) {
   let tasks: ScheduledTask[] = [];
+  // node-cron's own messages go through pino. A skipped run because the previous one is
+  // still busy is expected under load (the dispatcher drains everything due), so it is debug.
+  const cronLogger = {
+    info: (message: string) => logger.debug({ source: 'node-cron' }, message),
+    warn: (message: string) => logger.debug({ source: 'node-cron' }, message),
+    error: (message: string | Error, err?: Error) => logger.error({ source: 'node-cron', err: err ?? message }, String(message)),
+    debug: (message: string | Error) => logger.debug({ source: 'node-cron' }, String(message)),
+  };
 
   return {
     start(): void {
@@ -26,7 +34,7 @@ export function createScheduler(jobs: readonly Job[], logger: Logger) {
               logger.error({ err, job: job.name }, 'background job failed');
             }
           },
-          { name: job.name, noOverlap: true },
+          { name: job.name, noOverlap: true, logger: cronLogger },
         ),
       );
     },

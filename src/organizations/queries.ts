@@ -33,9 +33,12 @@ export async function findApiKey(db: Db, id: string): Promise<ApiKeyRow | undefi
   return db<ApiKeyRow>('api_keys').where({ id }).first();
 }
 
-/** Served by the unique index on key_hash. */
-export async function findActiveApiKeyByHash(db: Db, keyHash: string): Promise<ApiKeyRow | undefined> {
-  return db<ApiKeyRow>('api_keys').where({ key_hash: keyHash }).whereNull('revoked_at').first();
+/** Served by the unique index on key_hash; reads only what authentication needs. */
+export async function findActiveApiKeyByHash(
+  db: Db,
+  keyHash: string,
+): Promise<Pick<ApiKeyRow, 'id' | 'organization_id' | 'key_hash'> | undefined> {
+  return db<ApiKeyRow>('api_keys').where({ key_hash: keyHash }).whereNull('revoked_at').first('id', 'organization_id', 'key_hash');
 }
 
 export async function revokeApiKey(db: Db, id: string, at: string): Promise<void> {

@@ -34,8 +34,12 @@ export interface AttachmentRow {
   created_at: string;
 }
 
-/** A receipt together with its scribe's slug, which is what the API calls `scribe_id`. */
-export type RequestWithSlug = RequestRow & { scribe_slug: string };
+/** The columns the API shows (spec 2.1); reading fewer columns is most of a lookup's cost. */
+const API_COLUMNS = ['id', 'status', 'entity_type', 'entity_id', 'error_message', 'created_at', 'updated_at'] as const;
+export type ApiRequestRow = Pick<RequestRow, (typeof API_COLUMNS)[number]>;
+
+/** A receipt as the API shows it, with its scribe's slug (what the API calls `scribe_id`). */
+export type ApiRequestRowWithSlug = ApiRequestRow & { scribe_slug: string };
 
 export async function insertRequest(db: Db, request: RequestRow, attachments: readonly AttachmentRow[]): Promise<void> {
   if (attachments.length === 0) {
@@ -49,11 +53,11 @@ export async function insertRequest(db: Db, request: RequestRow, attachments: re
 }
 
 /** One receipt of an organization, by primary key. */
-export async function findRequest(db: Db, organizationId: string, id: string): Promise<RequestWithSlug | undefined> {
+export async function findRequest(db: Db, organizationId: string, id: string): Promise<ApiRequestRowWithSlug | undefined> {
   return db('requests')
     .join('scribes', 'scribes.id', 'requests.scribe_id')
     .where({ 'requests.id': id, 'requests.organization_id': organizationId })
-    .first('requests.*', 'scribes.slug as scribe_slug');
+    .first(...API_COLUMNS.map((column) => `requests.${column}`), 'scribes.slug as scribe_slug');
 }
 
 /**
@@ -64,8 +68,8 @@ export async function listRequests(
   db: Db,
   filter: { scribeId: string; status?: RequestStatus; entityType?: string },
   page: { limit: number; after?: Position },
-): Promise<RequestRow[]> {
-  const query = db<RequestRow>('requests').where('scribe_id', filter.scribeId);
+): Promise<ApiRequestRow[]> {
+  const query = db<RequestRow>('requests').select(...API_COLUMNS).where('scribe_id', filter.scribeId);
   if (filter.status) query.where('status', filter.status);
   if (filter.entityType) query.where('entity_type', filter.entityType);
   if (page.after) query.whereRaw('(created_at, id) < (?, ?)', [page.after.createdAt, page.after.id]);

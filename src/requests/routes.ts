@@ -1,6 +1,6 @@
 import { Router, type RequestHandler } from 'express';
 import { callerOf } from '../http/api-key-auth.js';
-import { jsonBody } from '../http/json-body.js';
+import { readJsonBody } from '../http/json-body.js';
 import { parsePageLimit } from '../http/page-limit.js';
 import type { ScribeService } from '../scribes/service.js';
 import { parseListRequestsQuery, parseSubmitRequestBody } from './schemas.js';
@@ -9,15 +9,15 @@ import type { RequestService } from './service.js';
 export const REQUEST_LIST_LIMIT = { fallback: 25, max: 100 };
 
 /**
- * Task dispatch (spec 4.1–4.3). Each handler checks in the contract's order:
- * key (middleware) → scribe or request (404) → body or query (400) → rules (422).
+ * Task dispatch (spec 4.1–4.3). Each handler checks in the contract's order, top to
+ * bottom: key (middleware) → scribe or request (404) → body or query (400) → rules (422).
  */
 export function requestRoutes({ auth, scribes, requests }: { auth: RequestHandler; scribes: ScribeService; requests: RequestService }) {
   const router = Router();
 
   router.post('/scribes/:scribe_id/requests', auth, async (req, res) => {
     const scribe = await scribes.getBySlug(callerOf(req).organizationId, String(req.params.scribe_id));
-    const body = parseSubmitRequestBody(jsonBody(req) ?? {});
+    const body = parseSubmitRequestBody((await readJsonBody(req, res)) ?? {});
     res.status(202).json({ request: await requests.submit(scribe, body) });
   });
 

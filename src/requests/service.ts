@@ -3,10 +3,10 @@ import type { Clock } from '../lib/clock.js';
 import { REQUEST_ID_PATTERN, newId, newRequestId } from '../lib/ids.js';
 import { decodeCursor, encodeCursor } from '../http/cursor.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
-import { messages as scribeMessages, type ScribeRow } from '../scribes/service.js';
+import { messages as scribeMessages, type ScribeRef } from '../scribes/service.js';
 import type { AttachmentFetcher } from './attachments/fetch.js';
 import * as queries from './queries.js';
-import type { RequestRow } from './queries.js';
+import type { ApiRequestRow, RequestRow } from './queries.js';
 import type { RequestStatus, SubmitRequestBody } from './schemas.js';
 import { titleFromSummary } from './title.js';
 
@@ -26,7 +26,7 @@ export interface ApiRequest {
   updated_at: string;
 }
 
-export function presentRequest(row: RequestRow, scribeSlug: string): ApiRequest {
+export function presentRequest(row: ApiRequestRow, scribeSlug: string): ApiRequest {
   return {
     id: row.id,
     scribe_id: scribeSlug,
@@ -56,7 +56,7 @@ export function createRequestService(deps: {
      * the receipt as `accepted` and hands it to the dispatcher. Rules after validation, in
      * the contract's order: 422 `Scribe is not active`, then 422 `Attachment download failed: …`.
      */
-    async submit(scribe: ScribeRow, body: SubmitRequestBody): Promise<ApiRequest> {
+    async submit(scribe: ScribeRef, body: SubmitRequestBody): Promise<ApiRequest> {
       if (scribe.state !== 'active') throw new ValidationError(scribeMessages.scribeNotActive);
       const { task } = body;
       const files = await deps.fetchAttachments(task.attachments ?? []);
@@ -107,7 +107,7 @@ export function createRequestService(deps: {
 
     /** A page of the scribe's receipts, newest first; `next_cursor` is null on the last page. */
     async list(
-      scribe: ScribeRow,
+      scribe: ScribeRef,
       options: { status?: RequestStatus; entityType?: string; limit: number; after?: unknown },
     ): Promise<{ requests: ApiRequest[]; next_cursor: string | null }> {
       const after = options.after === undefined ? undefined : decodeCursor(options.after, (id) => REQUEST_ID_PATTERN.test(id));

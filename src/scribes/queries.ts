@@ -17,9 +17,12 @@ export async function insertScribe(db: Db, row: ScribeRow): Promise<void> {
   await db('scribes').insert(row);
 }
 
+/** What the API needs of a scribe on every call; a lookup costs by the columns it reads. */
+export type ScribeRef = Pick<ScribeRow, 'id' | 'organization_id' | 'slug' | 'state'>;
+
 /** Served by the unique (organization_id, slug) index. */
-export async function findScribeBySlug(db: Db, organizationId: string, slug: string): Promise<ScribeRow | undefined> {
-  return db<ScribeRow>('scribes').where({ organization_id: organizationId, slug }).first();
+export async function findScribeBySlug(db: Db, organizationId: string, slug: string): Promise<ScribeRef | undefined> {
+  return db<ScribeRow>('scribes').where({ organization_id: organizationId, slug }).first('id', 'organization_id', 'slug', 'state');
 }
 
 export async function findScribesByIds(db: Db, ids: readonly string[]): Promise<ScribeRow[]> {

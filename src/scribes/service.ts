@@ -4,7 +4,7 @@ import { newId } from '../lib/ids.js';
 import { isUniqueViolation } from '../db/knex.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import * as queries from './queries.js';
-import { SCRIBE_STATES, type ScribeRow, type ScribeState } from './queries.js';
+import { SCRIBE_STATES, type ScribeRef, type ScribeRow, type ScribeState } from './queries.js';
 
 export const messages = {
   scribeNotFound: 'Scribe not found',
@@ -17,7 +17,7 @@ export const messages = {
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
-export type { ScribeRow, ScribeState };
+export type { ScribeRef, ScribeRow, ScribeState };
 export type ScribeService = ReturnType<typeof createScribeService>;
 
 export function isScribeState(value: unknown): value is ScribeState {
@@ -27,7 +27,7 @@ export function isScribeState(value: unknown): value is ScribeState {
 export function createScribeService({ db, clock }: { db: Db; clock: Clock }) {
   return {
     /** The organization's scribe with this slug; 404 `Scribe not found` otherwise, also for other organizations' scribes. */
-    async getBySlug(organizationId: string, slug: string): Promise<ScribeRow> {
+    async getBySlug(organizationId: string, slug: string): Promise<ScribeRef> {
       const scribe = SLUG_PATTERN.test(slug) ? await queries.findScribeBySlug(db, organizationId, slug) : undefined;
       if (!scribe) throw new NotFoundError(messages.scribeNotFound);
       return scribe;
@@ -57,12 +57,12 @@ export function createScribeService({ db, clock }: { db: Db; clock: Clock }) {
       return row;
     },
 
-    async setState(organizationId: string, slug: string, state: string): Promise<ScribeRow> {
+    async setState(organizationId: string, slug: string, state: string): Promise<ScribeRef> {
       if (!isScribeState(state)) throw new ValidationError(messages.invalidState);
       const scribe = await this.getBySlug(organizationId, slug);
       const now = isoNow(clock);
       await queries.updateScribeState(db, scribe.id, state, now);
-      return { ...scribe, state, updated_at: now };
+      return { ...scribe, state };
     },
   };
 }

@@ -9,7 +9,7 @@ import { migrateToLatest } from '../../src/db/migrate.js';
 import { createLogger } from '../../src/logger.js';
 import { createServices, type ServiceOptions, type Services } from '../../src/services.js';
 import { createApp } from '../../src/app.js';
-import type { ScribeRow } from '../../src/scribes/service.js';
+import type { ScribeRef } from '../../src/scribes/service.js';
 
 /** A clock tests move by hand. */
 export function testClock(start = '2026-11-21T09:00:00.000Z') {
@@ -33,7 +33,7 @@ export interface Tenant {
   organizationId: string;
   key: string;
   keyId: string;
-  scribe: ScribeRow;
+  scribe: ScribeRef;
   /** Headers for an authenticated JSON call. */
   headers: Record<string, string>;
 }

@@ -1,0 +1,30 @@
+import type { RequestHandler } from 'express';
+import type { Logger } from '../logger.js';
+
+/**
+ * One pino line per finished request: id, method, path, status, time. Unlike pino-http it
+ * builds no child logger and serializes nothing until the line is actually written: pino-http's
+ * eager `logger.child({ req })` cost 30 % of API throughput even with logging turned down
+ * (measured with test/bench; the same finding made Fastify log request details once).
+ */
+export function requestLog(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const started = process.hrtime.bigint();
+    res.once('finish', () => {
+      const level = res.statusCode >= 500 ? 'error' : 'info';
+      if (!logger.isLevelEnabled(level)) return;
+      logger[level](
+        {
+          requestId: req.id,
+          method: req.method,
+          path: req.originalUrl,
+          status: res.statusCode,
+          ms: Number(process.hrtime.bigint() - started) / 1e6,
+          remoteAddress: req.ip,
+        },
+        'request completed',
+      );
+    });
+    next();
+  };
+}
