@@ -94,6 +94,20 @@ describe('POST /api/v1/scribes/:scribe_id/requests (spec 4.1)', () => {
       expect422({ task: { summary: 'x', attachments: { url: 'x' } } }, 'attachments must be an array'));
     it('answers 422 for an attachment that is not an object', () =>
       expect422({ task: { summary: 'x', attachments: ['https://example.com/a'] } }, 'Each attachment must be an object'));
+    it('answers 422 for a title over 200 characters, and accepts one of 200', async () => {
+      await expect422({ task: { summary: 'x', title: 't'.repeat(201) } }, 'title must be at most 200 characters');
+      expect((await submit({ task: { summary: 'x', title: 't'.repeat(200) } })).status).to.equal(202);
+    });
+    it('answers 422 naming attachment fields of the wrong type', async () => {
+      await expect422({ task: { summary: 'x', attachments: [{ url: 5, content_type: 'text/plain' }] } }, 'Attachment url must be a string');
+      await expect422({ task: { summary: 'x', attachments: [{ url: 'https://a.example/x', content_type: true }] } }, 'Attachment content_type must be a string');
+      await expect422({ task: { summary: 'x', attachments: [{ url: 'https://a.example/x', content_type: 'text/plain', filename: 1 }] } }, 'Attachment filename must be a string');
+    });
+    it('treats null optional fields as omitted', async () => {
+      const res = await submit({ actor_kind: null, task: { summary: 'x', title: null, acceptance_criteria: null, attachments: null } });
+      expect(res.status).to.equal(202);
+    });
+    it('answers 422 "Summary is required" for a null summary', () => expect422({ task: { summary: null } }, 'Summary is required'));
     it('answers 422 "Request body must be a JSON object" for a JSON array', () => expect422([{ task: {} }], 'Request body must be a JSON object'));
   });
 

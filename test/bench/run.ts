@@ -10,13 +10,11 @@ import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import autocannon, { type Result } from 'autocannon';
-import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/knex.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
 import { createLogger } from '../../src/logger.js';
-import { createServices } from '../../src/services.js';
 import { createDispatcher } from '../../src/requests/dispatcher.js';
 import { newRequestId } from '../../src/lib/ids.js';
+import { provision } from '../helpers/provision.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CONNECTIONS = 50;
@@ -72,19 +70,13 @@ async function load(name: string, options: autocannon.Options): Promise<Row> {
   return row;
 }
 
-async function provision(dataDir: string) {
-  const config = loadConfig({ DATA_DIR: dataDir });
-  const db = openDatabase(config.databaseFile);
-  await migrateToLatest(db);
-  const services = createServices({ config, db, logger: createLogger('silent'), options: { dispatchOnAccept: false } });
-  const org = await services.organizations.createOrganization({ name: 'Bench' });
-  const { key } = await services.organizations.createApiKey({ organizationId: org.id });
-  const scribe = await services.scribes.create({ organizationId: org.id, slug: 'bench', name: 'Bench' });
+/** A data dir with an org, key and scribe `bench`, and 200 receipts for list and poll to read. */
+async function provisionBench(dataDir: string) {
+  const { services, key, scribe, organizationId, close } = await provision(dataDir, 'bench');
   for (let i = 0; i < 200; i++) await services.requests.submit(scribe, { task: { summary: `seed ${i}` } });
   const pollId = (await services.requests.list(scribe, { limit: 1 })).requests[0]!.id;
-  await services.stop();
-  await db.destroy();
-  return { key, pollId, organizationId: org.id, scribeId: scribe.id };
+  await close();
+  return { key, pollId, organizationId, scribeId: scribe.id };
 }
 
 /** Inserts `n` accepted receipts directly, as a burst of submits would leave them. */
@@ -134,7 +126,7 @@ async function idleDispatchLatency(url: string, key: string, dataDir: string, sa
 
 async function main() {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'scribe-bench-'));
-  const { key, pollId, organizationId, scribeId } = await provision(dataDir);
+  const { key, pollId, organizationId, scribeId } = await provisionBench(dataDir);
   const rows: Row[] = [];
 
   const bare = await start(['--import', 'tsx', 'test/bench/bare-express.ts'], {});
@@ -194,6 +186,8 @@ function writeReport(rows: Row[], drain: Awaited<ReturnType<typeof dispatcherThr
     '',
     'Targets: ≥ 5,000 receipts/s; median 202 → fulfilled under 50 ms when idle. Latency is',
     "read from each receipt's own `created_at` and `completed_at` (millisecond resolution).",
+    '',
+    'Where the time goes, and what was changed to get here: [performance.md](performance.md).',
     '',
   ];
   fs.mkdirSync(path.join(ROOT, 'docs'), { recursive: true });

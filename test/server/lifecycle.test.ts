@@ -1,25 +1,10 @@
 import path from 'node:path';
 import { expect } from 'chai';
 import { openDatabase } from '../../src/db/knex.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
-import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/logger.js';
-import { createServices } from '../../src/services.js';
 import { eventually, tempDir } from '../helpers/harness.js';
 import { runToExit, startProcess } from '../helpers/process.js';
 import { startFileServer } from '../helpers/file-server.js';
-
-/** Makes an org, key and active scribe in a data dir, as the admin CLI would. */
-async function provision(dataDir: string) {
-  const config = loadConfig({ DATA_DIR: dataDir });
-  const db = openDatabase(config.databaseFile);
-  await migrateToLatest(db);
-  const services = createServices({ config, db, logger: createLogger('silent'), options: { dispatchOnAccept: false } });
-  const org = await services.organizations.createOrganization({ name: 'Ops' });
-  const { key } = await services.organizations.createApiKey({ organizationId: org.id });
-  const scribe = await services.scribes.create({ organizationId: org.id, slug: 'atlas', name: 'Atlas' });
-  return { db, services, key, scribe, close: async () => (await services.stop(), await db.destroy()) };
-}
+import { provision } from '../helpers/provision.js';
 
 describe('the server process', function () {
   this.timeout(60_000);

@@ -1,0 +1,54 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import { tempDir } from '../helpers/harness.js';
+import { startProcess } from '../helpers/process.js';
+
+const README = fileURLToPath(new URL('../../README.md', import.meta.url));
+
+/** The shell blocks of the README's "Trying the API" section, as written. */
+function exampleBlocks(): string[] {
+  const text = fs.readFileSync(README, 'utf8');
+  const start = text.indexOf('<!-- readme-examples');
+  const end = text.indexOf('\n## ', start);
+  expect(start, 'README marks its examples').to.be.greaterThan(-1);
+  return [...text.slice(start, end).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+}
+
+describe('the README', function () {
+  this.timeout(60_000);
+
+  it('has curl examples that answer as their comments say, against the demo', async () => {
+    const script = exampleBlocks().join('\n');
+    const expected = [...script.matchAll(/^#.*→ (\d{3})/gm)].map((m) => m[1]);
+    const calls = script.split('\n').filter((line) => /(^|\$\()\s*curl /.test(line) || /^\S+=\$\(curl /.test(line));
+    expect(expected.length, 'one status per curl call').to.equal(calls.length);
+
+    const dataDir = tempDir();
+    const demo = await startProcess('src/demo.ts', { DATA_DIR: dataDir });
+    const statusFile = path.join(dataDir, 'statuses');
+    try {
+      // Records each call's status, passes its body on unchanged (also into pipes and $(...)).
+      const wrapper = [
+        'set -euo pipefail',
+        `curl() { local out; out=$(command curl -w '\\n%{http_code}' "$@"); printf '%s\\n' "\${out##*$'\\n'}" >> "$STATUS_FILE"; printf '%s' "\${out%$'\\n'*}"; }`,
+      ].join('\n');
+      const body = script.replace(/^export SCRIBE=.*$/m, '');
+      const output = await new Promise<string>((resolve, reject) => {
+        execFile('bash', ['-c', `${wrapper}\n${body}`], { env: { ...process.env, SCRIBE: demo.url, STATUS_FILE: statusFile } }, (err, stdout, stderr) =>
+          err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
+        );
+      });
+      const statuses = fs.readFileSync(statusFile, 'utf8').trim().split('\n');
+      expect(statuses).to.deep.equal(expected);
+      expect(output).to.include('"status":"fulfilled"');
+      expect(output).to.include('{"error":"Scribe is not active"}');
+      expect(output).to.include('{"error":"Attachment download failed: address not allowed"}');
+    } finally {
+      demo.child.kill('SIGTERM');
+      await demo.exited;
+    }
+  });
+});

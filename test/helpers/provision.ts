@@ -1,0 +1,30 @@
+import { loadConfig } from '../../src/config.js';
+import { openDatabase } from '../../src/db/knex.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { createLogger } from '../../src/logger.js';
+import { createServices } from '../../src/services.js';
+
+/**
+ * Prepares a data dir as an operator would with the admin CLI: a migrated database with
+ * one organization, API key and active scribe `slug`. Close it before a server opens the dir.
+ */
+export async function provision(dataDir: string, slug = 'atlas') {
+  const config = loadConfig({ DATA_DIR: dataDir });
+  const db = openDatabase(config.databaseFile);
+  await migrateToLatest(db);
+  const services = createServices({ config, db, logger: createLogger('silent'), options: { dispatchOnAccept: false } });
+  const org = await services.organizations.createOrganization({ name: 'Provisioned' });
+  const { key } = await services.organizations.createApiKey({ organizationId: org.id });
+  const scribe = await services.scribes.create({ organizationId: org.id, slug, name: slug });
+  return {
+    db,
+    services,
+    key,
+    scribe,
+    organizationId: org.id,
+    async close() {
+      await services.stop();
+      await db.destroy();
+    },
+  };
+}
