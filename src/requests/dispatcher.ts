@@ -67,6 +67,7 @@ export function createDispatcher({
     const token = randomUUID();
     const requests = await queries.claimDueRequests(db, {
       now: now.toISOString(),
+      nowPlus1ms: new Date(now.getTime() + 1).toISOString(),
       leaseUntil: new Date(now.getTime() + options.leaseMs).toISOString(),
       token,
       limit,
@@ -104,7 +105,7 @@ export function createDispatcher({
 
   /** Creates the task and marks the receipt fulfilled, in the caller's transaction. */
   async function completeOne(trx: Db, token: string, request: RequestRow, activeScribes: Set<string>) {
-    const now = clock().toISOString();
+    const now = laterThan(request.updated_at);
     const claimRef = { id: request.id, token };
     if (!activeScribes.has(request.scribe_id)) {
       const failed = await queries.finishClaimedRequest(trx, claimRef, { status: 'failed', errorMessage: scribeMessages.scribeNotActive }, now);
@@ -136,7 +137,7 @@ export function createDispatcher({
     try {
       if (request.attempts >= options.maxAttempts) {
         logger.error({ err, requestId: request.id, attempts: request.attempts }, 'dispatch failed; giving up');
-        await queries.finishClaimedRequest(db, claimRef, { status: 'failed', errorMessage: messages.gaveUp(request.attempts) }, now.toISOString());
+        await queries.finishClaimedRequest(db, claimRef, { status: 'failed', errorMessage: messages.gaveUp(request.attempts) }, laterThan(request.updated_at));
         return 'failed';
       }
       logger.warn({ err, requestId: request.id, attempts: request.attempts }, 'dispatch failed; will retry');
@@ -148,6 +149,11 @@ export function createDispatcher({
       logger.error({ err: recordErr, requestId: request.id }, 'could not record dispatch failure');
       return 'retried';
     }
+  }
+
+  /** Now, or 1 ms after `previous` if the clock has not moved past it: every move changes updated_at. */
+  function laterThan(previous: string): string {
+    return new Date(Math.max(clock().getTime(), Date.parse(previous) + 1)).toISOString();
   }
 
   async function drain(): Promise<TickResult> {

@@ -89,7 +89,7 @@ export async function listAttachments(db: Db, requestId: string): Promise<Attach
  */
 export async function claimDueRequests(
   db: Db,
-  { now, leaseUntil, token, limit }: { now: string; leaseUntil: string; token: string; limit: number },
+  { now, nowPlus1ms, leaseUntil, token, limit }: { now: string; nowPlus1ms: string; leaseUntil: string; token: string; limit: number },
 ): Promise<RequestRow[]> {
   const due = db('requests')
     .select('id')
@@ -106,7 +106,8 @@ export async function claimDueRequests(
       available_at: leaseUntil,
       attempts: db.raw('attempts + 1'),
       dispatched_at: db.raw('coalesce(dispatched_at, ?)', [now]),
-      updated_at: now,
+      // A receipt accepted in this very millisecond still gets a later updated_at.
+      updated_at: db.raw('case when updated_at < ? then ? else ? end', [now, now, nowPlus1ms]),
     })
     .returning('*');
 }

@@ -43,6 +43,20 @@ describe('the dispatcher', () => {
     expect(row).to.include({ claim_token: null, attempts: 1, dispatched_at: dispatched.updated_at, completed_at: fulfilled.updated_at });
   });
 
+  it('changes updated_at on every move even when the clock stands still', async () => {
+    const t = await h.tenant();
+    const id = await submit(t);
+    const accepted = await poll(t, id);
+    const { token, requests } = await h.services.dispatcher.claim();
+    const dispatched = await poll(t, id);
+    await h.services.dispatcher.complete(token, requests);
+    const fulfilled = await poll(t, id);
+    expect([accepted.status, dispatched.status, fulfilled.status]).to.deep.equal(['accepted', 'dispatched', 'fulfilled']);
+    expect(dispatched.updated_at > accepted.updated_at, 'dispatched later than accepted').to.equal(true);
+    expect(fulfilled.updated_at > dispatched.updated_at, 'fulfilled later than dispatched').to.equal(true);
+    expect(fulfilled.created_at).to.equal(accepted.created_at);
+  });
+
   it('drains everything due in one tick and reports what it did', async () => {
     const t = await h.tenant();
     const ids = await Promise.all(Array.from({ length: 7 }, (_, i) => submit(t, `task ${i}`)));
