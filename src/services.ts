@@ -6,6 +6,8 @@ import { type Clock, systemClock } from './lib/clock.js';
 import { createOrganizationService } from './organizations/service.js';
 import { createScribeService } from './scribes/service.js';
 import { createUserService } from './users/service.js';
+import { createEntryTypeService } from './entries/entry-type-service.js';
+import { createEntryService } from './entries/entry-service.js';
 import { createRequestService } from './requests/service.js';
 import { createDispatcher, defaultDispatcherOptions, type DispatcherOptions } from './requests/dispatcher.js';
 import { anyAddress, publicAddressesOnly, type AddressPolicy } from './requests/attachments/address-policy.js';
@@ -41,6 +43,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
   );
   const dispatcher = createDispatcher({ db, clock, logger, options: { ...defaultDispatcherOptions, ...options.dispatcher } });
   const dispatchOnAccept = options.dispatchOnAccept ?? true;
+  const entryTypes = createEntryTypeService({ db, clock });
 
   return {
     db,
@@ -48,6 +51,8 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     organizations: createOrganizationService({ db, clock, logger }),
     scribes: createScribeService({ db, clock }),
     users: createUserService({ db, clock }),
+    entryTypes,
+    entries: createEntryService({ db, clock, entryTypes }),
     requests: createRequestService({
       db,
       clock,

@@ -55,6 +55,26 @@ export const commands: Record<string, Command> = {
       return { id: scribe.id, slug: scribe.slug, state: scribe.state };
     },
   },
+  'entry-type create': {
+    usage: 'entry-type create --org ORG_ID --name NAME --fields JSON',
+    async run(flags, s) {
+      const org = await s.organizations.getOrganization(required(flags, 'org'));
+      const type = await s.entryTypes.create(org.id, { name: required(flags, 'name'), fields: jsonFlag(flags, 'fields') });
+      return { id: type.id, name: type.name };
+    },
+  },
+  'entry create': {
+    usage: 'entry create --type TYPE_ID --fields JSON [--draft] [--archived]',
+    async run(flags, s) {
+      const type = await s.entryTypes.find(required(flags, 'type'));
+      const entry = await s.entries.create(type.organization_id, type.id, {
+        fields: jsonFlag(flags, 'fields'),
+        draft: flags.draft === true,
+        archived: flags.archived === true,
+      });
+      return { id: entry.id };
+    },
+  },
   'user create': {
     usage: 'user create --org ORG_ID --email EMAIL --password PASSWORD [--role admin|viewer]',
     async run(flags, s) {
@@ -69,6 +89,15 @@ export const commands: Record<string, Command> = {
   },
 };
 
+function jsonFlag(flags: Flags, name: string): unknown {
+  const text = required(flags, name);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new UsageError(`--${name} must be JSON`);
+  }
+}
+
 export const FLAGS = {
   name: { type: 'string' },
   org: { type: 'string' },
@@ -78,6 +107,10 @@ export const FLAGS = {
   email: { type: 'string' },
   password: { type: 'string' },
   role: { type: 'string' },
+  fields: { type: 'string' },
+  type: { type: 'string' },
+  draft: { type: 'boolean' },
+  archived: { type: 'boolean' },
 } as const;
 
 export function usage(): string {

@@ -1,7 +1,7 @@
 import { Router, type RequestHandler } from 'express';
 import { callerOf } from '../http/api-key-auth.js';
 import { readJsonBody } from '../http/json-body.js';
-import { parsePageLimit } from '../http/page-limit.js';
+import { parsePageLimit } from '../http/query-params.js';
 import type { ScribeService } from '../scribes/service.js';
 import { parseListRequestsQuery, parseSubmitRequestBody } from './schemas.js';
 import type { RequestService } from './service.js';

@@ -14,7 +14,7 @@ describe('migrations', () => {
         );
       for (let round = 0; round < 2; round++) {
         await migrateToLatest(db);
-        expect(await tables()).to.include.members(['organizations', 'api_keys', 'scribes', 'requests', 'attachments', 'tasks', 'users']);
+        expect(await tables()).to.include.members(['organizations', 'api_keys', 'scribes', 'requests', 'attachments', 'tasks', 'users', 'entry_types', 'entry_type_fields', 'entries', 'entry_values', 'entry_links']);
         const [, pending] = await db.migrate.list(migrationConfig());
         expect(pending).to.deep.equal([]);
         await db.migrate.rollback(migrationConfig(), true);

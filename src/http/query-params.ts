@@ -1,6 +1,9 @@
 import { BadRequestError } from './errors.js';
 
-export const messages = { invalidLimit: 'Invalid limit' };
+export const messages = {
+  invalidLimit: 'Invalid limit',
+  invalidFlag: (name: string) => `Invalid ${name}`,
+};
 
 /**
  * The `limit` query parameter: absent → the default, above the maximum → clamped, anything
@@ -12,4 +15,12 @@ export function parsePageLimit(value: unknown, { fallback, max }: { fallback: nu
   const limit = Number(value);
   if (limit < 1) throw new BadRequestError(messages.invalidLimit);
   return Math.min(limit, max);
+}
+
+/** A boolean query parameter: `true`/`false`/`1`/`0`, absent → false, else 400 `Invalid <name>`. */
+export function parseFlag(value: unknown, name: string): boolean {
+  if (value === undefined) return false;
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  throw new BadRequestError(messages.invalidFlag(name));
 }

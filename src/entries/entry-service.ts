@@ -1,0 +1,144 @@
+import type { Db } from '../db/knex.js';
+import { type Clock, isoNow } from '../lib/clock.js';
+import { UUID_PATTERN, newId } from '../lib/ids.js';
+import { decodeCursor, encodeCursor } from '../http/cursor.js';
+import { NotFoundError, ValidationError } from '../http/errors.js';
+import type { EntryTypeService, EntryTypeWithFields } from './entry-type-service.js';
+import { type FieldValue, messages as valueMessages, normalizeValues, searchRows } from './field-values.js';
+import * as queries from './queries.js';
+import type { EntryRow, ServedEntryRow } from './queries.js';
+import { compileSearch } from './search/compile.js';
+
+export const messages = {
+  entryNotFound: 'Entry not found',
+  linkNotFound: (field: string, id: string) => `Field "${field}" links to ${id}, which is not an entry of its target type`,
+};
+
+/** An entry as the API serves it (contract: entries family). */
+export interface ApiEntry {
+  id: string;
+  entry_type_id: string;
+  fields: Record<string, FieldValue>;
+  draft: boolean;
+  archived: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+export function presentEntry(row: ServedEntryRow): ApiEntry {
+  return {
+    id: row.id,
+    entry_type_id: row.entry_type_id,
+    fields: JSON.parse(row.fields) as Record<string, FieldValue>,
+    draft: Boolean(row.draft),
+    archived: row.archived_at !== null,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export interface EntryInput {
+  fields?: unknown;
+  draft?: boolean;
+  archived?: boolean;
+}
+
+export type EntryService = ReturnType<typeof createEntryService>;
+
+export function createEntryService({ db, clock, entryTypes }: { db: Db; clock: Clock; entryTypes: EntryTypeService }) {
+  /** Validates values against the type, including that links point at entries of the target type in the same organization. */
+  async function resolveValues(type: EntryTypeWithFields, current: Record<string, FieldValue>, input: unknown) {
+    const changes = normalizeValues(type.fields, input);
+    const merged: Record<string, FieldValue> = { ...current };
+    for (const [field, value] of changes) {
+      if (value === null) delete merged[field.name];
+      else merged[field.name] = value;
+    }
+    const primary = type.fields.find((f) => f.is_primary)!;
+    const primaryValue = merged[primary.name];
+    if (typeof primaryValue !== 'string' || primaryValue.trim() === '') throw new ValidationError(valueMessages.primaryRequired(primary.name));
+
+    for (const field of type.fields.filter((f) => f.type === 'relationship')) {
+      const ids = (merged[field.name] as string[] | undefined) ?? [];
+      const found = await queries.findEntryTypesOfEntries(db, type.organization_id, ids.filter((id) => UUID_PATTERN.test(id)));
+      const ofTarget = new Set(found.filter((e) => e.entry_type_id === field.target_entry_type_id).map((e) => e.id));
+      const missing = ids.find((id) => !ofTarget.has(id));
+      if (missing) throw new ValidationError(messages.linkNotFound(field.name, missing));
+    }
+    // Canonical order: the entry type's field order.
+    return Object.fromEntries(type.fields.filter((f) => f.name in merged).map((f) => [f.name, merged[f.name]!]));
+  }
+
+  async function save(type: EntryTypeWithFields, id: string, values: Record<string, FieldValue>, flags: { draft: boolean; archivedAt: string | null; createdAt: string; now: string }, isNew: boolean) {
+    const { valueRows, links, searchText, primaryText } = searchRows(id, type.fields, values);
+    const row: EntryRow = {
+      id,
+      organization_id: type.organization_id,
+      entry_type_id: type.id,
+      fields: JSON.stringify(values),
+      draft: flags.draft,
+      archived_at: flags.archivedAt,
+      search_text: searchText,
+      primary_text: primaryText,
+      created_at: flags.createdAt,
+      updated_at: flags.now,
+    };
+    await queries.saveEntry(db, row, valueRows, links, isNew);
+    return presentEntry(row);
+  }
+
+  return {
+    /** Creates an entry of a type of the organization (for staff, agents and the CLI; there is no public write). */
+    async create(organizationId: string, entryTypeId: string, input: EntryInput): Promise<ApiEntry> {
+      const type = await entryTypes.get(organizationId, entryTypeId);
+      const values = await resolveValues(type, {}, input.fields ?? {});
+      const now = isoNow(clock);
+      return save(type, newId(), values, { draft: input.draft ?? false, archivedAt: input.archived ? now : null, createdAt: now, now }, true);
+    },
+
+    /** Changes some fields (null clears one) and flags of an entry. */
+    async update(organizationId: string, id: string, input: EntryInput): Promise<ApiEntry> {
+      const existing = UUID_PATTERN.test(id) ? await queries.findEntry(db, organizationId, id) : undefined;
+      if (!existing) throw new NotFoundError(messages.entryNotFound);
+      const type = await entryTypes.get(organizationId, existing.entry_type_id);
+      const current = JSON.parse(existing.fields) as Record<string, FieldValue>;
+      const values = input.fields === undefined ? current : await resolveValues(type, current, input.fields);
+      const now = isoNow(clock);
+      const archivedAt = input.archived === undefined ? existing.archived_at : input.archived ? (existing.archived_at ?? now) : null;
+      return save(type, id, values, { draft: input.draft ?? Boolean(existing.draft), archivedAt, createdAt: existing.created_at, now }, false);
+    },
+
+    /** One entry of the organization, drafts and archived ones included; 404 `Entry not found` otherwise. */
+    async get(organizationId: string, id: string): Promise<ApiEntry> {
+      const row = UUID_PATTERN.test(id) ? await queries.findEntry(db, organizationId, id) : undefined;
+      if (!row) throw new NotFoundError(messages.entryNotFound);
+      return presentEntry(row);
+    },
+
+    /**
+     * A page of a type's entries, oldest first, with the search `q` applied;
+     * `next_cursor` is null exactly when no further entry exists.
+     */
+    async list(
+      type: EntryTypeWithFields,
+      options: { limit: number; after?: unknown; q?: string; includeDrafts: boolean; includeArchived: boolean },
+    ): Promise<{ entries: ApiEntry[]; nextCursor: string | null }> {
+      const after = options.after === undefined ? undefined : decodeCursor(options.after, (id) => UUID_PATTERN.test(id));
+      const filter = compileSearch(db, type, options.q ?? '');
+      const rows = await queries.listEntries(db, {
+        entryTypeId: type.id,
+        includeDrafts: options.includeDrafts,
+        includeArchived: options.includeArchived,
+        filter,
+        after,
+        limit: options.limit + 1,
+      });
+      const page = rows.slice(0, options.limit);
+      const last = page.at(-1);
+      return {
+        entries: page.map(presentEntry),
+        nextCursor: rows.length > options.limit && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null,
+      };
+    },
+  };
+}

@@ -1,0 +1,118 @@
+import type { Db } from '../db/knex.js';
+import { isUniqueViolation } from '../db/knex.js';
+import { type Clock, isoNow } from '../lib/clock.js';
+import { UUID_PATTERN, newId } from '../lib/ids.js';
+import { NotFoundError, ValidationError } from '../http/errors.js';
+import * as queries from './queries.js';
+import { FIELD_TYPES, type EntryTypeRow, type FieldRow, type FieldType } from './queries.js';
+
+export const messages = {
+  entryTypeNotFound: 'Entry type not found',
+  nameRequired: 'Name is required',
+  nameTaken: 'An entry type with this name already exists',
+  fieldsRequired: 'fields must be a non-empty list',
+  fieldNotObject: 'Each field must be an object',
+  fieldNameRequired: 'Each field needs a name',
+  fieldNameInvalid: (name: string) => `Field name "${name}" may not contain : < > ( ) & | or "`,
+  fieldNameReserved: (name: string) => `Field name "${name}" is reserved for search`,
+  fieldNameTaken: (name: string) => `Field name "${name}" is used twice (names are compared case-insensitively)`,
+  fieldTypeInvalid: (name: string) => `Field "${name}" has no valid type (one of ${FIELD_TYPES.join(', ')})`,
+  onePrimary: 'Exactly one field must be primary',
+  primaryNotText: 'The primary field must be a text field',
+  targetRequired: (name: string) => `Relationship field "${name}" needs a target entry type`,
+  targetNotAllowed: (name: string) => `Field "${name}" is not a relationship and cannot have a target`,
+  targetNotFound: (name: string) => `The target entry type of "${name}" does not exist`,
+};
+
+/** Words a field may not be called: search gives them their own meaning. */
+const RESERVED = new Set(['created_at', 'updated_at', 'relationship']);
+/** Characters the search language uses as operators. */
+const OPERATOR_CHARS = /[:<>()&|"]/;
+
+export interface FieldInput {
+  name: string;
+  type: FieldType;
+  primary?: boolean;
+  target?: string;
+}
+
+/** An entry type with its fields in order. */
+export interface EntryTypeWithFields extends EntryTypeRow {
+  fields: FieldRow[];
+}
+
+export type EntryTypeService = ReturnType<typeof createEntryTypeService>;
+
+export function createEntryTypeService({ db, clock }: { db: Db; clock: Clock }) {
+  return {
+    /** The organization's entry type with its fields; 404 `Entry type not found` otherwise. */
+    async get(organizationId: string, id: string): Promise<EntryTypeWithFields> {
+      const type = UUID_PATTERN.test(id) ? await queries.findEntryType(db, organizationId, id) : undefined;
+      if (!type) throw new NotFoundError(messages.entryTypeNotFound);
+      return { ...type, fields: await queries.findFields(db, id) };
+    },
+
+    /** An entry type by id alone, whatever its organization: for operators (the admin CLI), never for the API. */
+    async find(id: string): Promise<EntryTypeRow> {
+      const type = UUID_PATTERN.test(id) ? await queries.findEntryTypeById(db, id) : undefined;
+      if (!type) throw new NotFoundError(messages.entryTypeNotFound);
+      return type;
+    },
+
+    /** Creates an entry type: a name and an ordered list of fields with exactly one primary text field. */
+    async create(organizationId: string, input: { name: string; fields: unknown }): Promise<EntryTypeWithFields> {
+      const name = typeof input.name === 'string' ? input.name.trim() : '';
+      if (!name) throw new ValidationError(messages.nameRequired);
+      const fields = validateFields(input.fields);
+      const targets = [...new Set(fields.flatMap((f) => (f.target ? [f.target] : [])))];
+      const found = new Set((await queries.findEntryTypesByIds(db, organizationId, targets.filter((t) => UUID_PATTERN.test(t)))).map((t) => t.id));
+      for (const field of fields) {
+        if (field.target && !found.has(field.target)) throw new ValidationError(messages.targetNotFound(field.name));
+      }
+
+      const now = isoNow(clock);
+      const type: EntryTypeRow = { id: newId(), organization_id: organizationId, name, created_at: now, updated_at: now };
+      const rows: FieldRow[] = fields.map((field, position) => ({
+        id: newId(),
+        entry_type_id: type.id,
+        position,
+        name: field.name,
+        name_key: field.name.toLowerCase(),
+        type: field.type,
+        target_entry_type_id: field.target ?? null,
+        is_primary: Boolean(field.primary),
+      }));
+      try {
+        await queries.insertEntryType(db, type, rows);
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new ValidationError(messages.nameTaken);
+        throw err;
+      }
+      return { ...type, fields: rows };
+    },
+  };
+}
+
+function validateFields(input: unknown): FieldInput[] {
+  if (!Array.isArray(input) || input.length === 0) throw new ValidationError(messages.fieldsRequired);
+  const seen = new Set<string>();
+  const fields = input.map((raw: unknown): FieldInput => {
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ValidationError(messages.fieldNotObject);
+    const field = raw as Record<string, unknown>;
+    const name = typeof field.name === 'string' ? field.name.trim() : '';
+    if (!name) throw new ValidationError(messages.fieldNameRequired);
+    if (OPERATOR_CHARS.test(name) || name.length > 100) throw new ValidationError(messages.fieldNameInvalid(name));
+    if (RESERVED.has(name.toLowerCase())) throw new ValidationError(messages.fieldNameReserved(name));
+    if (seen.has(name.toLowerCase())) throw new ValidationError(messages.fieldNameTaken(name));
+    seen.add(name.toLowerCase());
+    if (!(FIELD_TYPES as readonly unknown[]).includes(field.type)) throw new ValidationError(messages.fieldTypeInvalid(name));
+    const type = field.type as FieldType;
+    if (type === 'relationship' && typeof field.target !== 'string') throw new ValidationError(messages.targetRequired(name));
+    if (type !== 'relationship' && field.target !== undefined && field.target !== null) throw new ValidationError(messages.targetNotAllowed(name));
+    return { name, type, primary: field.primary === true, target: type === 'relationship' ? (field.target as string) : undefined };
+  });
+  const primaries = fields.filter((f) => f.primary);
+  if (primaries.length !== 1) throw new ValidationError(messages.onePrimary);
+  if (primaries[0]!.type !== 'text') throw new ValidationError(messages.primaryNotText);
+  return fields;
+}

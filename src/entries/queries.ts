@@ -1,0 +1,131 @@
+import type { Knex } from 'knex';
+import type { Db } from '../db/knex.js';
+import type { Position } from '../http/cursor.js';
+
+export const FIELD_TYPES = ['text', 'number', 'boolean', 'date', 'relationship'] as const;
+export type FieldType = (typeof FIELD_TYPES)[number];
+
+export interface EntryTypeRow {
+  id: string;
+  organization_id: string;
+  name: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface FieldRow {
+  id: string;
+  entry_type_id: string;
+  position: number;
+  name: string;
+  name_key: string;
+  type: FieldType;
+  target_entry_type_id: string | null;
+  is_primary: boolean | number;
+}
+
+export interface EntryRow {
+  id: string;
+  organization_id: string;
+  entry_type_id: string;
+  fields: string;
+  draft: boolean | number;
+  archived_at: string | null;
+  search_text: string;
+  primary_text: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ValueRow {
+  entry_id: string;
+  field_id: string;
+  text_folded: string | null;
+  number_value: number | null;
+  bool_value: boolean | null;
+  date_value: string | null;
+}
+
+export interface LinkRow {
+  entry_id: string;
+  field_id: string;
+  target_entry_id: string;
+}
+
+/** The columns an entry is served from. */
+export const ENTRY_COLUMNS = ['id', 'entry_type_id', 'fields', 'draft', 'archived_at', 'created_at', 'updated_at'] as const;
+export type ServedEntryRow = Pick<EntryRow, (typeof ENTRY_COLUMNS)[number]>;
+
+export async function insertEntryType(db: Db, type: EntryTypeRow, fields: readonly FieldRow[]): Promise<void> {
+  await db.transaction(async (trx) => {
+    await trx('entry_types').insert(type);
+    await trx('entry_type_fields').insert(fields);
+  });
+}
+
+export async function findEntryType(db: Db, organizationId: string, id: string): Promise<EntryTypeRow | undefined> {
+  return db<EntryTypeRow>('entry_types').where({ id, organization_id: organizationId }).first();
+}
+
+export async function findEntryTypeById(db: Db, id: string): Promise<EntryTypeRow | undefined> {
+  return db<EntryTypeRow>('entry_types').where({ id }).first();
+}
+
+export async function findFields(db: Db, entryTypeId: string): Promise<FieldRow[]> {
+  return db<FieldRow>('entry_type_fields').where({ entry_type_id: entryTypeId }).orderBy('position');
+}
+
+/** The entry types of these ids that belong to the organization. */
+export async function findEntryTypesByIds(db: Db, organizationId: string, ids: readonly string[]): Promise<EntryTypeRow[]> {
+  return db<EntryTypeRow>('entry_types').where({ organization_id: organizationId }).whereIn('id', ids);
+}
+
+/** Which of these entries exist in the organization, and of which type. */
+export async function findEntryTypesOfEntries(db: Db, organizationId: string, ids: readonly string[]): Promise<Array<{ id: string; entry_type_id: string }>> {
+  if (ids.length === 0) return [];
+  return db('entries').where({ organization_id: organizationId }).whereIn('id', ids).select('id', 'entry_type_id');
+}
+
+export async function findEntry(db: Db, organizationId: string, id: string): Promise<EntryRow | undefined> {
+  return db<EntryRow>('entries').where({ id, organization_id: organizationId }).first();
+}
+
+/** Writes an entry with its search rows (typed values and links), replacing any it had. */
+export async function saveEntry(db: Db, entry: EntryRow, values: readonly ValueRow[], links: readonly LinkRow[], isNew: boolean): Promise<void> {
+  await db.transaction(async (trx) => {
+    if (isNew) {
+      await trx('entries').insert(entry);
+    } else {
+      await trx('entries').where({ id: entry.id }).update(entry);
+      await trx('entry_values').where({ entry_id: entry.id }).delete();
+      await trx('entry_links').where({ entry_id: entry.id }).delete();
+    }
+    if (values.length > 0) await trx('entry_values').insert(values);
+    if (links.length > 0) await trx('entry_links').insert(links);
+  });
+}
+
+/**
+ * A page of one entry type's entries, oldest first, strictly after `after` (keyset paging
+ * on entries_type_created). `filter` adds the compiled search, on the alias `e`.
+ */
+export async function listEntries(
+  db: Db,
+  options: {
+    entryTypeId: string;
+    includeDrafts: boolean;
+    includeArchived: boolean;
+    filter?: (query: Knex.QueryBuilder) => void;
+    after?: Position;
+    limit: number;
+  },
+): Promise<ServedEntryRow[]> {
+  const query = db('entries as e')
+    .select(...ENTRY_COLUMNS.map((column) => `e.${column}`))
+    .where('e.entry_type_id', options.entryTypeId);
+  if (!options.includeDrafts) query.where('e.draft', false);
+  if (!options.includeArchived) query.whereNull('e.archived_at');
+  if (options.after) query.whereRaw('(e.created_at, e.id) > (?, ?)', [options.after.createdAt, options.after.id]);
+  if (options.filter) query.where(options.filter);
+  return query.orderBy([{ column: 'e.created_at', order: 'asc' }, { column: 'e.id', order: 'asc' }]).limit(options.limit);
+}
