@@ -69,7 +69,34 @@ describe('the admin CLI', function () {
     expect(adminUser.role).to.equal('admin');
   });
 
+  it('entry-type create prints {id, name}; entry create prints {id}', async () => {
+    const companies = await json('entry-type', 'create', '--org', orgId, '--name', 'Companies', '--fields', '[{"name":"Name","type":"text","primary":true}]');
+    expect(Object.keys(companies)).to.deep.equal(['id', 'name']);
+    const contacts = await json(
+      'entry-type', 'create', '--org', orgId, '--name', 'Contacts',
+      '--fields', JSON.stringify([{ name: 'Name', type: 'text', primary: true }, { name: 'Company', type: 'relationship', target: companies.id }]),
+    );
+    const acme = await json('entry', 'create', '--type', companies.id, '--fields', '{"Name":"Acme"}');
+    expect(Object.keys(acme)).to.deep.equal(['id']);
+    const ada = await json('entry', 'create', '--type', contacts.id, '--fields', JSON.stringify({ Name: 'Ada', Company: [acme.id] }), '--draft', '--archived');
+    const db = openDatabase(path.join(dir, 'scribe.sqlite'));
+    try {
+      const row = await db('entries').where({ id: ada.id }).first();
+      expect(JSON.parse(row.fields)).to.deep.equal({ Name: 'Ada', Company: [acme.id] });
+      expect(Boolean(row.draft)).to.equal(true);
+      expect(row.archived_at).to.be.a('string');
+    } finally {
+      await db.destroy();
+    }
+    entryTypeId = companies.id;
+  });
+  let entryTypeId: string;
+
   const failures: Array<[string, string[], RegExp]> = [
+    ['fields that are not JSON', ['entry-type', 'create', '--org', '__ORG__', '--name', 'Bad', '--fields', '[oops'], /--fields must be JSON/],
+    ['an entry type without a primary field', ['entry-type', 'create', '--org', '__ORG__', '--name', 'NoPrimary', '--fields', '[{"name":"A","type":"text"}]'], /Exactly one field must be primary/],
+    ['an entry of an unknown type', ['entry', 'create', '--type', '01900000-0000-7000-8000-000000000000', '--fields', '{}'], /Entry type not found/],
+    ['an entry with a bad value', ['entry', 'create', '--type', '__TYPE__', '--fields', '{"Name":5}'], /Field "Name" must be a string/],
     ['a duplicate slug', ['scribe', 'create', '--org', '__ORG__', '--slug', 'atlas', '--name', 'Again'], /Slug is already used/],
     ['an unknown org', ['scribe', 'create', '--org', '00000000-0000-0000-0000-000000000000', '--slug', 'x', '--name', 'X'], /Organization not found/],
     ['a bad state', ['scribe', 'create', '--org', '__ORG__', '--slug', 'y', '--name', 'Y', '--state', 'asleep'], /State must be one of/],
@@ -86,7 +113,7 @@ describe('the admin CLI', function () {
   ];
   for (const [what, args, message] of failures) {
     it(`fails with a message on stderr and a non-zero exit for ${what}`, async () => {
-      const result = await admin(...args.map((a) => (a === '__ORG__' ? orgId : a)));
+      const result = await admin(...args.map((a) => (a === '__ORG__' ? orgId : a === '__TYPE__' ? entryTypeId : a)));
       expect(result.code).to.not.equal(0);
       expect(result.stdout).to.equal('');
       expect(result.stderr).to.match(message);

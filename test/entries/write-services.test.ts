@@ -1,0 +1,141 @@
+import { expect } from 'chai';
+import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
+import { entriesFixture } from '../helpers/entries-fixture.js';
+
+/** Awaits a promise that must fail with a 422 of this exact message. */
+async function rejects422(promise: Promise<unknown>, message: string) {
+  try {
+    await promise;
+  } catch (err) {
+    expect((err as Error).message).to.equal(message);
+    expect((err as { status?: number }).status).to.equal(422);
+    return;
+  }
+  expect.fail(`expected a 422 "${message}"`);
+}
+
+describe('entry type service', () => {
+  let h: Harness;
+  let t: Tenant;
+  before(async () => {
+    h = await createHarness({ options: { dispatchOnAccept: false } });
+    t = await h.tenant();
+  });
+  after(() => h.close());
+
+  const create = (fields: unknown, name = `Type ${Math.random()}`) => h.services.entryTypes.create(t.organizationId, { name, fields });
+  const primary = { name: 'Name', type: 'text', primary: true };
+
+  it('creates a type with ordered fields', async () => {
+    const type = await create([primary, { name: 'Size', type: 'number' }], 'Things');
+    expect(type.fields.map((f) => [f.position, f.name, f.type, Boolean(f.is_primary)])).to.deep.equal([
+      [0, 'Name', 'text', true],
+      [1, 'Size', 'number', false],
+    ]);
+    expect((await h.services.entryTypes.get(t.organizationId, type.id)).fields).to.have.length(2);
+  });
+
+  const invalid: Array<[string, unknown, string]> = [
+    ['no fields', [], 'fields must be a non-empty list'],
+    ['fields that are not a list', { Name: 'text' }, 'fields must be a non-empty list'],
+    ['a field that is not an object', ['Name'], 'Each field must be an object'],
+    ['a field without a name', [{ type: 'text', primary: true }], 'Each field needs a name'],
+    ['an operator in a name', [primary, { name: 'a:b', type: 'text' }], 'Field name "a:b" may not contain : < > ( ) & | or "'],
+    ['a reserved name', [primary, { name: 'Created_At', type: 'date' }], 'Field name "Created_At" is reserved for search'],
+    ['a name used twice', [primary, { name: 'name', type: 'text' }], 'Field name "name" is used twice (names are compared case-insensitively)'],
+    ['an unknown type', [primary, { name: 'X', type: 'money' }], 'Field "X" has no valid type (one of text, number, boolean, date, relationship)'],
+    ['no primary field', [{ name: 'Name', type: 'text' }], 'Exactly one field must be primary'],
+    ['two primary fields', [primary, { name: 'B', type: 'text', primary: true }], 'Exactly one field must be primary'],
+    ['a primary that is not text', [{ name: 'N', type: 'number', primary: true }], 'The primary field must be a text field'],
+    ['a relationship without target', [primary, { name: 'R', type: 'relationship' }], 'Relationship field "R" needs a target entry type'],
+    ['a target on a non-relationship', [primary, { name: 'X', type: 'text', target: 'x' }], 'Field "X" is not a relationship and cannot have a target'],
+    ['an unknown target', [primary, { name: 'R', type: 'relationship', target: '01900000-0000-7000-8000-000000000000' }], 'The target entry type of "R" does not exist'],
+  ];
+  for (const [what, fields, message] of invalid) {
+    it(`refuses ${what} with 422 "${message}"`, () => rejects422(create(fields), message));
+  }
+
+  it('refuses a blank name and a name used twice', async () => {
+    await rejects422(h.services.entryTypes.create(t.organizationId, { name: ' ', fields: [primary] }), 'Name is required');
+    await create([primary], 'Twice');
+    await rejects422(create([primary], 'Twice'), 'An entry type with this name already exists');
+  });
+
+  it("refuses a relationship to another organization's type", async () => {
+    const other = await h.tenant({ slug: 'other' });
+    const theirs = await h.services.entryTypes.create(other.organizationId, { name: 'Theirs', fields: [primary] });
+    await rejects422(create([primary, { name: 'R', type: 'relationship', target: theirs.id }]), 'The target entry type of "R" does not exist');
+  });
+});
+
+describe('entry service', () => {
+  let h: Harness;
+  let t: Tenant;
+  let fx: Awaited<ReturnType<typeof entriesFixture>>;
+  before(async () => {
+    h = await createHarness({ options: { dispatchOnAccept: false } });
+    t = await h.tenant();
+    fx = await entriesFixture(h, t);
+  });
+  after(() => h.close());
+
+  const invalid: Array<[string, Record<string, unknown>, string]> = [
+    ['an unknown field', { Name: 'X', Revenue: 5 }, 'Unknown field "Revenue"'],
+    ['text that is not a string', { Name: 'X', City: 5 }, 'Field "City" must be a string'],
+    ['a number that is a string', { Name: 'X', Employees: '5' }, 'Field "Employees" must be a number'],
+    ['a boolean that is a string', { Name: 'X', Public: 'yes' }, 'Field "Public" must be true or false'],
+    ['an impossible date', { Name: 'X', Founded: '2021-02-30' }, 'Field "Founded" must be a date (YYYY-MM-DD)'],
+    ['a missing primary field', { City: 'Zurich' }, 'The primary field "Name" is required'],
+    ['a blank primary field', { Name: '  ' }, 'The primary field "Name" is required'],
+  ];
+  for (const [what, fields, message] of invalid) {
+    it(`refuses ${what} with 422 "${message}"`, () => rejects422(fx.company(fields), message));
+  }
+
+  it('refuses fields that are not an object', () =>
+    rejects422(h.services.entries.create(t.organizationId, fx.companies.id, { fields: ['Name'] }), 'fields must be an object keyed by field name'));
+
+  it('refuses links that are not a list of ids, or point outside the target type or organization', async () => {
+    await rejects422(fx.contact({ Name: 'A', Company: 'x' }), 'Field "Company" must be a list of entry ids');
+    const notACompany = await fx.contact({ Name: 'Other contact' });
+    await rejects422(fx.contact({ Name: 'A', Company: [notACompany.id] }), `Field "Company" links to ${notACompany.id}, which is not an entry of its target type`);
+    const other = await h.tenant({ slug: 'x' });
+    const foreign = await (await entriesFixture(h, other)).company({ Name: 'Foreign' });
+    await rejects422(fx.contact({ Name: 'A', Company: [foreign.id] }), `Field "Company" links to ${foreign.id}, which is not an entry of its target type`);
+  });
+
+  it('stores nothing for a refused entry', async () => {
+    const before = Number((await h.db('entries').count({ n: '*' }).first())!.n);
+    await fx.company({ Name: 'X', Employees: 'many' }).catch(() => undefined);
+    expect(Number((await h.db('entries').count({ n: '*' }).first())!.n)).to.equal(before);
+  });
+
+  it('matches field names case-insensitively and stores them under their own name, in field order', async () => {
+    const entry = await fx.company({ employees: 3, NAME: 'Case Co' });
+    expect(entry.fields).to.deep.equal({ Name: 'Case Co', Employees: 3 });
+  });
+
+  it('updates some fields, clears one with null, and keeps search rows in step', async () => {
+    const entry = await fx.company({ Name: 'Change Co', City: 'Bern', Employees: 5 });
+    const updated = await h.services.entries.update(t.organizationId, entry.id, { fields: { City: 'Lausanne', Employees: null }, archived: true });
+    expect(updated.fields).to.deep.equal({ Name: 'Change Co', City: 'Lausanne' });
+    expect(updated.archived).to.equal(true);
+    const values = await h.db('entry_values').where({ entry_id: entry.id });
+    expect(values.map((v) => v.text_folded).filter(Boolean).sort()).to.deep.equal(['change co', 'lausanne']);
+    expect(values.some((v) => v.number_value !== null)).to.equal(false);
+    const row = await h.db('entries').where({ id: entry.id }).first();
+    expect(row.search_text).to.include('lausanne').and.not.include('bern');
+  });
+
+  it('refuses an update to an entry of another organization', async () => {
+    const entry = await fx.company({ Name: 'Mine' });
+    const other = await h.tenant({ slug: 'y' });
+    try {
+      await h.services.entries.update(other.organizationId, entry.id, { draft: true });
+      expect.fail('should not update');
+    } catch (err) {
+      expect((err as { status?: number }).status).to.equal(404);
+      expect((err as Error).message).to.equal('Entry not found');
+    }
+  });
+});
