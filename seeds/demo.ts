@@ -26,6 +26,104 @@ export const DEMO = {
   ],
 } as const;
 
+/** Fixed ids, so the README's examples work as written against any demo database. */
+export const DEMO_ENTRY_TYPES = {
+  companies: '01935f00-0000-7000-8000-00000000c001',
+  contacts: '01935f00-0000-7000-8000-00000000c002',
+};
+
+const NAMED_COMPANIES = [
+  { Name: 'Acme Corp', Industry: 'Manufacturing', City: 'Zurich', Employees: 1200, Public: true, Founded: '1987-03-14' },
+  { Name: 'Globex', Industry: 'Energy', City: 'Geneva', Employees: 340, Public: false, Founded: '2004-09-01' },
+  { Name: 'Initech', Industry: 'Software', City: 'Basel', Employees: 85, Public: false, Founded: '2012-06-30' },
+];
+
+const WORDS = {
+  first: ['Blue', 'Bright', 'North', 'Silver', 'Green', 'Iron', 'Swift', 'Clear', 'Golden', 'Red'],
+  second: ['River', 'Peak', 'Field', 'Stone', 'Harbor', 'Forge', 'Bridge', 'Valley', 'Cloud', 'Oak'],
+  suffix: ['AG', 'GmbH', 'Labs', 'Systems', 'Partners', 'Group'],
+  industry: ['Software', 'Manufacturing', 'Energy', 'Retail', 'Logistics', 'Finance', 'Health'],
+  city: ['Zurich', 'Geneva', 'Basel', 'Bern', 'Lausanne', 'Lugano', 'Berlin', 'Vienna'],
+  given: ['Ada', 'Grace', 'Alan', 'Linus', 'Barbara', 'Ken', 'Margaret', 'Dennis', 'Frances', 'John'],
+  family: ['Lovelace', 'Hopper', 'Turing', 'Torvalds', 'Liskov', 'Thompson', 'Hamilton', 'Ritchie', 'Allen', 'Backus'],
+  title: ['CTO', 'Head of Sales', 'Engineer', 'Office Manager', 'CFO', 'Designer', 'Support Lead'],
+};
+
+/** A small deterministic generator (mulberry32), so every demo has the same data. */
+function generator(seed: number) {
+  let state = seed;
+  const next = () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return { next, pick: <T>(list: readonly T[]) => list[Math.floor(next() * list.length)]! };
+}
+
+/** Companies and Contacts: a few named ones the README uses, then a few hundred generated. */
+async function seedEntries(services: Services, organizationId: string): Promise<void> {
+  if (await services.db('entry_types').where({ id: DEMO_ENTRY_TYPES.companies }).first()) return;
+  const companies = await services.entryTypes.create(organizationId, {
+    id: DEMO_ENTRY_TYPES.companies,
+    name: 'Companies',
+    fields: [
+      { name: 'Name', type: 'text', primary: true },
+      { name: 'Industry', type: 'text' },
+      { name: 'City', type: 'text' },
+      { name: 'Employees', type: 'number' },
+      { name: 'Public', type: 'boolean' },
+      { name: 'Founded', type: 'date' },
+    ],
+  });
+  const contacts = await services.entryTypes.create(organizationId, {
+    id: DEMO_ENTRY_TYPES.contacts,
+    name: 'Contacts',
+    fields: [
+      { name: 'Name', type: 'text', primary: true },
+      { name: 'Email', type: 'text' },
+      { name: 'Job Title', type: 'text' },
+      { name: 'Company', type: 'relationship', target: companies.id },
+      { name: 'Score', type: 'number' },
+    ],
+  });
+
+  const random = generator(42);
+  const companyIds: string[] = [];
+  for (const fields of NAMED_COMPANIES) companyIds.push((await services.entries.create(organizationId, companies.id, { fields })).id);
+  for (let i = 0; i < 200; i++) {
+    const fields = {
+      Name: `${random.pick(WORDS.first)} ${random.pick(WORDS.second)} ${random.pick(WORDS.suffix)} ${i + 1}`,
+      Industry: random.pick(WORDS.industry),
+      City: random.pick(WORDS.city),
+      Employees: Math.floor(random.next() * 5000) + 1,
+      Public: random.next() < 0.3,
+      Founded: `${1950 + Math.floor(random.next() * 74)}-${String(1 + Math.floor(random.next() * 12)).padStart(2, '0')}-15`,
+    };
+    const entry = await services.entries.create(organizationId, companies.id, { fields, draft: i % 25 === 7, archived: i % 40 === 11 });
+    companyIds.push(entry.id);
+  }
+
+  await services.entries.create(organizationId, contacts.id, {
+    fields: { Name: 'Ada Lovelace', Email: 'ada@acme.example', 'Job Title': 'CTO', Company: [companyIds[0]!], Score: 9.5 },
+  });
+  await services.entries.create(organizationId, contacts.id, {
+    fields: { Name: 'Grace Hopper', Email: 'grace@globex.example', 'Job Title': 'Head of Sales', Company: [companyIds[1]!, companyIds[0]!], Score: 8 },
+  });
+  for (let i = 0; i < 150; i++) {
+    const given = random.pick(WORDS.given);
+    const family = random.pick(WORDS.family);
+    const fields = {
+      Name: `${given} ${family} ${i + 1}`,
+      Email: `${given}.${family}.${i + 1}@example.com`.toLowerCase(),
+      'Job Title': random.pick(WORDS.title),
+      Company: [random.pick(companyIds)],
+      Score: Math.round(random.next() * 100) / 10,
+    };
+    await services.entries.create(organizationId, contacts.id, { fields, draft: i % 30 === 4, archived: i % 50 === 9 });
+  }
+}
+
 export interface DemoCredentials {
   organizationId: string;
   apiKey: string;
@@ -50,6 +148,8 @@ export async function seed(services: Services): Promise<DemoCredentials> {
     if (created.state !== 'active') continue;
     for (const task of DEMO.tasks) await services.requests.submit(created, { task });
   }
+
+  await seedEntries(services, organizationId);
 
   return { organizationId, apiKey: DEMO.apiKey, email: DEMO.userEmail, password: DEMO.userPassword };
 }

@@ -60,7 +60,7 @@ export function createEntryTypeService({ db, clock }: { db: Db; clock: Clock }) 
     },
 
     /** Creates an entry type: a name and an ordered list of fields with exactly one primary text field. */
-    async create(organizationId: string, input: { name: string; fields: unknown }): Promise<EntryTypeWithFields> {
+    async create(organizationId: string, input: { name: string; fields: unknown; id?: string }): Promise<EntryTypeWithFields> {
       const name = typeof input.name === 'string' ? input.name.trim() : '';
       if (!name) throw new ValidationError(messages.nameRequired);
       const fields = validateFields(input.fields);
@@ -71,7 +71,8 @@ export function createEntryTypeService({ db, clock }: { db: Db; clock: Clock }) 
       }
 
       const now = isoNow(clock);
-      const type: EntryTypeRow = { id: newId(), organization_id: organizationId, name, created_at: now, updated_at: now };
+      // An id may be given by seeds (the demo's types have fixed ids its README relies on).
+      const type: EntryTypeRow = { id: input.id ?? newId(), organization_id: organizationId, name, created_at: now, updated_at: now };
       const rows: FieldRow[] = fields.map((field, position) => ({
         id: newId(),
         entry_type_id: type.id,

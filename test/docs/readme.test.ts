@@ -46,6 +46,9 @@ describe('the README', function () {
       expect(output).to.include('"status":"fulfilled"');
       expect(output).to.include('{"error":"Scribe is not active"}');
       expect(output).to.include('{"error":"Attachment download failed: address not allowed"}');
+      expect(output).to.include('"Name":"Ada Lovelace"');
+      expect(output).to.include('"error":"Invalid search query: expected a term after \\"&&\\" at position 12"');
+      expect(output).to.include('{"data":null,"meta":{},"error":"Unauthorized"}');
     } finally {
       demo.child.kill('SIGTERM');
       await demo.exited;

@@ -86,7 +86,7 @@ describe('the server process', function () {
     const counts = async () => {
       const db = openDatabase(path.join(dataDir, 'scribe.sqlite'));
       try {
-        const tables = ['organizations', 'api_keys', 'users', 'scribes', 'requests'];
+        const tables = ['organizations', 'api_keys', 'users', 'scribes', 'requests', 'entry_types', 'entries'];
         return Object.fromEntries(await Promise.all(tables.map(async (t) => [t, Number((await db(t).count({ n: '*' }).first())!.n)])));
       } finally {
         await db.destroy();
@@ -111,6 +111,6 @@ describe('the server process', function () {
       if (first) expect(now, 'a second run adds nothing').to.deep.equal(first);
       first = now;
     }
-    expect(first).to.deep.equal({ organizations: 1, api_keys: 1, users: 1, scribes: 3, requests: 3 });
+    expect(first).to.deep.equal({ organizations: 1, api_keys: 1, users: 1, scribes: 3, requests: 3, entry_types: 2, entries: 355 });
   });
 });
