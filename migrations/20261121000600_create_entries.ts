@@ -45,13 +45,15 @@ export async function up(knex: Knex): Promise<void> {
 
   // One row per field value, typed, so each field search can use an index.
   await knex.schema.createTable('entry_values', (t) => {
+    // A stable integer key: the text index refers to value rows by it.
+    t.increments('id');
     t.uuid('entry_id').notNullable().references('entries.id').onDelete('CASCADE');
     t.uuid('field_id').notNullable().references('entry_type_fields.id').onDelete('CASCADE');
     t.text('text_folded');
     t.double('number_value');
     t.boolean('bool_value');
     t.string('date_value', 10);
-    t.primary(['entry_id', 'field_id']);
+    t.unique(['entry_id', 'field_id']);
     t.index(['field_id', 'number_value'], 'entry_values_number');
     t.index(['field_id', 'date_value'], 'entry_values_date');
     t.index(['field_id', 'bool_value'], 'entry_values_bool');

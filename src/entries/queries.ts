@@ -105,21 +105,20 @@ export async function saveEntry(db: Db, entry: EntryRow, values: readonly ValueR
   });
 }
 
+export interface EntryListOptions {
+  entryTypeId: string;
+  includeDrafts: boolean;
+  includeArchived: boolean;
+  filter?: (query: Knex.QueryBuilder) => void;
+  after?: Position;
+  limit: number;
+}
+
 /**
  * A page of one entry type's entries, oldest first, strictly after `after` (keyset paging
  * on entries_type_created). `filter` adds the compiled search, on the alias `e`.
  */
-export async function listEntries(
-  db: Db,
-  options: {
-    entryTypeId: string;
-    includeDrafts: boolean;
-    includeArchived: boolean;
-    filter?: (query: Knex.QueryBuilder) => void;
-    after?: Position;
-    limit: number;
-  },
-): Promise<ServedEntryRow[]> {
+export function listEntriesQuery(db: Db, options: EntryListOptions): Knex.QueryBuilder {
   const query = db('entries as e')
     .select(...ENTRY_COLUMNS.map((column) => `e.${column}`))
     .where('e.entry_type_id', options.entryTypeId);
@@ -128,4 +127,8 @@ export async function listEntries(
   if (options.after) query.whereRaw('(e.created_at, e.id) > (?, ?)', [options.after.createdAt, options.after.id]);
   if (options.filter) query.where(options.filter);
   return query.orderBy([{ column: 'e.created_at', order: 'asc' }, { column: 'e.id', order: 'asc' }]).limit(options.limit);
+}
+
+export async function listEntries(db: Db, options: EntryListOptions): Promise<ServedEntryRow[]> {
+  return listEntriesQuery(db, options);
 }

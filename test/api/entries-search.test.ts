@@ -66,6 +66,14 @@ describe('entry search: q on GET /api/v1/entry_types/:id/entries (contract "Sear
       expect(await companies('50%')).to.deep.equal(['50% Off Ltd']);
       expect(await companies('a_b')).to.deep.equal(['50% Off Ltd']);
     });
+    it('matches pieces shorter than 3 characters too (they bypass the trigram index)', async () => {
+      expect(await companies('ac')).to.deep.equal(['Acme Corp']);
+      expect(await companies('City:ge')).to.deep.equal(['Globex']);
+      expect(await companies('x')).to.deep.equal(['Globex', 'Axb Partners']);
+    });
+    it('matches inside words as well as at their start', async () => {
+      expect(await companies('likon')).to.deep.equal(['Initech']);
+    });
     it('treats name:value with an unknown name as general text', async () => {
       expect(await companies('Town:Zurich')).to.deep.equal([]);
     });
@@ -105,6 +113,14 @@ describe('entry search: q on GET /api/v1/entry_types/:id/entries (contract "Sear
       expect(await companies('Employees<=-3')).to.deep.equal(['Loss Inc']);
       expect(await contacts('Score<-1')).to.deep.equal(['Dan']);
       expect(await contacts('Score>7.99')).to.deep.equal(['Ada Lovelace', 'Carol']);
+    });
+  });
+
+  describe('comparisons on one field joined by &&', () => {
+    it('become one range and still mean the same', async () => {
+      expect(await companies('Employees>=30 && Employees<100')).to.deep.equal(['Globex', 'Initech']);
+      expect(await companies('Employees>=30 && City:zurich && Employees<100')).to.deep.equal(['Initech']);
+      expect(await companies('Founded>2000-01-01 && Founded<2005-01-01')).to.deep.equal(['Initech']);
     });
   });
 

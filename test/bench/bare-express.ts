@@ -5,8 +5,5 @@ const app = express();
 app.get('/', (_req, res) => {
   res.json({ ok: true });
 });
-const server = app.listen(0, '127.0.0.1', () => {
-  const address = server.address();
-  if (address && typeof address === 'object') process.stdout.write(`{"url":"http://127.0.0.1:${address.port}"}\n`);
-});
+const server = app.listen(Number(process.env.PORT ?? 0), '127.0.0.1');
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

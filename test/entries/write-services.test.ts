@@ -127,6 +127,18 @@ describe('entry service', () => {
     expect(row.search_text).to.include('lausanne').and.not.include('bern');
   });
 
+  it('keeps the text index in step when a value changes', async () => {
+    const entry = await fx.company({ Name: 'Index Co', City: 'Winterthur' });
+    const search = async (q: string) =>
+      (await h.api.get(`/api/v1/entry_types/${fx.companies.id}/entries?q=${encodeURIComponent(q)}`).set(t.headers)).body.data.map((e: { id: string }) => e.id);
+    expect(await search('City:winterthur')).to.deep.equal([entry.id]);
+    await h.services.entries.update(t.organizationId, entry.id, { fields: { City: 'Schaffhausen' } });
+    expect(await search('City:winterthur')).to.deep.equal([]);
+    expect(await search('schaffhausen')).to.deep.equal([entry.id]);
+    await h.services.entries.update(t.organizationId, entry.id, { fields: { City: null } });
+    expect(await search('schaffhausen')).to.deep.equal([]);
+  });
+
   it('refuses an update to an entry of another organization', async () => {
     const entry = await fx.company({ Name: 'Mine' });
     const other = await h.tenant({ slug: 'y' });

@@ -4,7 +4,7 @@ import { BadRequestError } from '../../http/errors.js';
 import type { EntryTypeWithFields } from '../entry-type-service.js';
 import { SearchSyntaxError, parseSearch } from './parser.js';
 import { type Predicate, resolveSearch } from './resolve.js';
-import { whereContains } from './text-match.js';
+import { whereTextContains } from './text-match.js';
 
 export const messages = {
   invalidQuery: (reason: string) => `Invalid search query: ${reason}`,
@@ -39,6 +39,10 @@ function valuesOf(db: Db, fieldId: string, where: (query: Knex.QueryBuilder) => 
   return db('entry_values').select('entry_id').where('field_id', fieldId).where(where);
 }
 
+function whereAll(query: Knex.QueryBuilder, column: string, conditions: ReadonlyArray<{ operator: string; value: number | string }>): void {
+  for (const { operator, value } of conditions) query.where(column, operator, value);
+}
+
 function apply(db: Db, type: EntryTypeWithFields, query: Knex.QueryBuilder, predicate: Predicate): void {
   switch (predicate.kind) {
     case 'and':
@@ -50,19 +54,19 @@ function apply(db: Db, type: EntryTypeWithFields, query: Knex.QueryBuilder, pred
       });
       return;
     case 'words':
-      for (const word of predicate.words) whereContains(query, 'e.search_text', word);
+      for (const word of predicate.words) whereTextContains(db, query, word);
       return;
     case 'text-contains':
-      query.whereIn('e.id', valuesOf(db, predicate.field.id, (v) => whereContains(v, 'text_folded', predicate.text)));
+      whereTextContains(db, query, predicate.text, predicate.field.id);
       return;
     case 'number':
-      query.whereIn('e.id', valuesOf(db, predicate.field.id, (v) => v.where('number_value', predicate.operator, predicate.value)));
+      query.whereIn('e.id', valuesOf(db, predicate.field.id, (v) => whereAll(v, 'number_value', predicate.conditions)));
       return;
     case 'boolean':
       query.whereIn('e.id', valuesOf(db, predicate.field.id, (v) => v.where('bool_value', predicate.value)));
       return;
     case 'date':
-      query.whereIn('e.id', valuesOf(db, predicate.field.id, (v) => v.where('date_value', predicate.operator, predicate.value)));
+      query.whereIn('e.id', valuesOf(db, predicate.field.id, (v) => whereAll(v, 'date_value', predicate.conditions)));
       return;
     case 'timestamp':
       query.where(`e.${predicate.column}`, predicate.operator, predicate.value);

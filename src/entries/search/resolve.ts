@@ -10,9 +10,9 @@ export type Predicate =
   | { kind: 'and' | 'or'; items: Predicate[] }
   | { kind: 'words'; words: string[] }
   | { kind: 'text-contains'; field: FieldRow; text: string }
-  | { kind: 'number'; field: FieldRow; operator: SqlOperator; value: number }
+  | { kind: 'number'; field: FieldRow; conditions: Array<{ operator: SqlOperator; value: number }> }
   | { kind: 'boolean'; field: FieldRow; value: boolean }
-  | { kind: 'date'; field: FieldRow; operator: SqlOperator; value: string }
+  | { kind: 'date'; field: FieldRow; conditions: Array<{ operator: SqlOperator; value: string }> }
   | { kind: 'timestamp'; column: 'created_at' | 'updated_at'; operator: SqlOperator; value: string; before?: string }
   | { kind: 'relationship'; field?: FieldRow; primary: string };
 
@@ -28,7 +28,10 @@ const TRUE_WORDS = new Set(['true', 'yes']);
  * cannot mean anything (a comparison on a text field, a number field compared with text).
  */
 export function resolveSearch(node: SearchNode, fields: readonly FieldRow[]): Predicate {
-  if (node.kind !== 'term') return { kind: node.kind, items: node.items.map((item) => resolveSearch(item, fields)) };
+  if (node.kind !== 'term') {
+    const items = node.items.map((item) => resolveSearch(item, fields));
+    return { kind: node.kind, items: node.kind === 'and' ? mergeRanges(items) : items };
+  }
   if (node.name === undefined || node.operator === undefined || node.value === undefined) return words(node);
 
   const key = node.name.toLowerCase();
@@ -65,10 +68,10 @@ function fieldTerm(node: TermNode, field: FieldRow, operator: ComparisonOperator
     }
     case 'number':
       if (!NUMBER.test(value)) fail(node, `${field.name} is a number field; "${value}" is not a number`);
-      return { kind: 'number', field, operator: sqlOperator(operator), value: Number(value) };
+      return { kind: 'number', field, conditions: [{ operator: sqlOperator(operator), value: Number(value) }] };
     case 'date':
       if (!isDate(value)) fail(node, `${field.name} is a date field; "${value}" is not a date (YYYY-MM-DD)`);
-      return { kind: 'date', field, operator: sqlOperator(operator), value };
+      return { kind: 'date', field, conditions: [{ operator: sqlOperator(operator), value }] };
   }
 }
 
@@ -86,6 +89,30 @@ function timestampTerm(node: TermNode, column: 'created_at' | 'updated_at', oper
     return { kind: 'timestamp', column, operator: sqlOperator(operator), value: new Date(value).toISOString() };
   }
   return fail(node, `${column} needs a date (YYYY-MM-DD) or an ISO 8601 timestamp, not "${value}"`);
+}
+
+/**
+ * Within one `&&`, comparisons on the same number or date field become one range, so
+ * `Score>=40 && Score<41` reads one stretch of the field's index instead of two large ones.
+ */
+function mergeRanges(items: Predicate[]): Predicate[] {
+  const merged: Predicate[] = [];
+  const ranges = new Map<string, Extract<Predicate, { kind: 'number' | 'date' }>>();
+  for (const item of items) {
+    if (item.kind !== 'number' && item.kind !== 'date') {
+      merged.push(item);
+      continue;
+    }
+    const existing = ranges.get(item.field.id);
+    if (existing) {
+      (existing.conditions as Array<{ operator: SqlOperator; value: number | string }>).push(...item.conditions);
+    } else {
+      const copy = { ...item, conditions: [...item.conditions] } as typeof item;
+      ranges.set(item.field.id, copy);
+      merged.push(copy);
+    }
+  }
+  return merged;
 }
 
 function sqlOperator(operator: ComparisonOperator): SqlOperator {

@@ -1,0 +1,114 @@
+/** The task-dispatch API against bare Express, and the dispatcher's throughput and latency. */
+import path from 'node:path';
+import { openDatabase, type Db } from '../../src/db/knex.js';
+import { createLogger } from '../../src/logger.js';
+import { createDispatcher } from '../../src/requests/dispatcher.js';
+import { newRequestId } from '../../src/lib/ids.js';
+import { provision } from '../helpers/provision.js';
+import { CONNECTIONS, DURATION_S, load, machineLine, startServer, writeSection, type Row } from './lib.js';
+
+/** A data dir with an org, key and scribe `bench`, and 200 receipts for list and poll to read. */
+async function provisionBench(dataDir: string) {
+  const { services, key, scribe, organizationId, close } = await provision(dataDir, 'bench');
+  for (let i = 0; i < 200; i++) await services.requests.submit(scribe, { task: { summary: `seed ${i}` } });
+  const pollId = (await services.requests.list(scribe, { limit: 1 })).requests[0]!.id;
+  await close();
+  return { key, pollId, organizationId, scribeId: scribe.id };
+}
+
+/** Inserts `n` accepted receipts directly, as a burst of submits would leave them. */
+async function insertAccepted(db: Db, organizationId: string, scribeId: string, n: number): Promise<void> {
+  const now = new Date();
+  const at = now.toISOString();
+  const rows = Array.from({ length: n }, (_, i) => ({
+    id: newRequestId(now), organization_id: organizationId, scribe_id: scribeId, status: 'accepted', entity_type: 'task',
+    title: `t${i}`, summary: `bulk ${i}`, available_at: at, attempts: 0, created_at: at, updated_at: at,
+  }));
+  for (let i = 0; i < rows.length; i += 500) await db('requests').insert(rows.slice(i, i + 500));
+}
+
+async function dispatcherThroughput(dataDir: string, organizationId: string, scribeId: string, n: number) {
+  const db = openDatabase(path.join(dataDir, 'scribe.sqlite'));
+  await insertAccepted(db, organizationId, scribeId, n);
+  const dispatcher = createDispatcher({ db, clock: () => new Date(), logger: createLogger('silent') });
+  const started = process.hrtime.bigint();
+  const result = await dispatcher.tick();
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const left = await db('requests').whereIn('status', ['accepted', 'dispatched']).count({ n: '*' }).first();
+  await db.destroy();
+  if (result.fulfilled !== n || Number(left!.n) !== 0) throw new Error(`drained ${result.fulfilled} of ${n}`);
+  return { n, seconds, perSecond: Math.round(n / seconds) };
+}
+
+/** Sequential submits to an idle server; latency from the receipt's own created_at to completed_at. */
+async function idleDispatchLatency(url: string, key: string, dataDir: string, samples: number) {
+  const ids: string[] = [];
+  for (let i = 0; i < samples; i++) {
+    const res = await fetch(`${url}/api/v1/scribes/bench/requests`, {
+      method: 'POST',
+      headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ task: { summary: `latency ${i}` } }),
+    });
+    ids.push(((await res.json()) as { request: { id: string } }).request.id);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const db = openDatabase(path.join(dataDir, 'scribe.sqlite'));
+  const rows = await db('requests').whereIn('id', ids).select('status', 'created_at', 'completed_at');
+  await db.destroy();
+  const latencies = rows.filter((r) => r.status === 'fulfilled').map((r) => Date.parse(r.completed_at) - Date.parse(r.created_at)).sort((a, b) => a - b);
+  if (latencies.length !== samples) throw new Error(`only ${latencies.length} of ${samples} fulfilled`);
+  return { samples, p50: latencies[Math.floor(samples / 2)]!, p99: latencies[Math.floor(samples * 0.99)]! };
+}
+
+export async function benchApi(dataDir: string): Promise<void> {
+  const { key, pollId, organizationId, scribeId } = await provisionBench(dataDir);
+  const rows: Row[] = [];
+
+  const bare = await startServer(['--import', 'tsx', 'test/bench/bare-express.ts'], {}, '/');
+  const baseline = await load('bare Express {"ok":true}', { url: `${bare.url}/` });
+  await bare.stop();
+  rows.push(baseline);
+
+  const server = await startServer(['dist/src/main.js'], { DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
+  const headers = { 'x-api-key': key, 'content-type': 'application/json' };
+  let latency: Awaited<ReturnType<typeof idleDispatchLatency>>;
+  try {
+    rows.push(await load('POST submit (no attachments)', { url: `${server.url}/api/v1/scribes/bench/requests`, method: 'POST', headers, body: JSON.stringify({ task: { summary: 'Benchmark task' } }) }));
+    rows.push(await load('GET poll', { url: `${server.url}/api/v1/requests/${pollId}`, headers: { 'x-api-key': key } }));
+    rows.push(await load('GET list (25 per page)', { url: `${server.url}/api/v1/scribes/bench/requests`, headers: { 'x-api-key': key } }));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    latency = await idleDispatchLatency(server.url, key, dataDir, 200);
+  } finally {
+    await server.stop();
+  }
+  for (const row of rows.slice(1)) row.ratio = row.rps / baseline.rps;
+
+  const drain = await dispatcherThroughput(dataDir, organizationId, scribeId, 10_000);
+  console.log(`dispatcher: ${drain.n} receipts in ${drain.seconds.toFixed(2)} s = ${drain.perSecond}/s`);
+  console.log(`202 → fulfilled when idle: p50 ${latency.p50} ms, p99 ${latency.p99} ms (${latency.samples} samples)`);
+
+  const pct = (r?: number) => (r === undefined ? '100 % (baseline)' : `${Math.round(r * 100)} %`);
+  writeSection('api', [
+    '## Task-dispatch API',
+    '',
+    `One run: ${machineLine()}; ${CONNECTIONS} connections, ${DURATION_S} s per row.`,
+    '',
+    '| scenario | req/s | p50 ms | p99 ms | of bare Express | errors |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...rows.map((r) => `| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${pct(r.ratio)} | ${r.errors} |`),
+    '',
+    'Targets (issue 2): submit ≥ 50 %, poll ≥ 70 %, list ≥ 50 % of bare Express, p99 < 25 ms.',
+    '',
+    '## Dispatcher',
+    '',
+    '| measure | value |',
+    '|---|---:|',
+    `| ${drain.n.toLocaleString('en')} accepted receipts drained to fulfilled | ${drain.seconds.toFixed(2)} s (${drain.perSecond.toLocaleString('en')} receipts/s) |`,
+    `| 202 → fulfilled on an idle server, p50 (${latency.samples} sequential submits) | ${latency.p50} ms |`,
+    `| 202 → fulfilled on an idle server, p99 | ${latency.p99} ms |`,
+    '',
+    'Targets: ≥ 5,000 receipts/s; median 202 → fulfilled under 50 ms when idle. Latency is',
+    "read from each receipt's own `created_at` and `completed_at` (millisecond resolution).",
+  ]);
+}

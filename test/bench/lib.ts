@@ -1,0 +1,89 @@
+/** What the benchmark scenarios share: servers in their own processes, autocannon, the report file. */
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import autocannon, { type Result } from 'autocannon';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const CONNECTIONS = 50;
+export const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
+const REPORT = path.join(ROOT, 'docs/benchmarks.md');
+
+export interface Row {
+  name: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  ratio?: number;
+  note?: string;
+  /** Responses that failed, timed out or had another status; reported, not hidden. */
+  errors: number;
+}
+
+export interface Server {
+  child: ChildProcess;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Starts a server process on a free port; ready once GET `readyPath` answers. */
+export async function startServer(command: string[], env: Record<string, string>, readyPath = '/healthz'): Promise<Server> {
+  const port = await new Promise<number>((resolve) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+  const child = spawn(process.execPath, command, { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port) }, stdio: 'inherit' });
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  for (let i = 0; i < 200; i++) {
+    if (child.exitCode !== null) break;
+    if (await fetch(`${url}${readyPath}`).then((r) => r.status < 500, () => false)) return { child, url, stop };
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  child.kill();
+  throw new Error(`${command.join(' ')} did not come up`);
+}
+
+/** One autocannon run; responses that were not 2xx, errors and timeouts are counted in `errors`. */
+export async function load(name: string, options: autocannon.Options): Promise<Row> {
+  const result: Result = await autocannon({ connections: CONNECTIONS, duration: DURATION_S, ...options });
+  const errors = result.non2xx + result.errors + result.timeouts;
+  const row = { name, rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, errors };
+  console.log(`${name.padEnd(34)} ${String(row.rps).padStart(7)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  errors ${errors}`);
+  return row;
+}
+
+export function machineLine(): string {
+  return `${os.cpus().length} cores, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`;
+}
+
+/** Replaces the section between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`, or appends it. */
+export function writeSection(name: string, lines: string[]): void {
+  const start = `<!-- bench:${name} -->`;
+  const end = `<!-- /bench:${name} -->`;
+  const block = [start, ...lines, end].join('\n');
+  let text = fs.existsSync(REPORT) ? fs.readFileSync(REPORT, 'utf8') : '';
+  if (!text.includes('# Benchmarks')) text = HEADER;
+  const from = text.indexOf(start);
+  const to = text.indexOf(end);
+  text = from >= 0 && to > from ? text.slice(0, from) + block + text.slice(to + end.length) : `${text.trimEnd()}\n\n${block}\n`;
+  fs.writeFileSync(REPORT, text);
+}
+
+const HEADER = `# Benchmarks
+
+Produced by \`npm run bench\` (test/bench/); each section is rewritten by the run that measures
+it. Servers run in their own processes from \`dist/\` with \`LOG_LEVEL=warn\`; autocannon runs on
+loopback with ${CONNECTIONS} connections. Absolute numbers vary between machines and runs; compare
+ratios measured in the same run. Where the time goes: [performance.md](performance.md).
+`;
