@@ -29,6 +29,8 @@ export interface ServiceOptions {
   dispatcher?: Partial<DispatcherOptions>;
   /** False leaves accepted receipts for an explicit tick (tests that watch each state). */
   dispatchOnAccept?: boolean;
+  /** Most matches for which a search is read by id (see search/compile.ts); -1 always reads in page order. */
+  searchDriveLimit?: number;
 }
 
 export type Services = ReturnType<typeof createServices>;
@@ -52,7 +54,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     scribes: createScribeService({ db, clock }),
     users: createUserService({ db, clock }),
     entryTypes,
-    entries: createEntryService({ db, clock, entryTypes }),
+    entries: createEntryService({ db, clock, entryTypes, searchDriveLimit: options.searchDriveLimit }),
     requests: createRequestService({
       db,
       clock,

@@ -45,7 +45,18 @@ export interface EntryInput {
 
 export type EntryService = ReturnType<typeof createEntryService>;
 
-export function createEntryService({ db, clock, entryTypes }: { db: Db; clock: Clock; entryTypes: EntryTypeService }) {
+export function createEntryService({
+  db,
+  clock,
+  entryTypes,
+  searchDriveLimit,
+}: {
+  db: Db;
+  clock: Clock;
+  entryTypes: EntryTypeService;
+  /** See DRIVE_LIMIT in search/compile.ts; tests force each plan with it. */
+  searchDriveLimit?: number;
+}) {
   /** Validates values against the type, including that links point at entries of the target type in the same organization. */
   async function resolveValues(type: EntryTypeWithFields, current: Record<string, FieldValue>, input: unknown) {
     const changes = normalizeValues(type.fields, input);
@@ -124,7 +135,7 @@ export function createEntryService({ db, clock, entryTypes }: { db: Db; clock: C
       options: { limit: number; after?: unknown; q?: string; includeDrafts: boolean; includeArchived: boolean },
     ): Promise<{ entries: ApiEntry[]; nextCursor: string | null }> {
       const after = options.after === undefined ? undefined : decodeCursor(options.after, (id) => UUID_PATTERN.test(id));
-      const filter = compileSearch(db, type, options.q ?? '');
+      const filter = await compileSearch(db, type, options.q ?? '', { driveLimit: searchDriveLimit });
       const rows = await queries.listEntries(db, {
         entryTypeId: type.id,
         includeDrafts: options.includeDrafts,

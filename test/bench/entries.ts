@@ -56,13 +56,14 @@ async function bulkLoad(db: Db, organizationId: string, contacts: EntryTypeWithF
   return (Date.now() - started) / 1000;
 }
 
-function plan(db: Db, type: EntryTypeWithFields, q: string, after?: { createdAt: string; id: string }) {
-  const query = listEntriesQuery(db, { entryTypeId: type.id, includeDrafts: false, includeArchived: false, filter: compileSearch(db, type, q), after, limit: 101 });
+async function plan(db: Db, type: EntryTypeWithFields, q: string, after?: { createdAt: string; id: string }) {
+  const query = listEntriesQuery(db, { entryTypeId: type.id, includeDrafts: false, includeArchived: false, filter: await compileSearch(db, type, q), after, limit: 101 });
   const { sql, bindings } = query.toSQL();
   return db.raw(`explain query plan ${sql}`, bindings as Knex.RawBinding[]).then((rows: Array<{ detail: string }>) => rows.map((r) => r.detail).join('; '));
 }
 
-export async function benchEntries(dataDir: string, n: number): Promise<void> {
+/** A data dir with N contacts of one type, and the scenarios to run against it. */
+export async function prepareEntries(dataDir: string, n: number) {
   const { services, key, organizationId, close } = await provision(dataDir, 'bench');
   const companies = await services.entryTypes.create(organizationId, { name: 'Companies', fields: [{ name: 'Name', type: 'text', primary: true }] });
   const contacts = await services.entryTypes.create(organizationId, {
@@ -95,11 +96,16 @@ export async function benchEntries(dataDir: string, n: number): Promise<void> {
     { name: 'relationship', q: 'relationship:Company 0042' },
     { name: 'combined && / ||', q: '(City:City 0042 || City:City 0043) && Score>50' },
   ];
+  return { services, key, contacts, scenarios, loadSeconds, close };
+}
+
+export async function benchEntries(dataDir: string, n: number): Promise<void> {
+  const { services, key, contacts, scenarios, loadSeconds, close } = await prepareEntries(dataDir, n);
   const plans = new Map<string, string>();
   const matches = new Map<string, number>();
   for (const s of scenarios) {
     plans.set(s.name, await plan(services.db, contacts, s.q ?? '', s.after));
-    const all = await listEntriesQuery(services.db, { entryTypeId: contacts.id, includeDrafts: false, includeArchived: false, filter: compileSearch(services.db, contacts, s.q ?? ''), limit: n + 1 }).clearSelect().count({ c: '*' }).clearOrder();
+    const all = await listEntriesQuery(services.db, { entryTypeId: contacts.id, includeDrafts: false, includeArchived: false, filter: await compileSearch(services.db, contacts, s.q ?? ''), limit: n + 1 }).clearSelect().count({ c: '*' }).clearOrder();
     matches.set(s.name, Number((all as Array<{ c: number }>)[0]!.c));
   }
   await close();

@@ -1,10 +1,11 @@
 import type { Knex } from 'knex';
 import type { Db } from '../../db/knex.js';
+import { whereIdIn } from '../../db/id-list.js';
 import { BadRequestError } from '../../http/errors.js';
 import type { EntryTypeWithFields } from '../entry-type-service.js';
 import { SearchSyntaxError, parseSearch } from './parser.js';
 import { type Predicate, resolveSearch } from './resolve.js';
-import { whereTextContains } from './text-match.js';
+import { listEntriesWithText, whereEntryHasText } from './text-match.js';
 
 export const messages = {
   invalidQuery: (reason: string) => `Invalid search query: ${reason}`,
@@ -14,11 +15,26 @@ export const messages = {
 const MAX_QUERY_LENGTH = 2000;
 
 /**
+ * How many matching entries a query may have for their ids to drive it. Up to this, the ids
+ * come from the indexes (trigram, typed values, links), the page is read by id, the whole
+ * query is checked on those candidates and sorted; above it, entries are read in page order
+ * and each is checked, which stops as soon as the page is full.
+ */
+export const DRIVE_LIMIT = 2000;
+
+export type SearchFilter = (query: Knex.QueryBuilder) => void;
+
+/**
  * Turns `q` into a filter on the entries query (alias `e`), or undefined for no filter.
  * Every value travels as a bound parameter; nothing from `q` is spliced into SQL.
  * Throws 400 `Invalid search query: <reason>`.
  */
-export function compileSearch(db: Db, type: EntryTypeWithFields, q: string): ((query: Knex.QueryBuilder) => void) | undefined {
+export async function compileSearch(
+  db: Db,
+  type: EntryTypeWithFields,
+  q: string,
+  { driveLimit = DRIVE_LIMIT }: { driveLimit?: number } = {},
+): Promise<SearchFilter | undefined> {
   if (q.length > MAX_QUERY_LENGTH) throw new BadRequestError(messages.invalidQuery(messages.tooLong));
   let predicate: Predicate;
   try {
@@ -29,58 +45,141 @@ export function compileSearch(db: Db, type: EntryTypeWithFields, q: string): ((q
     if (err instanceof SearchSyntaxError) throw new BadRequestError(messages.invalidQuery(err.message));
     throw err;
   }
+  const planner = new Planner(db, type);
+  const matches = await planner.match(predicate);
   return (query) => {
-    apply(db, type, query, predicate);
+    if (matches.ids && matches.ids.length <= driveLimit) planner.drive(query, predicate);
+    else planner.check(query, predicate);
   };
 }
 
-/** Entry ids whose value of one field passes `where` (entry_values, indexed by field). */
-function valuesOf(db: Db, fieldId: string, where: (query: Knex.QueryBuilder) => void): Knex.QueryBuilder {
-  return db('entry_values').select('entry_id').where('field_id', fieldId).where(where);
+/** What an index says a part of the query matches: the entry ids, when there are at most DRIVE_LIMIT. */
+interface Matches {
+  /** Undefined when there are more than DRIVE_LIMIT, or no index can list them. */
+  ids?: string[];
 }
 
-function whereAll(query: Knex.QueryBuilder, column: string, conditions: ReadonlyArray<{ operator: string; value: number | string }>): void {
-  for (const { operator, value } of conditions) query.where(column, operator, value);
-}
+class Planner {
+  private readonly matches = new Map<Predicate, Matches>();
 
-function apply(db: Db, type: EntryTypeWithFields, query: Knex.QueryBuilder, predicate: Predicate): void {
-  switch (predicate.kind) {
-    case 'and':
-      for (const item of predicate.items) query.where((inner) => apply(db, type, inner, item));
-      return;
-    case 'or':
-      query.where((group) => {
-        for (const item of predicate.items) group.orWhere((inner) => apply(db, type, inner, item));
-      });
-      return;
-    case 'words':
-      for (const word of predicate.words) whereTextContains(db, query, word);
-      return;
-    case 'text-contains':
-      whereTextContains(db, query, predicate.text, predicate.field.id);
-      return;
-    case 'number':
-      query.whereIn('e.id', valuesOf(db, predicate.field.id, (v) => whereAll(v, 'number_value', predicate.conditions)));
-      return;
-    case 'boolean':
-      query.whereIn('e.id', valuesOf(db, predicate.field.id, (v) => v.where('bool_value', predicate.value)));
-      return;
-    case 'date':
-      query.whereIn('e.id', valuesOf(db, predicate.field.id, (v) => whereAll(v, 'date_value', predicate.conditions)));
-      return;
-    case 'timestamp':
-      query.where(`e.${predicate.column}`, predicate.operator, predicate.value);
-      if (predicate.before) query.where(`e.${predicate.column}`, '<', predicate.before);
-      return;
-    case 'relationship': {
-      const links = db('entry_links as l')
-        .join('entries as t', 't.id', 'l.target_entry_id')
-        .select('l.entry_id')
-        .where('t.organization_id', type.organization_id)
-        .where('t.primary_text', predicate.primary);
-      if (predicate.field) links.where('l.field_id', predicate.field.id);
-      query.whereIn('e.id', links);
-      return;
+  constructor(
+    private readonly db: Db,
+    private readonly type: EntryTypeWithFields,
+  ) {}
+
+  /**
+   * Looks up, bottom-up, which parts of the query have few enough matches to list: a leaf
+   * when its index yields at most DRIVE_LIMIT ids, an `&&` when any branch does (the
+   * smallest), an `||` when all branches do (their union).
+   */
+  async match(predicate: Predicate): Promise<Matches> {
+    let result: Matches;
+    if (predicate.kind === 'and' || predicate.kind === 'or') {
+      const parts = await Promise.all(predicate.items.map((item) => this.match(item)));
+      const listed = parts.filter((p): p is Required<Matches> => p.ids !== undefined);
+      if (predicate.kind === 'and') {
+        result = listed.length > 0 ? { ids: listed.reduce((a, b) => (b.ids.length < a.ids.length ? b : a)).ids } : {};
+      } else {
+        const union = new Set(listed.flatMap((p) => p.ids));
+        result = listed.length === parts.length && union.size <= DRIVE_LIMIT ? { ids: [...union] } : {};
+      }
+    } else if (predicate.kind === 'words') {
+      const parts = await Promise.all(predicate.words.map((word) => listEntriesWithText(this.db, word, DRIVE_LIMIT)));
+      const listed = parts.filter((ids): ids is string[] => ids !== undefined);
+      result = listed.length > 0 ? { ids: listed.reduce((a, b) => (b.length < a.length ? b : a)) } : {};
+    } else if (predicate.kind === 'text-contains') {
+      result = { ids: await listEntriesWithText(this.db, predicate.text, DRIVE_LIMIT, predicate.field.id) };
+    } else {
+      result = { ids: await list(this.db, this.ids(predicate)) };
+    }
+    this.matches.set(predicate, result);
+    return result;
+  }
+
+  /**
+   * Reads the page by id from the listed matches of the most selective part, and checks the
+   * rest of the query on those candidates only.
+   */
+  drive(query: Knex.QueryBuilder, predicate: Predicate): void {
+    whereIdIn(query, 'e.id', this.matches.get(predicate)!.ids!);
+    this.check(query, predicate);
+  }
+
+  /** Checks each entry read in page order (correlated on `e`); cheap per entry. */
+  check(query: Knex.QueryBuilder, predicate: Predicate): void {
+    const { db } = this;
+    const valueOf = (fieldId: string) => db('entry_values as v').select(db.raw('1')).whereRaw('v.entry_id = e.id').where('v.field_id', fieldId);
+    switch (predicate.kind) {
+      case 'and':
+        for (const item of predicate.items) query.where((inner) => this.check(inner, item));
+        return;
+      case 'or':
+        query.where((group) => {
+          for (const item of predicate.items) group.orWhere((inner) => this.check(inner, item));
+        });
+        return;
+      case 'words':
+        for (const word of predicate.words) whereEntryHasText(db, query, word);
+        return;
+      case 'text-contains':
+        whereEntryHasText(db, query, predicate.text, predicate.field.id);
+        return;
+      case 'number':
+        query.whereExists(whereAll(valueOf(predicate.field.id), 'v.number_value', predicate.conditions));
+        return;
+      case 'date':
+        query.whereExists(whereAll(valueOf(predicate.field.id), 'v.date_value', predicate.conditions));
+        return;
+      case 'boolean':
+        query.whereExists(valueOf(predicate.field.id).where('v.bool_value', predicate.value));
+        return;
+      case 'timestamp':
+        query.where(`e.${predicate.column}`, predicate.operator, predicate.value);
+        if (predicate.before) query.where(`e.${predicate.column}`, '<', predicate.before);
+        return;
+      case 'relationship':
+        query.whereExists(this.links(predicate).whereRaw('l.entry_id = e.id'));
+        return;
     }
   }
+
+  /** A subquery of the entry ids a leaf matches, where an index can produce them. */
+  private ids(predicate: Predicate): Knex.QueryBuilder | null {
+    const { db } = this;
+    const values = (fieldId: string) => db('entry_values').select('entry_id').where('field_id', fieldId);
+    switch (predicate.kind) {
+      case 'number':
+        return whereAll(values(predicate.field.id), 'number_value', predicate.conditions);
+      case 'date':
+        return whereAll(values(predicate.field.id), 'date_value', predicate.conditions);
+      case 'boolean':
+        return values(predicate.field.id).where('bool_value', predicate.value);
+      case 'relationship':
+        return this.links(predicate).select('l.entry_id');
+      default:
+        return null;
+    }
+  }
+
+  /** Links from an entry to an entry of the organization whose primary value is the one searched. */
+  private links(predicate: Extract<Predicate, { kind: 'relationship' }>): Knex.QueryBuilder {
+    const links = this.db('entry_links as l')
+      .join('entries as t', 't.id', 'l.target_entry_id')
+      .where('t.organization_id', this.type.organization_id)
+      .where('t.primary_text', predicate.primary);
+    if (predicate.field) links.where('l.field_id', predicate.field.id);
+    return links;
+  }
+}
+
+function whereAll(query: Knex.QueryBuilder, column: string, conditions: ReadonlyArray<{ operator: string; value: number | string }>): Knex.QueryBuilder {
+  for (const { operator, value } of conditions) query.where(column, operator, value);
+  return query;
+}
+
+/** The distinct entry ids of a subquery, or undefined when there are more than DRIVE_LIMIT (or no subquery). */
+async function list(db: Db, ids: Knex.QueryBuilder | null): Promise<string[] | undefined> {
+  if (!ids) return undefined;
+  const rows = (await ids.clone().distinct().limit(DRIVE_LIMIT + 1)) as Array<{ entry_id: string }>;
+  return rows.length > DRIVE_LIMIT ? undefined : rows.map((row) => row.entry_id);
 }

@@ -3,34 +3,57 @@ import type { Db } from '../../db/knex.js';
 
 /**
  * The one place that decides how "contains this text" becomes SQL. Text is folded to lower
- * case when stored and when searched (see `fold`). Pieces of 3 or more characters use the
- * FTS5 trigram index over text values (migration 20261121000700; SQLite-specific, as is
- * only this module); shorter ones, which that index cannot serve, use LIKE with escaped
- * wildcards.
+ * case when stored and when searched (see `fold`). Pieces of 3 or more characters can be
+ * looked up in the FTS5 trigram index over text values (migration 20261121000700;
+ * SQLite-specific, as is only this module); every piece can be checked with LIKE.
  */
-
-/** Entries having a text value that contains `foldedText`: in field `fieldId`, or in any text field. */
-export function whereTextContains(db: Db, query: Knex.QueryBuilder, foldedText: string, fieldId?: string): void {
-  if (usesTextIndex(foldedText)) {
-    const matches = db('entry_values_fts as f')
-      .join('entry_values as v', 'v.id', 'f.rowid')
-      .select('v.entry_id')
-      .whereRaw('entry_values_fts match ?', [phrase(foldedText)]);
-    if (fieldId) matches.where('v.field_id', fieldId);
-    query.whereIn('e.id', matches);
-  } else if (fieldId) {
-    query.whereIn('e.id', db('entry_values').select('entry_id').where('field_id', fieldId).whereRaw(`text_folded like ? escape '\\'`, [containsPattern(foldedText)]));
-  } else {
-    query.whereRaw(`e.search_text like ? escape '\\'`, [containsPattern(foldedText)]);
-  }
-}
 
 /**
- * The trigram index needs 3 characters; and FTS5's query parser stops at a NUL, so text with
- * control characters goes the LIKE way, where it is just a bound value.
+ * The entries having a text value (in field `fieldId`, or any) that may contain `foldedText`,
+ * when there are at most `limit`; undefined when there are more, or the index cannot tell.
+ * A superset: callers check the exact text with `whereEntryHasText`.
+ *
+ * A trigram lookup costs as much as its most common trigram, so the text is looked up a word
+ * at a time (measured at 100,000 values: "city 0042" as a phrase 2.2 ms, "0042" alone
+ * 0.2 ms), rarest-looking first (with digits, then longer), stopping at the first word whose
+ * entries fit in `limit`.
  */
-function usesTextIndex(text: string): boolean {
-  return [...text].length >= 3 && !/[\u0000-\u001f]/.test(text);
+export async function listEntriesWithText(db: Db, foldedText: string, limit: number, fieldId?: string): Promise<string[] | undefined> {
+  const words = foldedText
+    .split(/\s+/)
+    .filter(indexable)
+    .sort((a, b) => Number(/\d/.test(b)) - Number(/\d/.test(a)) || [...b].length - [...a].length);
+  for (const word of words) {
+    const matches = db('entry_values_fts as f')
+      .join('entry_values as v', 'v.id', 'f.rowid')
+      .distinct('v.entry_id')
+      .whereRaw('entry_values_fts match ?', [phrase(word)])
+      .limit(limit + 1);
+    if (fieldId) matches.where('v.field_id', fieldId);
+    const rows = (await matches) as Array<{ entry_id: string }>;
+    if (rows.length <= limit) return rows.map((row) => row.entry_id);
+  }
+  return undefined;
+}
+
+/** The trigram index needs 3 characters; FTS5's query parser stops at a NUL, so no control characters either. */
+function indexable(word: string): boolean {
+  return [...word].length >= 3 && !/[\u0000-\u001f]/.test(word);
+}
+
+/** Checks, for the entry `e` at hand, that its text (field `fieldId`, or any) contains `foldedText`. */
+export function whereEntryHasText(db: Db, query: Knex.QueryBuilder, foldedText: string, fieldId?: string): void {
+  if (!fieldId) {
+    query.whereRaw(`e.search_text like ? escape '\\'`, [containsPattern(foldedText)]);
+    return;
+  }
+  query.whereExists(
+    db('entry_values as v')
+      .select(db.raw('1'))
+      .whereRaw('v.entry_id = e.id')
+      .where('v.field_id', fieldId)
+      .whereRaw(`v.text_folded like ? escape '\\'`, [containsPattern(foldedText)]),
+  );
 }
 
 /** An FTS5 phrase: the text in double quotes (doubled inside), so no character is query syntax. */
