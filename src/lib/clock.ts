@@ -7,7 +7,3 @@ export const systemClock: Clock = () => new Date();
 export function isoNow(clock: Clock): string {
   return clock().toISOString();
 }
-
-export function isoAfter(clock: Clock, ms: number): string {
-  return new Date(clock().getTime() + ms).toISOString();
-}

@@ -59,7 +59,6 @@ export function createDispatcher({
   let running: Promise<unknown> = Promise.resolve();
   let next: Promise<TickResult> | null = null;
   let stopped = false;
-  let lastTickAt: Date | null = null;
 
   /** Claims due receipts (accepted ones, or dispatched ones whose lease ran out). */
   async function claim(limit = options.batchSize): Promise<{ token: string; requests: RequestRow[] }> {
@@ -177,8 +176,6 @@ export function createDispatcher({
     } catch (err) {
       logger.error({ err }, 'dispatcher tick failed');
       return { fulfilled: 0, failed: 0, retried: 0 };
-    } finally {
-      lastTickAt = clock();
     }
   }
 
@@ -204,8 +201,6 @@ export function createDispatcher({
       stopped = true;
       await running;
     },
-    lastTickAt: () => lastTickAt,
-    backlog: () => queries.dispatchBacklog(db),
     // Exposed so tests can leave receipts claimed, as a crashed process would.
     claim,
     complete,

@@ -138,11 +138,3 @@ export async function releaseClaimedRequest(db: Db, claim: { id: string; token: 
     .where({ id: claim.id, claim_token: claim.token, status: 'dispatched' })
     .update({ claim_token: null, available_at: retryAt });
 }
-
-/** How many receipts are waiting to be dispatched, and since when. */
-export async function dispatchBacklog(db: Db): Promise<{ count: number; oldest: string | null }> {
-  const row = (await db('requests')
-    .whereIn('status', ['accepted', 'dispatched'])
-    .first(db.raw('count(*) as count'), db.raw('min(created_at) as oldest'))) as { count: number; oldest: string | null };
-  return { count: Number(row.count), oldest: row.oldest };
-}

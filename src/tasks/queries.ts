@@ -19,7 +19,3 @@ export interface TaskRow {
 export async function insertTask(db: Db, row: TaskRow): Promise<void> {
   await db('tasks').insert(row);
 }
-
-export async function findTasksByRequest(db: Db, requestId: string): Promise<TaskRow[]> {
-  return db<TaskRow>('tasks').where({ request_id: requestId });
-}

@@ -62,6 +62,6 @@ function phrase(text: string): string {
 }
 
 /** `%text%` with LIKE's own wildcards escaped, so `50%` and `a_b` mean themselves. */
-export function containsPattern(text: string): string {
+function containsPattern(text: string): string {
   return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
