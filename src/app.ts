@@ -34,8 +34,8 @@ export function createApp({ config, logger, services }: { config: Config; logger
   api.use(apiErrors(logger));
   app.use('/api/v1', api);
 
-  app.use((_req, res) => {
-    res.status(404).json({ error: 'Not found' });
-  });
+  app.use(apiNotFound());
+  // Also outside /api/v1, so Express's own HTML error page (with stack traces) never shows.
+  app.use(apiErrors(logger));
   return app;
 }

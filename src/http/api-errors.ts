@@ -14,8 +14,8 @@ export function apiNotFound(): RequestHandler {
 }
 
 /**
- * The API's one error pipeline: known errors in their family's envelope; anything else is
- * logged with the request id and answered `Internal server error`, never echoed.
+ * The one error pipeline: known errors in their family's envelope; anything else is logged
+ * with the request id and answered `Internal server error`, never echoed.
  */
 export function apiErrors(logger: Logger): ErrorRequestHandler {
   return (err, req, res, next) => {
@@ -23,6 +23,11 @@ export function apiErrors(logger: Logger): ErrorRequestHandler {
     const form = errorFormFor(req.originalUrl);
     if (err instanceof HttpError) {
       res.status(err.status).json(errorBody(form, err.message));
+      return;
+    }
+    // The router could not percent-decode a path parameter: such a path names nothing.
+    if (err instanceof URIError) {
+      res.status(404).json(errorBody(form, messages.notFound));
       return;
     }
     logger.error({ err, requestId: req.id }, 'unhandled error in API request');

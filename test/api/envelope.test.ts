@@ -31,6 +31,23 @@ describe('API envelopes, unknown paths and bodies (spec 7, contract HTTP)', () =
     }
   });
 
+  it('answers 404 "Not found" for a path with malformed percent-encoding, in the family\'s form', async () => {
+    for (const path of ['/api/v1/requests/%E0%A4%A', '/api/v1/scribes/%/requests']) {
+      const res = await h.api.get(path);
+      expect(res.status, path).to.equal(404);
+      expect(res.body).to.deep.equal({ error: 'Not found' });
+    }
+    const entries = await h.api.get('/api/v1/entries/%ZZ').set(t.headers);
+    expect(entries.status).to.equal(404);
+    expect(entries.body).to.deep.equal({ data: null, meta: {}, error: 'Not found' });
+  });
+
+  it('answers 404 "Not found" in JSON outside the API too', async () => {
+    const res = await h.api.get('/nothing/%E0');
+    expect(res.status).to.equal(404);
+    expect(res.body).to.deep.equal({ error: 'Not found' });
+  });
+
   it('answers 400 "Invalid JSON body" for a malformed body', async () => {
     const res = await h.api.post('/api/v1/scribes/atlas/requests').set(t.headers).set('Content-Type', 'application/json').send('{"task":');
     expect(res.status).to.equal(400);
