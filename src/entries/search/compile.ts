@@ -57,6 +57,10 @@ export async function compileSearch(
 interface Matches {
   /** Undefined when there are more than DRIVE_LIMIT, or no index can list them. */
   ids?: string[];
+  /** True when the ids are exactly the matches; false when a superset (text from the trigram index). */
+  exact: boolean;
+  /** For an `&&`: the branch whose ids these are. */
+  driver?: Predicate;
 }
 
 class Planner {
@@ -75,34 +79,44 @@ class Planner {
   async match(predicate: Predicate): Promise<Matches> {
     let result: Matches;
     if (predicate.kind === 'and' || predicate.kind === 'or') {
-      const parts = await Promise.all(predicate.items.map((item) => this.match(item)));
-      const listed = parts.filter((p): p is Required<Matches> => p.ids !== undefined);
+      const parts = await Promise.all(predicate.items.map(async (item) => ({ item, matches: await this.match(item) })));
+      const listed = parts.filter((p) => p.matches.ids !== undefined);
       if (predicate.kind === 'and') {
-        result = listed.length > 0 ? { ids: listed.reduce((a, b) => (b.ids.length < a.ids.length ? b : a)).ids } : {};
+        const smallest = listed.sort((a, b) => a.matches.ids!.length - b.matches.ids!.length)[0];
+        result = smallest ? { ids: smallest.matches.ids, exact: false, driver: smallest.item } : { exact: false };
       } else {
-        const union = new Set(listed.flatMap((p) => p.ids));
-        result = listed.length === parts.length && union.size <= DRIVE_LIMIT ? { ids: [...union] } : {};
+        const union = new Set(listed.flatMap((p) => p.matches.ids!));
+        const complete = listed.length === parts.length && union.size <= DRIVE_LIMIT;
+        result = complete ? { ids: [...union], exact: parts.every((p) => p.matches.exact) } : { exact: false };
       }
     } else if (predicate.kind === 'words') {
       const parts = await Promise.all(predicate.words.map((word) => listEntriesWithText(this.db, word, DRIVE_LIMIT)));
       const listed = parts.filter((ids): ids is string[] => ids !== undefined);
-      result = listed.length > 0 ? { ids: listed.reduce((a, b) => (b.length < a.length ? b : a)) } : {};
+      result = { ids: listed.length > 0 ? listed.reduce((a, b) => (b.length < a.length ? b : a)) : undefined, exact: false };
     } else if (predicate.kind === 'text-contains') {
-      result = { ids: await listEntriesWithText(this.db, predicate.text, DRIVE_LIMIT, predicate.field.id) };
+      result = { ids: await listEntriesWithText(this.db, predicate.text, DRIVE_LIMIT, predicate.field.id), exact: false };
     } else {
-      result = { ids: await list(this.db, this.ids(predicate)) };
+      const ids = this.ids(predicate);
+      result = { ids: await list(this.db, ids), exact: ids !== null };
     }
     this.matches.set(predicate, result);
     return result;
   }
 
   /**
-   * Reads the page by id from the listed matches of the most selective part, and checks the
-   * rest of the query on those candidates only.
+   * Reads the page by id from the listed matches, and checks on those candidates whatever
+   * the ids do not already guarantee: in an `&&`, the other branches (and the driving one
+   * when its ids are a superset); elsewhere, the part itself unless its ids are exact.
    */
   drive(query: Knex.QueryBuilder, predicate: Predicate): void {
-    whereIdIn(query, 'e.id', this.matches.get(predicate)!.ids!);
-    this.check(query, predicate);
+    const matches = this.matches.get(predicate)!;
+    whereIdIn(query, 'e.id', matches.ids!);
+    if (predicate.kind === 'and') {
+      const driverExact = this.matches.get(matches.driver!)!.exact;
+      for (const item of predicate.items) if (item !== matches.driver || !driverExact) this.check(query, item);
+    } else if (!matches.exact) {
+      this.check(query, predicate);
+    }
   }
 
   /** Checks each entry read in page order (correlated on `e`); cheap per entry. */

@@ -24,14 +24,17 @@ export async function listEntriesWithText(db: Db, foldedText: string, limit: num
     .filter(indexable)
     .sort((a, b) => Number(/\d/.test(b)) - Number(/\d/.test(a)) || [...b].length - [...a].length);
   for (const word of words) {
+    // A cheap first look at the index alone: a word in more values than `limit` is too
+    // common to list (it only decides the plan; results are the same either way).
+    const inValues = db('entry_values_fts').select('rowid').whereRaw('entry_values_fts match ?', [phrase(word)]).limit(limit + 1);
+    const { n } = (await db.from(inValues.as('probe')).count({ n: '*' }).first()) as { n: number };
+    if (n > limit) continue;
     const matches = db('entry_values_fts as f')
       .join('entry_values as v', 'v.id', 'f.rowid')
       .distinct('v.entry_id')
-      .whereRaw('entry_values_fts match ?', [phrase(word)])
-      .limit(limit + 1);
+      .whereRaw('entry_values_fts match ?', [phrase(word)]);
     if (fieldId) matches.where('v.field_id', fieldId);
-    const rows = (await matches) as Array<{ entry_id: string }>;
-    if (rows.length <= limit) return rows.map((row) => row.entry_id);
+    return ((await matches) as Array<{ entry_id: string }>).map((row) => row.entry_id);
   }
   return undefined;
 }
