@@ -6,6 +6,6 @@ import type { Knex } from 'knex';
  * knex.ts) and long lists never meet SQLite's limit on parameters. SQLite's json_each;
  * PostgreSQL would use `= any(?)` with an array.
  */
-export function whereIdIn(query: Knex.QueryBuilder, column: string, ids: readonly string[]): void {
+export function whereIdIn(query: Knex.QueryBuilder, column: string, ids: ReadonlyArray<string | number>): void {
   query.whereRaw(`?? in (select value from json_each(?))`, [column, JSON.stringify(ids)]);
 }
