@@ -46,17 +46,18 @@ export async function compileSearch(
     if (err instanceof SearchSyntaxError) throw new BadRequestError(messages.invalidQuery(err.message));
     throw err;
   }
-  const planner = new Planner(db, type);
+  // A negative limit (tests) means: always read in page order.
+  const planner = new Planner(db, type, Math.max(driveLimit, 0));
   const matches = await planner.match(predicate);
   return (query) => {
-    if (matches.ids && matches.ids.length <= driveLimit) planner.drive(query, predicate);
+    if (matches.ids && driveLimit >= 0) planner.drive(query, predicate);
     else planner.check(query, predicate);
   };
 }
 
-/** What an index says a part of the query matches: the entry ids, when there are at most DRIVE_LIMIT. */
+/** What an index says a part of the query matches: the entry ids, when there are at most the limit. */
 interface Matches {
-  /** Undefined when there are more than DRIVE_LIMIT, or no index can list them. */
+  /** Undefined when there are more than the limit, or no index can list them. */
   ids?: string[];
   /** True when the ids are exactly the matches; false when a superset (text from the trigram index). */
   exact: boolean;
@@ -70,35 +71,43 @@ class Planner {
   constructor(
     private readonly db: Db,
     private readonly type: EntryTypeWithFields,
+    private readonly limit: number,
   ) {}
 
   /**
    * Looks up, bottom-up, which parts of the query have few enough matches to list: a leaf
-   * when its index yields at most DRIVE_LIMIT ids, an `&&` when any branch does (the
+   * when its index yields at most `limit` ids, an `&&` when any branch does (the
    * smallest), an `||` when all branches do (their union).
    */
   async match(predicate: Predicate): Promise<Matches> {
     let result: Matches;
     if (predicate.kind === 'and' || predicate.kind === 'or') {
-      const parts = await Promise.all(predicate.items.map(async (item) => ({ item, matches: await this.match(item) })));
+      const parts: Array<{ item: Predicate; matches: Matches }> = [];
+      for (const item of predicate.items) {
+        const matches = await this.match(item);
+        parts.push({ item, matches });
+        // In an &&, once a branch lists few ids the others need only be checked on them,
+        // not listed: listing a common branch is what costs (it reads up to `limit` ids).
+        if (predicate.kind === 'and' && matches.ids && matches.ids.length <= this.limit / 10) break;
+      }
       const listed = parts.filter((p) => p.matches.ids !== undefined);
       if (predicate.kind === 'and') {
         const smallest = listed.sort((a, b) => a.matches.ids!.length - b.matches.ids!.length)[0];
         result = smallest ? { ids: smallest.matches.ids, exact: false, driver: smallest.item } : { exact: false };
       } else {
         const union = new Set(listed.flatMap((p) => p.matches.ids!));
-        const complete = listed.length === parts.length && union.size <= DRIVE_LIMIT;
+        const complete = listed.length === parts.length && union.size <= this.limit;
         result = complete ? { ids: [...union], exact: parts.every((p) => p.matches.exact) } : { exact: false };
       }
     } else if (predicate.kind === 'words') {
-      const parts = await Promise.all(predicate.words.map((word) => listEntriesWithText(this.db, word, DRIVE_LIMIT)));
+      const parts = await Promise.all(predicate.words.map((word) => listEntriesWithText(this.db, word, this.limit)));
       const listed = parts.filter((ids): ids is string[] => ids !== undefined);
       result = { ids: listed.length > 0 ? listed.reduce((a, b) => (b.length < a.length ? b : a)) : undefined, exact: false };
     } else if (predicate.kind === 'text-contains') {
-      result = { ids: await listEntriesWithText(this.db, predicate.text, DRIVE_LIMIT, predicate.field.id), exact: false };
+      result = { ids: await listEntriesWithText(this.db, predicate.text, this.limit, predicate.field.id), exact: false };
     } else {
       const ids = this.ids(predicate);
-      result = { ids: await list(this.db, ids), exact: ids !== null };
+      result = { ids: await list(ids, this.limit), exact: ids !== null };
     }
     this.matches.set(predicate, result);
     return result;
@@ -192,9 +201,9 @@ function whereAll(query: Knex.QueryBuilder, column: string, conditions: Readonly
   return query;
 }
 
-/** The distinct entry ids of a subquery, or undefined when there are more than DRIVE_LIMIT (or no subquery). */
-async function list(db: Db, ids: Knex.QueryBuilder | null): Promise<string[] | undefined> {
+/** The distinct entry ids of a subquery, or undefined when there are more than `limit` (or no subquery). */
+async function list(ids: Knex.QueryBuilder | null, limit: number): Promise<string[] | undefined> {
   if (!ids) return undefined;
-  const rows = (await ids.clone().distinct().limit(DRIVE_LIMIT + 1)) as Array<{ entry_id: string }>;
-  return rows.length > DRIVE_LIMIT ? undefined : rows.map((row) => row.entry_id);
+  const rows = (await ids.clone().distinct().limit(limit + 1)) as Array<{ entry_id: string }>;
+  return rows.length > limit ? undefined : rows.map((row) => row.entry_id);
 }
