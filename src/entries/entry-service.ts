@@ -1,7 +1,7 @@
 import type { Db } from '../db/knex.js';
 import { type Clock, isoNow } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
-import { decodeCursor, encodeCursor } from '../http/cursor.js';
+import { decodeAfter, keysetPage } from '../http/cursor.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import type { EntryTypeService, EntryTypeWithFields } from './entry-type-service.js';
 import { type FieldValue, messages as valueMessages, normalizeValues, searchRows } from './field-values.js';
@@ -134,7 +134,7 @@ export function createEntryService({
       type: EntryTypeWithFields,
       options: { limit: number; after?: unknown; q?: string; includeDrafts: boolean; includeArchived: boolean },
     ): Promise<{ entries: ApiEntry[]; nextCursor: string | null }> {
-      const after = options.after === undefined ? undefined : decodeCursor(options.after, (id) => UUID_PATTERN.test(id));
+      const after = decodeAfter(options.after, (id) => UUID_PATTERN.test(id));
       const filter = await compileSearch(db, type, options.q ?? '', { driveLimit: searchDriveLimit });
       const rows = await queries.listEntries(db, {
         entryTypeId: type.id,
@@ -144,12 +144,8 @@ export function createEntryService({
         after,
         limit: options.limit + 1,
       });
-      const page = rows.slice(0, options.limit);
-      const last = page.at(-1);
-      return {
-        entries: page.map(presentEntry),
-        nextCursor: rows.length > options.limit && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null,
-      };
+      const page = keysetPage(rows, options.limit);
+      return { entries: page.items.map(presentEntry), nextCursor: page.nextCursor };
     },
   };
 }

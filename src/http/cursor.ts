@@ -16,6 +16,21 @@ export function encodeCursor(position: Position): string {
   return Buffer.from(JSON.stringify([position.createdAt, position.id])).toString('base64url');
 }
 
+/** The position an optional `after` parameter names: undefined when it is absent. */
+export function decodeAfter(after: unknown, isId: (id: string) => boolean): Position | undefined {
+  return after === undefined ? undefined : decodeCursor(after, isId);
+}
+
+/**
+ * A page from the `limit + 1` rows read after a position: the first `limit`, and the cursor
+ * of the last of them when the extra row shows that more follow (null exactly then not).
+ */
+export function keysetPage<T extends { created_at: string; id: string }>(rows: readonly T[], limit: number): { items: T[]; nextCursor: string | null } {
+  const items = rows.slice(0, limit);
+  const last = items.at(-1);
+  return { items, nextCursor: rows.length > limit && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null };
+}
+
 /**
  * Decodes a cursor, or throws 400 `Invalid cursor format` for anything that is not a
  * position this list could have produced (`isId` checks the id's form).

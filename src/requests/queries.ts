@@ -48,7 +48,7 @@ export async function insertRequest(db: Db, request: RequestRow, attachments: re
   }
   await db.transaction(async (trx) => {
     await trx('requests').insert(request);
-    if (attachments.length > 0) await trx('attachments').insert(attachments);
+    await trx('attachments').insert(attachments);
   });
 }
 

@@ -1,7 +1,7 @@
 import type { Db } from '../db/knex.js';
 import type { Clock } from '../lib/clock.js';
 import { REQUEST_ID_PATTERN, newId, newRequestId } from '../lib/ids.js';
-import { decodeCursor, encodeCursor } from '../http/cursor.js';
+import { decodeAfter, keysetPage } from '../http/cursor.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import { messages as scribeMessages, type ScribeRef } from '../scribes/service.js';
 import type { AttachmentFetcher } from './attachments/fetch.js';
@@ -110,18 +110,14 @@ export function createRequestService(deps: {
       scribe: ScribeRef,
       options: { status?: RequestStatus; entityType?: string; limit: number; after?: unknown },
     ): Promise<{ requests: ApiRequest[]; next_cursor: string | null }> {
-      const after = options.after === undefined ? undefined : decodeCursor(options.after, (id) => REQUEST_ID_PATTERN.test(id));
+      const after = decodeAfter(options.after, (id) => REQUEST_ID_PATTERN.test(id));
       const rows = await queries.listRequests(
         db,
         { scribeId: scribe.id, status: options.status, entityType: options.entityType },
         { limit: options.limit + 1, after },
       );
-      const page = rows.slice(0, options.limit);
-      const last = page.at(-1);
-      return {
-        requests: page.map((row) => presentRequest(row, scribe.slug)),
-        next_cursor: rows.length > options.limit && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null,
-      };
+      const page = keysetPage(rows, options.limit);
+      return { requests: page.items.map((row) => presentRequest(row, scribe.slug)), next_cursor: page.nextCursor };
     },
 
   };
