@@ -10,6 +10,7 @@ import { requireApiKey } from './http/api-key-auth.js';
 import { apiErrors, apiNotFound } from './http/api-errors.js';
 import { requestRoutes } from './requests/routes.js';
 import { entryRoutes } from './entries/routes.js';
+import { chatRoutes } from './sessions/routes.js';
 
 /** Builds the HTTP app from its dependencies; opens, listens and schedules nothing. */
 export function createApp({ config, logger, services }: { config: Config; logger: Logger; services: Services }): Express {
@@ -29,6 +30,7 @@ export function createApp({ config, logger, services }: { config: Config; logger
   const auth = requireApiKey((key) => services.organizations.authenticate(key));
   const api = express.Router();
   api.use(requestRoutes({ auth, scribes: services.scribes, requests: services.requests }));
+  api.use(chatRoutes({ auth, scribes: services.scribes, sessions: services.sessions }));
   api.use(entryRoutes({ auth, entryTypes: services.entryTypes, entries: services.entries }));
   api.use(apiNotFound());
   api.use(apiErrors(logger));

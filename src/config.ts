@@ -19,6 +19,12 @@ const envSchema = z.object({
   METRICS_TOKEN: z.string().min(1).optional(),
   TRUST_PROXY: z.string().min(1).default('false'),
   LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info'),
+  // The openai agent: any OpenAI-compatible Chat Completions endpoint (docs/agents.md).
+  OPENAI_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).default('https://api.openai.com/v1'),
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  OPENAI_MODEL: z.string().min(1).optional(),
+  OPENAI_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(100).default(60_000),
+  OPENAI_MAX_RETRIES: z.coerce.number({ error: 'must be a whole number' }).int().min(0).max(10).default(2),
 });
 
 export interface Config {
@@ -34,6 +40,18 @@ export interface Config {
   /** Passed to Express's `trust proxy` as is: a boolean, a hop count or a list of addresses. */
   readonly trustProxy: boolean | number | string;
   readonly logLevel: (typeof LOG_LEVELS)[number];
+  readonly openai: OpenAiConfig;
+}
+
+export interface OpenAiConfig {
+  readonly baseUrl: string;
+  readonly apiKey: string | undefined;
+  /** Unset: scribes with the openai agent fail their work with a message saying so. */
+  readonly model: string | undefined;
+  /** Per HTTP call; timed-out calls count as failures and are retried. */
+  readonly timeoutMs: number;
+  /** Retries after a 408/409/429/5xx answer, a timeout or a broken connection, with backoff. */
+  readonly maxRetries: number;
 }
 
 export class ConfigError extends Error {
@@ -62,6 +80,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: e.METRICS_TOKEN,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     logLevel: e.LOG_LEVEL,
+    openai: Object.freeze({
+      baseUrl: e.OPENAI_BASE_URL,
+      apiKey: e.OPENAI_API_KEY,
+      model: e.OPENAI_MODEL,
+      timeoutMs: e.OPENAI_TIMEOUT_MS,
+      maxRetries: e.OPENAI_MAX_RETRIES,
+    }),
   });
 }
 

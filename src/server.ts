@@ -38,8 +38,9 @@ export async function startServer(config: Config, logger: Logger, options: Servi
   const url = `http://${host}:${port}`;
 
   scheduler.start();
-  // Receipts left behind by an earlier run are picked up straight away.
+  // Receipts, sessions and tasks left behind by an earlier run are picked up straight away.
   services.dispatcher.nudge();
+  services.runtime.nudge();
   logger.info({ url }, 'scribe is listening');
 
   let stopping: Promise<void> | undefined;

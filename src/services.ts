@@ -14,6 +14,14 @@ import { anyAddress, publicAddressesOnly, type AddressPolicy } from './requests/
 import { createDownloader, type DownloadLimits } from './requests/attachments/download.js';
 import { createAttachmentFetcher } from './requests/attachments/fetch.js';
 import { createAttachmentStore } from './requests/attachments/store.js';
+import { createSessionService } from './sessions/service.js';
+import { createTaskService } from './tasks/service.js';
+import { createAgentRuntime, defaultRuntimeOptions, type RuntimeOptions } from './runtime/runtime.js';
+import { createBuiltinAgent } from './agents/builtin.js';
+import { createOpenAiAgent } from './agents/openai.js';
+import { createToolbox } from './agents/toolbox.js';
+import type { Agent } from './agents/agent.js';
+import type { AgentKind } from './scribes/service.js';
 
 export const defaultDownloadLimits: DownloadLimits = {
   timeoutMs: 10_000,
@@ -29,6 +37,11 @@ export interface ServiceOptions {
   dispatcher?: Partial<DispatcherOptions>;
   /** False leaves accepted receipts for an explicit tick (tests that watch each state). */
   dispatchOnAccept?: boolean;
+  runtime?: Partial<RuntimeOptions>;
+  /** False leaves new sessions and tasks for an explicit runtime tick (tests that watch each state). */
+  runOnNewWork?: boolean;
+  /** Replaces the agents by kind (tests). */
+  agents?: Partial<Record<AgentKind, Agent>>;
   /** Most matches for which a search is read by id (see search/compile.ts); -1 always reads in page order. */
   searchDriveLimit?: number;
 }
@@ -43,18 +56,51 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     options.addressPolicy ?? (config.attachmentsAllowPrivate ? anyAddress : publicAddressesOnly),
     { ...defaultDownloadLimits, ...options.downloadLimits },
   );
-  const dispatcher = createDispatcher({ db, clock, logger, options: { ...defaultDispatcherOptions, ...options.dispatcher } });
+  const dispatcher = createDispatcher({
+    db,
+    clock,
+    logger,
+    options: { ...defaultDispatcherOptions, ...options.dispatcher },
+    onTasksCreated: () => wakeRuntime(),
+  });
   const dispatchOnAccept = options.dispatchOnAccept ?? true;
   const entryTypes = createEntryTypeService({ db, clock });
+  const entries = createEntryService({ db, clock, entryTypes, searchDriveLimit: options.searchDriveLimit });
+
+  // New sessions, tasks given input and scribes powered on wake the runtime at once;
+  // the cron job is the backstop. Fulfilled receipts reach it through that job too.
+  const runOnNewWork = options.runOnNewWork ?? true;
+  const wakeRuntime = () => {
+    if (runOnNewWork) runtime.nudge();
+  };
+  const scribes = createScribeService({ db, clock, onActivated: wakeRuntime });
+  const sessions = createSessionService({ db, clock, onReplyDue: wakeRuntime });
+  const tasks = createTaskService({ db, clock, onOpened: wakeRuntime });
+  const agents: Record<AgentKind, Agent> = {
+    builtin: createBuiltinAgent(),
+    openai: createOpenAiAgent(config.openai, logger),
+    ...options.agents,
+  };
+  const runtime = createAgentRuntime({
+    db,
+    clock,
+    logger,
+    agentFor: (kind) => agents[kind],
+    findScribe: (id) => scribes.find(id),
+    toolboxFor: (scribe) => createToolbox(scribe, { entryTypes, entries, tasks }),
+    options: { ...defaultRuntimeOptions, ...options.runtime },
+  });
 
   return {
     db,
     clock,
     organizations: createOrganizationService({ db, clock, logger }),
-    scribes: createScribeService({ db, clock }),
+    scribes,
     users: createUserService({ db, clock }),
     entryTypes,
-    entries: createEntryService({ db, clock, entryTypes, searchDriveLimit: options.searchDriveLimit }),
+    entries,
+    sessions,
+    tasks,
     requests: createRequestService({
       db,
       clock,
@@ -64,10 +110,12 @@ export function createServices({ config, db, logger, options = {} }: { config: C
       },
     }),
     dispatcher,
+    runtime,
     attachmentStore: store,
     /** Stops background work and releases sockets; the caller closes the database. */
     async stop(): Promise<void> {
       await dispatcher.stop();
+      await runtime.stop();
       await downloader.close();
     },
   };

@@ -52,6 +52,11 @@ export function createEntryTypeService({ db, clock }: { db: Db; clock: Clock }) 
       return { ...type, fields: await queries.findFields(db, id) };
     },
 
+    /** The organization's entry types with their fields, by name. */
+    async list(organizationId: string): Promise<EntryTypeWithFields[]> {
+      return queries.listEntryTypesWithFields(db, organizationId);
+    },
+
     /** An entry type by id alone, whatever its organization: for operators (the admin CLI), never for the API. */
     async find(id: string): Promise<EntryTypeRow> {
       const type = UUID_PATTERN.test(id) ? await queries.findEntryTypeById(db, id) : undefined;

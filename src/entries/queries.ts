@@ -71,6 +71,13 @@ export async function findEntryTypeById(db: Db, id: string): Promise<EntryTypeRo
   return db<EntryTypeRow>('entry_types').where({ id }).first();
 }
 
+/** The organization's entry types by name, each with its fields in order. */
+export async function listEntryTypesWithFields(db: Db, organizationId: string): Promise<Array<EntryTypeRow & { fields: FieldRow[] }>> {
+  const types = await db<EntryTypeRow>('entry_types').where({ organization_id: organizationId }).orderBy('name');
+  const fields = await db<FieldRow>('entry_type_fields').whereIn('entry_type_id', types.map((t) => t.id)).orderBy('position');
+  return types.map((type) => ({ ...type, fields: fields.filter((f) => f.entry_type_id === type.id) }));
+}
+
 export async function findFields(db: Db, entryTypeId: string): Promise<FieldRow[]> {
   return db<FieldRow>('entry_type_fields').where({ entry_type_id: entryTypeId }).orderBy('position');
 }

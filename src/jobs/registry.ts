@@ -6,5 +6,7 @@ export function backgroundJobs(services: Services): Job[] {
   return [
     // Cron is the backstop; accepted receipts also nudge the dispatcher at once.
     { name: 'dispatch-requests', schedule: '* * * * * *', run: () => services.dispatcher.tick() },
+    // Claims due sessions and tasks into free slots and returns; the work runs on its own.
+    { name: 'run-agents', schedule: '* * * * * *', run: async () => services.runtime.fill() },
   ];
 }

@@ -7,3 +7,8 @@ export const systemClock: Clock = () => new Date();
 export function isoNow(clock: Clock): string {
   return clock().toISOString();
 }
+
+/** Now, or 1 ms after `previous` if the clock has not moved past it: every move changes updated_at. */
+export function laterThan(clock: Clock, previous: string): string {
+  return new Date(Math.max(clock().getTime(), Date.parse(previous) + 1)).toISOString();
+}

@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Db } from '../db/knex.js';
 import type { Logger } from '../logger.js';
-import type { Clock } from '../lib/clock.js';
+import { type Clock, laterThan } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { findScribesByIds } from '../scribes/queries.js';
 import { messages as scribeMessages } from '../scribes/service.js';
-import { insertTask } from '../tasks/queries.js';
+import { insertTask, insertTaskEvent } from '../tasks/queries.js';
 import * as queries from './queries.js';
 import type { RequestRow } from './queries.js';
 
@@ -50,11 +50,14 @@ export function createDispatcher({
   clock,
   logger,
   options = defaultDispatcherOptions,
+  onTasksCreated = () => {},
 }: {
   db: Db;
   clock: Clock;
   logger: Logger;
   options?: DispatcherOptions;
+  /** Called after a batch created tasks, so the agent runtime starts on them at once. */
+  onTasksCreated?: () => void;
 }) {
   let running: Promise<unknown> = Promise.resolve();
   let next: Promise<TickResult> | null = null;
@@ -104,7 +107,7 @@ export function createDispatcher({
 
   /** Creates the task and marks the receipt fulfilled, in the caller's transaction. */
   async function completeOne(trx: Db, token: string, request: RequestRow, activeScribes: Set<string>) {
-    const now = laterThan(request.updated_at);
+    const now = laterThan(clock, request.updated_at);
     const claimRef = { id: request.id, token };
     if (!activeScribes.has(request.scribe_id)) {
       const failed = await queries.finishClaimedRequest(trx, claimRef, { status: 'failed', errorMessage: scribeMessages.scribeNotActive }, now);
@@ -123,6 +126,7 @@ export function createDispatcher({
       created_at: now,
       updated_at: now,
     });
+    await insertTaskEvent(trx, { task_id: taskId, from_status: null, to_status: 'open', author: 'system', text: `Created from receipt ${request.id}`, created_at: now });
     const fulfilled = await queries.finishClaimedRequest(trx, claimRef, { status: 'fulfilled', entityId: taskId }, now);
     // Lost the claim to another dispatcher: roll the task back with the transaction.
     if (!fulfilled) throw new LostClaim(request.id);
@@ -136,7 +140,7 @@ export function createDispatcher({
     try {
       if (request.attempts >= options.maxAttempts) {
         logger.error({ err, requestId: request.id, attempts: request.attempts }, 'dispatch failed; giving up');
-        await queries.finishClaimedRequest(db, claimRef, { status: 'failed', errorMessage: messages.gaveUp(request.attempts) }, laterThan(request.updated_at));
+        await queries.finishClaimedRequest(db, claimRef, { status: 'failed', errorMessage: messages.gaveUp(request.attempts) }, laterThan(clock, request.updated_at));
         return 'failed';
       }
       logger.warn({ err, requestId: request.id, attempts: request.attempts }, 'dispatch failed; will retry');
@@ -150,17 +154,13 @@ export function createDispatcher({
     }
   }
 
-  /** Now, or 1 ms after `previous` if the clock has not moved past it: every move changes updated_at. */
-  function laterThan(previous: string): string {
-    return new Date(Math.max(clock().getTime(), Date.parse(previous) + 1)).toISOString();
-  }
-
   async function drain(): Promise<TickResult> {
     const total: TickResult = { fulfilled: 0, failed: 0, retried: 0 };
     while (!stopped) {
       const { token, requests } = await claim();
       if (requests.length === 0) break;
       const result = await complete(token, requests);
+      if (result.fulfilled > 0) onTasksCreated();
       total.fulfilled += result.fulfilled;
       total.failed += result.failed;
       total.retried += result.retried;

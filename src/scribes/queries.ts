@@ -2,6 +2,9 @@ import type { Db } from '../db/knex.js';
 
 export const SCRIBE_STATES = ['active', 'powered_off', 'unprovisioned'] as const;
 export type ScribeState = (typeof SCRIBE_STATES)[number];
+/** Which agent works a scribe's tasks and sessions (src/agents). */
+export const AGENT_KINDS = ['builtin', 'openai'] as const;
+export type AgentKind = (typeof AGENT_KINDS)[number];
 
 export interface ScribeRow {
   id: string;
@@ -9,6 +12,9 @@ export interface ScribeRow {
   slug: string;
   name: string;
   state: ScribeState;
+  agent: AgentKind;
+  /** The scribe's standing instructions: the agent's system prompt. */
+  instructions: string;
   created_at: string;
   updated_at: string;
 }
@@ -29,6 +35,14 @@ export async function findScribesByIds(db: Db, ids: readonly string[]): Promise<
   return db<ScribeRow>('scribes').whereIn('id', ids);
 }
 
+export async function findScribeById(db: Db, id: string): Promise<ScribeRow | undefined> {
+  return db<ScribeRow>('scribes').where({ id }).first();
+}
+
 export async function updateScribeState(db: Db, id: string, state: ScribeState, at: string): Promise<void> {
   await db('scribes').where({ id }).update({ state, updated_at: at });
+}
+
+export async function updateScribeAgent(db: Db, id: string, change: { agent?: AgentKind; instructions?: string }, at: string): Promise<void> {
+  await db('scribes').where({ id }).update({ ...change, updated_at: at });
 }

@@ -4,7 +4,9 @@ import { newId } from '../lib/ids.js';
 import { isUniqueViolation } from '../db/knex.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import * as queries from './queries.js';
-import { SCRIBE_STATES, type ScribeRef, type ScribeRow, type ScribeState } from './queries.js';
+import { AGENT_KINDS, SCRIBE_STATES, type AgentKind, type ScribeRef, type ScribeRow, type ScribeState } from './queries.js';
+
+const MAX_INSTRUCTIONS = 20_000;
 
 export const messages = {
   scribeNotFound: 'Scribe not found',
@@ -13,18 +15,30 @@ export const messages = {
   slugTaken: 'Slug is already used by another scribe in this organization',
   invalidState: `State must be one of ${SCRIBE_STATES.join(', ')}`,
   nameRequired: 'Name is required',
+  invalidAgent: `Agent must be one of ${AGENT_KINDS.join(', ')}`,
+  instructionsTooLong: `Instructions must be at most ${MAX_INSTRUCTIONS} characters`,
 };
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
-export type { ScribeRef, ScribeRow, ScribeState };
+export type { AgentKind, ScribeRef, ScribeRow, ScribeState };
 export type ScribeService = ReturnType<typeof createScribeService>;
 
 export function isScribeState(value: unknown): value is ScribeState {
   return (SCRIBE_STATES as readonly unknown[]).includes(value);
 }
 
-export function createScribeService({ db, clock }: { db: Db; clock: Clock }) {
+export function isAgentKind(value: unknown): value is AgentKind {
+  return (AGENT_KINDS as readonly unknown[]).includes(value);
+}
+
+function checkInstructions(instructions: string): string {
+  if (instructions.length > MAX_INSTRUCTIONS) throw new ValidationError(messages.instructionsTooLong);
+  return instructions;
+}
+
+/** `onActivated` runs when a scribe becomes active: its queued work can start. */
+export function createScribeService({ db, clock, onActivated = () => {} }: { db: Db; clock: Clock; onActivated?: () => void }) {
   return {
     /** The organization's scribe with this slug; 404 `Scribe not found` otherwise, also for other organizations' scribes. */
     async getBySlug(organizationId: string, slug: string): Promise<ScribeRef> {
@@ -33,10 +47,12 @@ export function createScribeService({ db, clock }: { db: Db; clock: Clock }) {
       return scribe;
     },
 
-    async create(input: { organizationId: string; slug: string; name: string; state?: string }): Promise<ScribeRow> {
+    async create(input: { organizationId: string; slug: string; name: string; state?: string; agent?: string; instructions?: string }): Promise<ScribeRow> {
       const state = input.state ?? 'active';
+      const agent = input.agent ?? 'builtin';
       if (!SLUG_PATTERN.test(input.slug)) throw new ValidationError(messages.invalidSlug);
       if (!isScribeState(state)) throw new ValidationError(messages.invalidState);
+      if (!isAgentKind(agent)) throw new ValidationError(messages.invalidAgent);
       if (!input.name.trim()) throw new ValidationError(messages.nameRequired);
       const now = isoNow(clock);
       const row: ScribeRow = {
@@ -45,6 +61,8 @@ export function createScribeService({ db, clock }: { db: Db; clock: Clock }) {
         slug: input.slug,
         name: input.name.trim(),
         state,
+        agent,
+        instructions: checkInstructions(input.instructions ?? ''),
         created_at: now,
         updated_at: now,
       };
@@ -62,7 +80,22 @@ export function createScribeService({ db, clock }: { db: Db; clock: Clock }) {
       const scribe = await this.getBySlug(organizationId, slug);
       const now = isoNow(clock);
       await queries.updateScribeState(db, scribe.id, state, now);
+      if (state === 'active') onActivated();
       return { ...scribe, state };
+    },
+
+    /** The whole scribe row, for the runtime and the console. */
+    async find(id: string): Promise<ScribeRow | undefined> {
+      return queries.findScribeById(db, id);
+    },
+
+    /** Changes which agent works the scribe and its instructions. */
+    async setAgent(organizationId: string, slug: string, change: { agent?: string; instructions?: string }): Promise<ScribeRow> {
+      if (change.agent !== undefined && !isAgentKind(change.agent)) throw new ValidationError(messages.invalidAgent);
+      if (change.instructions !== undefined) checkInstructions(change.instructions);
+      const scribe = await this.getBySlug(organizationId, slug);
+      await queries.updateScribeAgent(db, scribe.id, { agent: change.agent as AgentKind | undefined, instructions: change.instructions }, isoNow(clock));
+      return (await queries.findScribeById(db, scribe.id))!;
     },
   };
 }

@@ -19,3 +19,70 @@ export interface TaskRow {
 export async function insertTask(db: Db, row: TaskRow): Promise<void> {
   await db('tasks').insert(row);
 }
+
+export type TaskAuthor = 'scribe' | 'staff' | 'system';
+
+export interface TaskEventRow {
+  id: number;
+  task_id: string;
+  from_status: TaskStatus | null;
+  to_status: TaskStatus;
+  author: TaskAuthor;
+  text: string | null;
+  created_at: string;
+}
+
+/** A task row with the runtime's columns (migration 0800). */
+export interface WorkedTaskRow extends TaskRow {
+  result: string | null;
+  last_error: string | null;
+  claim_token: string | null;
+  lease_until: string | null;
+  attempts: number;
+}
+
+export async function insertTaskEvent(db: Db, event: Omit<TaskEventRow, 'id'>): Promise<void> {
+  await db('task_events').insert(event);
+}
+
+export async function findTask(db: Db, organizationId: string, id: string): Promise<WorkedTaskRow | undefined> {
+  return db<WorkedTaskRow>('tasks').where({ id, organization_id: organizationId }).first();
+}
+
+export async function findTaskById(db: Db, id: string): Promise<WorkedTaskRow | undefined> {
+  return db<WorkedTaskRow>('tasks').where({ id }).first();
+}
+
+export async function findTaskEvents(db: Db, taskId: string): Promise<TaskEventRow[]> {
+  return db<TaskEventRow>('task_events').where({ task_id: taskId }).orderBy('id');
+}
+
+/** A scribe's tasks, newest first, optionally only some statuses. */
+export async function listTasksOfScribe(db: Db, scribeId: string, options: { statuses?: readonly TaskStatus[]; limit: number }): Promise<WorkedTaskRow[]> {
+  const query = db<WorkedTaskRow>('tasks').where({ scribe_id: scribeId });
+  if (options.statuses) query.whereIn('status', options.statuses);
+  return query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(options.limit);
+}
+
+export async function countTasksByStatus(db: Db, scribeId: string): Promise<Record<TaskStatus, number>> {
+  const rows: Array<{ status: TaskStatus; n: number }> = await db('tasks').where({ scribe_id: scribeId }).groupBy('status').select('status').count({ n: '*' });
+  const counts = Object.fromEntries(TASK_STATUSES.map((s) => [s, 0])) as Record<TaskStatus, number>;
+  for (const row of rows) counts[row.status] = Number(row.n);
+  return counts;
+}
+
+/** Moves a task from `from` to `to` with its event, unless it has moved on; false then. */
+export async function moveTask(
+  db: Db,
+  move: { id: string; from: TaskStatus; to: TaskStatus; author: TaskAuthor; text: string | null; at: string; claimToken?: string },
+  columns: Partial<Pick<WorkedTaskRow, 'result' | 'last_error' | 'claim_token' | 'lease_until' | 'attempts'>> = {},
+): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    const guard: Record<string, unknown> = { id: move.id, status: move.from };
+    if (move.claimToken) guard.claim_token = move.claimToken;
+    const updated = await trx('tasks').where(guard).update({ ...columns, status: move.to, updated_at: move.at });
+    if (updated === 0) return false;
+    await insertTaskEvent(trx, { task_id: move.id, from_status: move.from, to_status: move.to, author: move.author, text: move.text, created_at: move.at });
+    return true;
+  });
+}

@@ -1,0 +1,38 @@
+import type { ScribeRow } from '../scribes/service.js';
+import type { MessageRow } from '../sessions/service.js';
+import type { TaskEventRow, WorkedTaskRow } from '../tasks/service.js';
+import type { Toolbox } from './toolbox.js';
+
+/** What an agent sees of its scribe. */
+export type AgentScribe = Pick<ScribeRow, 'id' | 'organization_id' | 'slug' | 'name' | 'instructions'>;
+
+export interface AgentInput {
+  scribe: AgentScribe;
+  tools: Toolbox;
+  /** Aborted when the process stops; the work is then released for the next start. */
+  signal: AbortSignal;
+}
+
+/** The scribe's answer to a session's latest message; `end` completes the session. */
+export interface SessionOutcome {
+  reply: string;
+  end?: boolean;
+}
+
+/** Where a task stands after the agent worked it. */
+export type TaskOutcome = { status: 'done'; result: string } | { status: 'waiting'; question: string };
+
+/**
+ * An agent works for one scribe at a time: it answers a session's transcript and works a
+ * task, acting on the organization's data only through the toolbox. Throwing records a
+ * failure on the session or task (src/runtime).
+ */
+export interface Agent {
+  answer(input: AgentInput & { transcript: readonly MessageRow[] }): Promise<SessionOutcome>;
+  work(input: AgentInput & { task: WorkedTaskRow; history: readonly TaskEventRow[] }): Promise<TaskOutcome>;
+}
+
+/** A failure worth showing as is on the session or task (the agent's own words, no stack). */
+export class AgentError extends Error {
+  override name = 'AgentError';
+}

@@ -1,0 +1,222 @@
+import OpenAI from 'openai';
+import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type { OpenAiConfig } from '../config.js';
+import type { Logger } from '../logger.js';
+import { HttpError } from '../http/errors.js';
+import { AgentError, type Agent, type AgentInput, type SessionOutcome, type TaskOutcome } from './agent.js';
+import type { Toolbox } from './toolbox.js';
+
+/** Model rounds (each possibly with tool calls) before an answer must have come. */
+const MAX_ROUNDS = 8;
+
+export const messages = {
+  notConfigured: 'the openai agent is not configured (set OPENAI_MODEL)',
+  timedOut: (ms: number) => `the model endpoint timed out after ${ms / 1000}s`,
+  httpError: (status: number, detail: string) => `the model endpoint answered HTTP ${status}${detail ? `: ${detail}` : ''}`,
+  unreachable: 'the model endpoint could not be reached',
+  noAnswer: 'the model answered with neither text nor a tool call',
+  tooManyRounds: `the model did not finish within ${MAX_ROUNDS} rounds of tool calls`,
+  deadline: (ms: number) => `the work took longer than ${ms / 1000}s`,
+};
+
+/**
+ * The openai agent: an OpenAI-compatible Chat Completions endpoint (OpenAI, Ollama, vLLM,
+ * llama.cpp server) with tool calls for the builtin agent's actions. The official SDK
+ * does the HTTP: per-call timeout, retries with backoff on 408/409/429/5xx (honouring
+ * Retry-After). `deadlineMs` bounds a whole answer, rounds and retries included, so it
+ * ends well inside the runtime's lease.
+ */
+export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadlineMs = 4 * 60_000 } = {}): Agent {
+  const client = config.model
+    ? new OpenAI({
+        baseURL: config.baseUrl,
+        // Local servers (Ollama, llama.cpp) take any key; the SDK insists on one.
+        apiKey: config.apiKey ?? 'none',
+        timeout: config.timeoutMs,
+        maxRetries: config.maxRetries,
+        logger: logger.child({ source: 'openai' }),
+      })
+    : undefined;
+
+  /** Runs the conversation until a terminal tool call or plain text ends it. */
+  async function converse<T>(
+    input: AgentInput,
+    conversation: ChatCompletionMessageParam[],
+    tools: Array<ToolSpec<T>>,
+    fromText: (text: string) => T,
+  ): Promise<T> {
+    if (!client || !config.model) throw new AgentError(messages.notConfigured);
+    const signal = AbortSignal.any([input.signal, AbortSignal.timeout(deadlineMs)]);
+    const byName = new Map(tools.map((t) => [t.definition.function.name, t]));
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const completion = await call(() =>
+        client.chat.completions.create({ model: config.model!, messages: conversation, tools: tools.map((t) => t.definition) }, { signal }),
+      signal, input.signal);
+      const message = completion.choices[0]?.message;
+      if (!message) throw new AgentError(messages.noAnswer);
+      const calls = (message.tool_calls ?? []).filter((c) => c.type === 'function');
+      if (calls.length === 0) {
+        const text = message.content?.trim();
+        if (!text) throw new AgentError(messages.noAnswer);
+        return fromText(text);
+      }
+      conversation.push({ role: 'assistant', content: message.content ?? null, tool_calls: calls });
+      for (const toolCall of calls) {
+        const tool = byName.get(toolCall.function.name);
+        const outcome = await runTool(tool, toolCall.function.arguments, input.tools);
+        if (outcome.final !== undefined) return outcome.final;
+        conversation.push({ role: 'tool', tool_call_id: toolCall.id, content: JSON.stringify(outcome.result) });
+      }
+    }
+    throw new AgentError(messages.tooManyRounds);
+  }
+
+  /** One SDK call with its failures put in words staff can act on. */
+  async function call<T>(request: () => Promise<T>, signal: AbortSignal, stopping: AbortSignal): Promise<T> {
+    try {
+      return await request();
+    } catch (err) {
+      if (stopping.aborted) throw err;
+      if (signal.aborted) throw new AgentError(messages.deadline(deadlineMs));
+      if (err instanceof OpenAI.APIConnectionTimeoutError) throw new AgentError(messages.timedOut(config.timeoutMs));
+      if (err instanceof OpenAI.APIError && err.status !== undefined) throw new AgentError(messages.httpError(err.status, detailOf(err)));
+      if (err instanceof OpenAI.APIConnectionError) throw new AgentError(messages.unreachable);
+      throw err;
+    }
+  }
+
+  return {
+    async answer(input): Promise<SessionOutcome> {
+      const conversation: ChatCompletionMessageParam[] = [
+        { role: 'system', content: systemPrompt(input, 'You are chatting with a user. Answer with the reply tool, or with plain text.') },
+        ...input.transcript.flatMap((m): ChatCompletionMessageParam[] => {
+          if (m.author === 'scribe') return [{ role: 'assistant', content: m.text }];
+          if (m.author === 'system') return [];
+          return [{ role: 'user', content: m.author === 'staff' ? `[staff] ${m.text}` : m.text }];
+        }),
+      ];
+      return converse(input, conversation, [...dataTools<SessionOutcome>(), replyTool], (text) => ({ reply: text }));
+    },
+
+    async work(input): Promise<TaskOutcome> {
+      const { task, history } = input;
+      const lines = [
+        `Task: ${task.title}`,
+        `Summary: ${task.summary}`,
+        `Acceptance criteria: ${task.acceptance_criteria ?? 'none given'}`,
+        ...history.filter((e) => e.text && e.author !== 'system').map((e) => (e.author === 'staff' ? `Staff input: ${e.text}` : `Your earlier note: ${e.text}`)),
+      ];
+      const conversation: ChatCompletionMessageParam[] = [
+        { role: 'system', content: systemPrompt(input, 'Work the task below. Finish with complete_task, or ask_for_input when you cannot go on without an answer.') },
+        { role: 'user', content: lines.join('\n') },
+      ];
+      return converse(input, conversation, [...dataTools<TaskOutcome>(), completeTaskTool, askForInputTool], (text) => ({ status: 'done', result: text }));
+    },
+  };
+}
+
+function systemPrompt(input: AgentInput, role: string): string {
+  const own = input.scribe.instructions.trim();
+  return [`You are ${input.scribe.name}, a scribe: an agent that works for one organization.`, role, own && `Your instructions:\n${own}`]
+    .filter(Boolean)
+    .join('\n\n');
+}
+
+function detailOf(err: InstanceType<typeof OpenAI.APIError>): string {
+  const error = err.error as { message?: unknown } | undefined;
+  return typeof error?.message === 'string' ? error.message.slice(0, 200) : '';
+}
+
+/** A tool the model may call: data tools return a result to it; terminal tools end the work with `final`. */
+interface ToolSpec<T> {
+  definition: ChatCompletionTool & { type: 'function' };
+  run: (args: Record<string, unknown>, tools: Toolbox) => Promise<{ result?: unknown; final?: T }>;
+}
+
+/** Runs a tool call; bad arguments and refused actions go back to the model as `{error}` so it can correct itself. */
+async function runTool<T>(tool: ToolSpec<T> | undefined, rawArgs: string, tools: Toolbox): Promise<{ result?: unknown; final?: T }> {
+  if (!tool) return { result: { error: 'unknown tool' } };
+  let args: unknown;
+  try {
+    args = JSON.parse(rawArgs || '{}');
+  } catch {
+    return { result: { error: 'arguments are not valid JSON' } };
+  }
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) return { result: { error: 'arguments must be a JSON object' } };
+  try {
+    return await tool.run(args as Record<string, unknown>, tools);
+  } catch (err) {
+    // Refusals a caller could see (validation, not found) are the model's to fix; anything else is ours.
+    if (err instanceof AgentError || err instanceof HttpError) return { result: { error: err.message } };
+    throw err;
+  }
+}
+
+const fn = (name: string, description: string, properties: Record<string, unknown>, required: string[] = []) => ({
+  type: 'function' as const,
+  function: { name, description, parameters: { type: 'object', properties, required, additionalProperties: false } },
+});
+const str = (description: string) => ({ type: 'string', description });
+const bool = (description: string) => ({ type: 'boolean', description });
+const text = (args: Record<string, unknown>, key: string) => (typeof args[key] === 'string' ? (args[key] as string) : '');
+const flag = (args: Record<string, unknown>, key: string) => (typeof args[key] === 'boolean' ? (args[key] as boolean) : undefined);
+const object = (args: Record<string, unknown>, key: string) =>
+  typeof args[key] === 'object' && args[key] !== null && !Array.isArray(args[key]) ? (args[key] as Record<string, unknown>) : undefined;
+
+/** The organization's data, as both kinds of work may use it. */
+function dataTools<T>(): Array<ToolSpec<T>> {
+  return [
+    {
+      definition: fn('list_entry_types', 'The entry types of the organization and their fields.', {}),
+      run: async (_args, tools) => ({ result: await tools.entryTypes() }),
+    },
+    {
+      definition: fn(
+        'search_entries',
+        'Find entries. The query uses the search language: words, field:value, field>number, relationship:<name>, && and ||.',
+        { query: str('The search query'), entry_type: str('Name of one entry type to search; all when omitted') },
+        ['query'],
+      ),
+      run: async (args, tools) => ({ result: await tools.searchEntries({ q: text(args, 'query'), entryType: text(args, 'entry_type') || undefined }) }),
+    },
+    {
+      definition: fn(
+        'create_entry',
+        'Create an entry. fields is an object keyed by field name; relationship fields take a list of entry ids.',
+        { entry_type: str('Entry type name'), fields: { type: 'object', description: 'Field values by field name' }, draft: bool('Create as a draft') },
+        ['entry_type', 'fields'],
+      ),
+      run: async (args, tools) => ({ result: await tools.createEntry({ entryType: text(args, 'entry_type'), fields: object(args, 'fields') ?? {}, draft: flag(args, 'draft') }) }),
+    },
+    {
+      definition: fn(
+        'update_entry',
+        'Change an entry: the fields given (null clears one), its draft or archived flag.',
+        { id: str('Entry id'), fields: { type: 'object', description: 'Field values to change' }, draft: bool('Draft flag'), archived: bool('Archived flag') },
+        ['id'],
+      ),
+      run: async (args, tools) => ({
+        result: await tools.updateEntry({ id: text(args, 'id'), fields: object(args, 'fields'), draft: flag(args, 'draft'), archived: flag(args, 'archived') }),
+      }),
+    },
+    {
+      definition: fn('list_tasks', 'Your tasks: how many in each status and the unfinished ones.', {}),
+      run: async (_args, tools) => ({ result: await tools.workload() }),
+    },
+  ];
+}
+
+const replyTool: ToolSpec<SessionOutcome> = {
+  definition: fn('reply', 'Send your reply to the user.', { text: str('The reply'), end_session: bool('True when the conversation is over') }, ['text']),
+  run: async (args) => ({ final: { reply: text(args, 'text'), end: flag(args, 'end_session') ?? false } }),
+};
+
+const completeTaskTool: ToolSpec<TaskOutcome> = {
+  definition: fn('complete_task', 'Mark the task done with a note of the result.', { result: str('What was done, and the outcome') }, ['result']),
+  run: async (args) => ({ final: { status: 'done', result: text(args, 'result') } }),
+};
+
+const askForInputTool: ToolSpec<TaskOutcome> = {
+  definition: fn('ask_for_input', 'Put the task on hold with a question for staff.', { question: str('The question') }, ['question']),
+  run: async (args) => ({ final: { status: 'waiting', question: text(args, 'question') } }),
+};

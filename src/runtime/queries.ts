@@ -1,0 +1,111 @@
+import type { Db } from '../db/knex.js';
+import type { SessionRow } from '../sessions/queries.js';
+import { insertTaskEvent, type WorkedTaskRow } from '../tasks/queries.js';
+
+/** A claim: exclusive until `leaseUntil`, after which another worker may take the work over. */
+export interface ClaimTerms {
+  token: string;
+  now: string;
+  leaseUntil: string;
+}
+
+export interface Candidate {
+  id: string;
+  scribe_id: string;
+}
+
+/** Free, or claimed by a worker whose lease ran out (it crashed or hung). */
+const unclaimed = (table: string, now: string) => (q: import('knex').Knex.QueryBuilder) =>
+  q.whereNull(`${table}.claim_token`).orWhere(`${table}.lease_until`, '<=', now);
+
+/** Sessions owing an answer, of active scribes, oldest first (served by sessions_reply_queue). */
+export async function dueSessions(db: Db, now: string, limit: number): Promise<Candidate[]> {
+  return db('sessions as s')
+    .join('scribes as c', 'c.id', 's.scribe_id')
+    .whereRaw('s.reply_due = 1')
+    .where('c.state', 'active')
+    .where(unclaimed('s', now))
+    .orderBy('s.created_at')
+    .limit(limit)
+    .select('s.id', 's.scribe_id');
+}
+
+/** Open tasks (and in-progress ones left by a crash) of active scribes, oldest first (tasks_work_queue). */
+export async function dueTasks(db: Db, now: string, limit: number): Promise<Candidate[]> {
+  return db('tasks as t')
+    .join('scribes as c', 'c.id', 't.scribe_id')
+    .whereRaw("t.status in ('open', 'in_progress')")
+    .where('c.state', 'active')
+    .where(unclaimed('t', now))
+    .orderBy('t.created_at')
+    .limit(limit)
+    .select('t.id', 't.scribe_id');
+}
+
+/** Takes a due session; `running` unless it was ended at once (it stays `completed`). Undefined if another worker was first. */
+export async function claimSession(db: Db, id: string, terms: ClaimTerms): Promise<SessionRow | undefined> {
+  const [row] = await db<SessionRow>('sessions')
+    .where({ id })
+    .whereRaw('reply_due = 1')
+    .where(unclaimed('sessions', terms.now))
+    .update({
+      claim_token: terms.token,
+      lease_until: terms.leaseUntil,
+      attempts: db.raw('attempts + 1'),
+      state: db.raw("case when state = 'queued' then 'running' else state end"),
+      updated_at: db.raw('case when updated_at < ? then ? else updated_at end', [terms.now, terms.now]),
+    })
+    .returning('*');
+  return row;
+}
+
+/** Takes a due task and moves it to `in_progress` (recording the move when it was `open`). */
+export async function claimTask(db: Db, id: string, terms: ClaimTerms): Promise<WorkedTaskRow | undefined> {
+  return db.transaction(async (trx) => {
+    const before = await trx<WorkedTaskRow>('tasks').where({ id }).first('status', 'updated_at');
+    if (!before) return undefined;
+    const at = before.updated_at < terms.now ? terms.now : new Date(Date.parse(before.updated_at) + 1).toISOString();
+    const [row] = await trx<WorkedTaskRow>('tasks')
+      .where({ id, status: before.status })
+      .whereIn('status', ['open', 'in_progress'])
+      .where(unclaimed('tasks', terms.now))
+      .update({ claim_token: terms.token, lease_until: terms.leaseUntil, attempts: trx.raw('attempts + 1'), status: 'in_progress', updated_at: at })
+      .returning('*');
+    if (row && before.status === 'open') {
+      await insertTaskEvent(trx, { task_id: id, from_status: 'open', to_status: 'in_progress', author: 'scribe', text: null, created_at: at });
+    }
+    return row;
+  });
+}
+
+/** Ends a claimed session's turn: the scribe's message, then `waiting` (or `completed`); false if the claim was lost. */
+export async function finishSession(
+  db: Db,
+  claim: { id: string; token: string },
+  outcome: { author: 'scribe' | 'system'; text: string; end: boolean; errorMessage: string | null },
+  at: string,
+): Promise<boolean> {
+  const next = outcome.errorMessage !== null ? 'failed' : outcome.end ? 'completed' : 'waiting';
+  return db.transaction(async (trx) => {
+    const updated = await trx('sessions')
+      .where({ id: claim.id, claim_token: claim.token })
+      .update({
+        reply_due: false,
+        claim_token: null,
+        lease_until: null,
+        attempts: 0,
+        // A session ended at once stays completed, even if answering it failed.
+        state: trx.raw("case when state = 'completed' then 'completed' else ? end", [next]),
+        error_message: outcome.errorMessage,
+        updated_at: at,
+      });
+    if (updated === 0) return false;
+    await trx('session_messages').insert({ session_id: claim.id, author: outcome.author, text: outcome.text, created_at: at });
+    return true;
+  });
+}
+
+/** Gives claimed work back at once (the process is stopping), so the next start picks it up. */
+export async function releaseClaim(db: Db, table: 'sessions' | 'tasks', claim: { id: string; token: string }): Promise<void> {
+  await db(table).where({ id: claim.id, claim_token: claim.token }).update({ claim_token: null, lease_until: null });
+}

@@ -1,0 +1,219 @@
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../db/knex.js';
+import type { Logger } from '../logger.js';
+import { type Clock, laterThan } from '../lib/clock.js';
+import type { Agent } from '../agents/agent.js';
+import type { Toolbox } from '../agents/toolbox.js';
+import type { AgentKind, ScribeRow } from '../scribes/service.js';
+import { findMessages, type SessionRow } from '../sessions/queries.js';
+import { findTaskEvents, moveTask, type WorkedTaskRow } from '../tasks/queries.js';
+import * as queries from './queries.js';
+
+export interface RuntimeOptions {
+  /** Sessions and tasks worked at once by this process. */
+  concurrency: number;
+  /** Of those, at most this many for one scribe. */
+  perScribe: number;
+  /** How long a claim is exclusive; longer than any agent call may take (the openai agent's timeouts and retries fit well inside). */
+  leaseMs: number;
+  /** Claims of one piece of work (each crash of a worker costs one) before it is failed. */
+  maxAttempts: number;
+}
+
+export const defaultRuntimeOptions: RuntimeOptions = {
+  concurrency: 4,
+  perScribe: 2,
+  leaseMs: 5 * 60_000,
+  maxAttempts: 3,
+};
+
+export const messages = {
+  sessionFailed: (reason: string) => `The scribe could not answer: ${reason}`,
+  taskFailed: (reason: string) => `The scribe could not finish this task: ${reason}. Give input to try again.`,
+  gaveUp: (attempts: number) => `gave up after ${attempts} attempts`,
+};
+
+export interface RuntimeTickResult {
+  sessions: number;
+  tasks: number;
+}
+
+type Work = { kind: 'session'; row: SessionRow } | { kind: 'task'; row: WorkedTaskRow };
+
+export type AgentRuntime = ReturnType<typeof createAgentRuntime>;
+
+/**
+ * Works chat sessions and tasks of active scribes in the background. `fill()` claims as
+ * much due work as there are free slots and starts it; `tick()` also waits for what it
+ * started (tests drive it). Claims are leased, so work held by a crashed process is taken
+ * up again once its lease runs out; finishing is guarded by the claim token, so work
+ * taken over is never recorded twice.
+ */
+export function createAgentRuntime({
+  db,
+  clock,
+  logger,
+  agentFor,
+  findScribe,
+  toolboxFor,
+  options = defaultRuntimeOptions,
+}: {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  agentFor: (kind: AgentKind) => Agent;
+  findScribe: (id: string) => Promise<ScribeRow | undefined>;
+  toolboxFor: (scribe: ScribeRow) => Toolbox;
+  options?: RuntimeOptions;
+}) {
+  const inFlight = new Set<Promise<void>>();
+  const busyByScribe = new Map<string, number>();
+  const abort = new AbortController();
+  let claiming: Promise<unknown> = Promise.resolve();
+  let lastTickAt: Date | null = null;
+
+  const busy = (scribeId: string) => busyByScribe.get(scribeId) ?? 0;
+
+  /** Picks due work that fits the free slots, per scribe too, and claims it. */
+  async function claimWork(): Promise<Work[]> {
+    lastTickAt = clock();
+    const free = options.concurrency - inFlight.size;
+    if (free <= 0 || abort.signal.aborted) return [];
+    const now = clock();
+    const terms = { token: randomUUID(), now: now.toISOString(), leaseUntil: new Date(now.getTime() + options.leaseMs).toISOString() };
+    // Read a few more than fit, so one busy scribe's backlog does not hide the others' work.
+    const window = free * 4;
+    const taken = new Map<string, number>();
+    const fits = (scribeId: string) => busy(scribeId) + (taken.get(scribeId) ?? 0) < options.perScribe;
+    const work: Work[] = [];
+    const sources = [
+      { due: queries.dueSessions, claim: (id: string) => queries.claimSession(db, id, terms).then((row) => row && ({ kind: 'session', row }) as Work) },
+      { due: queries.dueTasks, claim: (id: string) => queries.claimTask(db, id, terms).then((row) => row && ({ kind: 'task', row }) as Work) },
+    ];
+    for (const source of sources) {
+      for (const candidate of await source.due(db, terms.now, window)) {
+        if (work.length >= free) return work;
+        if (!fits(candidate.scribe_id)) continue;
+        const claimed = await source.claim(candidate.id);
+        if (!claimed) continue; // another worker was first
+        taken.set(candidate.scribe_id, (taken.get(candidate.scribe_id) ?? 0) + 1);
+        work.push(claimed);
+      }
+    }
+    return work;
+  }
+
+  function start(work: Work): Promise<void> {
+    const scribeId = work.row.scribe_id;
+    busyByScribe.set(scribeId, busy(scribeId) + 1);
+    const running = (work.kind === 'session' ? answerSession(work.row) : workTask(work.row))
+      .catch((err) => logger.error({ err, [work.kind]: work.row.id }, 'agent runtime could not record its work'))
+      .finally(() => {
+        inFlight.delete(running);
+        const left = busy(scribeId) - 1;
+        if (left > 0) busyByScribe.set(scribeId, left);
+        else busyByScribe.delete(scribeId);
+        // A slot is free: take the next piece of work without waiting for the cron tick.
+        fill();
+      });
+    inFlight.add(running);
+    return running;
+  }
+
+  /** Claims and starts work; resolves, once claimed, with what it started. Never throws. */
+  function claimAndStart(): Promise<Array<{ kind: Work['kind']; done: Promise<void> }>> {
+    const started = claiming.then(async () => {
+      try {
+        return (await claimWork()).map((work) => ({ kind: work.kind, done: start(work) }));
+      } catch (err) {
+        logger.error({ err }, 'agent runtime could not claim work');
+        return [];
+      }
+    });
+    claiming = started;
+    return started;
+  }
+
+  async function answerSession(session: SessionRow): Promise<void> {
+    const claim = { id: session.id, token: session.claim_token! };
+    const scribe = await findScribe(session.scribe_id);
+    const at = () => laterThan(clock, session.updated_at);
+    const fail = (reason: string) =>
+      queries.finishSession(db, claim, { author: 'system', text: messages.sessionFailed(reason), end: false, errorMessage: reason }, at());
+    if (!scribe) return;
+    if (session.attempts > options.maxAttempts) {
+      await fail(messages.gaveUp(options.maxAttempts));
+      return;
+    }
+    try {
+      const transcript = await findMessages(db, session.id);
+      const outcome = await agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), signal: abort.signal });
+      await queries.finishSession(db, claim, { author: 'scribe', text: outcome.reply, end: outcome.end ?? false, errorMessage: null }, at());
+    } catch (err) {
+      if (abort.signal.aborted) return queries.releaseClaim(db, 'sessions', claim);
+      logger.warn({ err, session: session.id }, 'agent failed to answer a session');
+      await fail(reasonOf(err));
+    }
+  }
+
+  async function workTask(task: WorkedTaskRow): Promise<void> {
+    const scribe = await findScribe(task.scribe_id);
+    const done = { claim_token: null, lease_until: null, attempts: 0 };
+    const move = { id: task.id, from: 'in_progress' as const, claimToken: task.claim_token!, at: laterThan(clock, task.updated_at) };
+    const fail = (reason: string) =>
+      moveTask(db, { ...move, to: 'waiting', author: 'system', text: messages.taskFailed(reason) }, { ...done, last_error: reason });
+    if (!scribe) return;
+    if (task.attempts > options.maxAttempts) {
+      await fail(messages.gaveUp(options.maxAttempts));
+      return;
+    }
+    try {
+      const history = await findTaskEvents(db, task.id);
+      const outcome = await agentFor(scribe.agent).work({ scribe, task, history, tools: toolboxFor(scribe), signal: abort.signal });
+      move.at = laterThan(clock, task.updated_at);
+      if (outcome.status === 'done') {
+        await moveTask(db, { ...move, to: 'done', author: 'scribe', text: outcome.result }, { ...done, result: outcome.result, last_error: null });
+      } else {
+        await moveTask(db, { ...move, to: 'waiting', author: 'scribe', text: outcome.question }, { ...done, last_error: null });
+      }
+    } catch (err) {
+      if (abort.signal.aborted) return queries.releaseClaim(db, 'tasks', { id: task.id, token: task.claim_token! });
+      logger.warn({ err, task: task.id }, 'agent failed to work a task');
+      move.at = laterThan(clock, task.updated_at);
+      await fail(reasonOf(err));
+    }
+  }
+
+  function fill(): void {
+    if (!abort.signal.aborted) void claimAndStart();
+  }
+
+  return {
+    /** Claims due work into the free slots and waits until that work is finished. */
+    async tick(): Promise<RuntimeTickResult> {
+      const started = await claimAndStart();
+      await Promise.all(started.map((s) => s.done));
+      return { sessions: started.filter((s) => s.kind === 'session').length, tasks: started.filter((s) => s.kind === 'task').length };
+    },
+    /** Claims and starts due work without waiting for it (the cron job, and a nudge on new work). */
+    fill,
+    nudge: fill,
+    /** When the runtime last looked for work (health pages). */
+    get lastTickAt(): Date | null {
+      return lastTickAt;
+    },
+    get running(): number {
+      return inFlight.size;
+    },
+    /** Stops claiming, aborts agent calls (their work is released for the next start) and waits for in-flight work. */
+    async stop(): Promise<void> {
+      abort.abort();
+      await claiming;
+      await Promise.all([...inFlight]);
+    },
+  };
+}
+
+function reasonOf(err: unknown): string {
+  return err instanceof Error && err.message ? err.message : 'unknown error';
+}

@@ -1,0 +1,73 @@
+import type { Db } from '../db/knex.js';
+
+export const SESSION_STATES = ['queued', 'running', 'waiting', 'completed', 'failed'] as const;
+export type SessionState = (typeof SESSION_STATES)[number];
+export const MESSAGE_AUTHORS = ['user', 'scribe', 'staff', 'system'] as const;
+export type MessageAuthor = (typeof MESSAGE_AUTHORS)[number];
+
+export interface SessionRow {
+  id: string;
+  organization_id: string;
+  scribe_id: string;
+  state: SessionState;
+  reply_due: boolean | number;
+  error_message: string | null;
+  claim_token: string | null;
+  lease_until: string | null;
+  attempts: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MessageRow {
+  id: number;
+  session_id: string;
+  author: MessageAuthor;
+  text: string;
+  created_at: string;
+}
+
+export async function insertSession(db: Db, session: SessionRow, message: Omit<MessageRow, 'id' | 'session_id'>): Promise<void> {
+  await db.transaction(async (trx) => {
+    await trx('sessions').insert(session);
+    await trx('session_messages').insert({ ...message, session_id: session.id });
+  });
+}
+
+export async function findSession(db: Db, organizationId: string, id: string): Promise<SessionRow | undefined> {
+  return db<SessionRow>('sessions').where({ id, organization_id: organizationId }).first();
+}
+
+export async function findSessionById(db: Db, id: string): Promise<SessionRow | undefined> {
+  return db<SessionRow>('sessions').where({ id }).first();
+}
+
+export async function findMessages(db: Db, sessionId: string): Promise<MessageRow[]> {
+  return db<MessageRow>('session_messages').where({ session_id: sessionId }).orderBy('id');
+}
+
+/** A scribe's sessions, newest first, each with its first message (for lists). */
+export async function listSessionsOfScribe(db: Db, scribeId: string, limit: number): Promise<Array<SessionRow & { first_message: string | null }>> {
+  return db('sessions as s')
+    .where('s.scribe_id', scribeId)
+    .select('s.*', db('session_messages as m').where('m.session_id', db.ref('s.id')).orderBy('m.id').limit(1).select('m.text').as('first_message'))
+    .orderBy([{ column: 's.created_at', order: 'desc' }, { column: 's.id', order: 'desc' }])
+    .limit(limit);
+}
+
+/** Adds a message and asks for the scribe's answer, if the session is in state `from`; false otherwise. */
+export async function appendMessageAwaitingReply(
+  db: Db,
+  sessionId: string,
+  from: SessionState,
+  message: Omit<MessageRow, 'id' | 'session_id'>,
+): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    const updated = await trx('sessions')
+      .where({ id: sessionId, state: from })
+      .update({ state: 'queued', reply_due: true, error_message: null, updated_at: message.created_at });
+    if (updated === 0) return false;
+    await trx('session_messages').insert({ ...message, session_id: sessionId });
+    return true;
+  });
+}

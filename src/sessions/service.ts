@@ -1,0 +1,69 @@
+import type { Db } from '../db/knex.js';
+import { type Clock, isoNow } from '../lib/clock.js';
+import { UUID_PATTERN, newId } from '../lib/ids.js';
+import { NotFoundError, ValidationError } from '../http/errors.js';
+import type { ScribeRef } from '../scribes/service.js';
+import * as queries from './queries.js';
+import type { MessageRow, SessionRow } from './queries.js';
+
+export const messages = {
+  sessionNotFound: 'Session not found',
+  notWaiting: 'Only a session waiting for a reply can be answered',
+  replyRequired: 'Reply is required',
+};
+
+export type { MessageRow, SessionRow };
+export type SessionService = ReturnType<typeof createSessionService>;
+
+/**
+ * Chat sessions and their transcripts. A session owes an answer (`reply_due`) after each
+ * user or staff message; `onReplyDue` tells the agent runtime so it starts at once.
+ */
+export function createSessionService({ db, clock, onReplyDue = () => {} }: { db: Db; clock: Clock; onReplyDue?: () => void }) {
+  return {
+    /**
+     * A new session holding the user's message, `queued` for the scribe; or `completed`
+     * at once when the caller asked to end it (it is still answered in the background).
+     */
+    async start(scribe: ScribeRef, input: { message: string; endImmediately: boolean }): Promise<SessionRow> {
+      const now = isoNow(clock);
+      const session: SessionRow = {
+        id: newId(),
+        organization_id: scribe.organization_id,
+        scribe_id: scribe.id,
+        state: input.endImmediately ? 'completed' : 'queued',
+        reply_due: true,
+        error_message: null,
+        claim_token: null,
+        lease_until: null,
+        attempts: 0,
+        created_at: now,
+        updated_at: now,
+      };
+      await queries.insertSession(db, session, { author: 'user', text: input.message, created_at: now });
+      onReplyDue();
+      return session;
+    },
+
+    /** A session of the organization with its transcript in order; 404 otherwise. */
+    async get(organizationId: string, id: string): Promise<SessionRow & { messages: MessageRow[] }> {
+      const session = UUID_PATTERN.test(id) ? await queries.findSession(db, organizationId, id) : undefined;
+      if (!session) throw new NotFoundError(messages.sessionNotFound);
+      return { ...session, messages: await queries.findMessages(db, id) };
+    },
+
+    /** A scribe's sessions, newest first, with their first message. */
+    async listForScribe(scribeId: string, limit = 50) {
+      return queries.listSessionsOfScribe(db, scribeId, limit);
+    },
+
+    /** Staff answer a `waiting` session in the user's place; the scribe replies in turn. */
+    async replyAsStaff(organizationId: string, id: string, text: string): Promise<void> {
+      if (!text.trim()) throw new ValidationError(messages.replyRequired);
+      const session = await this.get(organizationId, id);
+      const added = session.state === 'waiting' && (await queries.appendMessageAwaitingReply(db, id, 'waiting', { author: 'staff', text, created_at: isoNow(clock) }));
+      if (!added) throw new ValidationError(messages.notWaiting);
+      onReplyDue();
+    },
+  };
+}

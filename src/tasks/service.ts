@@ -1,0 +1,49 @@
+import type { Db } from '../db/knex.js';
+import { type Clock, laterThan } from '../lib/clock.js';
+import { UUID_PATTERN } from '../lib/ids.js';
+import { NotFoundError, ValidationError } from '../http/errors.js';
+import * as queries from './queries.js';
+import type { TaskEventRow, TaskStatus, WorkedTaskRow } from './queries.js';
+
+export const messages = {
+  taskNotFound: 'Task not found',
+  notWaiting: 'Only a waiting task can be given input',
+  inputRequired: 'Input is required',
+};
+
+export type { TaskEventRow, TaskStatus, WorkedTaskRow };
+export type TaskService = ReturnType<typeof createTaskService>;
+
+/**
+ * Tasks as staff see and steer them (the agent runtime moves them otherwise). Input given
+ * to a `waiting` task moves it back to `open`; `onOpened` tells the runtime.
+ */
+export function createTaskService({ db, clock, onOpened = () => {} }: { db: Db; clock: Clock; onOpened?: () => void }) {
+  return {
+    async get(organizationId: string, id: string): Promise<WorkedTaskRow & { events: TaskEventRow[] }> {
+      const task = UUID_PATTERN.test(id) ? await queries.findTask(db, organizationId, id) : undefined;
+      if (!task) throw new NotFoundError(messages.taskNotFound);
+      return { ...task, events: await queries.findTaskEvents(db, id) };
+    },
+
+    async listForScribe(scribeId: string, options: { statuses?: readonly TaskStatus[]; limit?: number } = {}) {
+      return queries.listTasksOfScribe(db, scribeId, { statuses: options.statuses, limit: options.limit ?? 50 });
+    },
+
+    async countByStatus(scribeId: string) {
+      return queries.countTasksByStatus(db, scribeId);
+    },
+
+    /** Staff answer a waiting task's question; it goes back to `open` for the agent. */
+    async giveInput(organizationId: string, id: string, text: string): Promise<void> {
+      if (!text.trim()) throw new ValidationError(messages.inputRequired);
+      const task = await this.get(organizationId, id);
+      const moved =
+        task.status === 'waiting' &&
+        (await queries.moveTask(db, { id, from: 'waiting', to: 'open', author: 'staff', text, at: laterThan(clock, task.updated_at) }, { attempts: 0 }));
+      if (!moved) throw new ValidationError(messages.notWaiting);
+      onOpened();
+    },
+  };
+}
+
