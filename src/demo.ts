@@ -11,7 +11,7 @@ const logger = processLogger(config);
 
 const db = openDatabase(config.databaseFile);
 await migrateToLatest(db);
-const seeding = createServices({ config, db, logger, options: { dispatchOnAccept: false } });
+const seeding = createServices({ config, db, logger, options: { dispatchOnAccept: false, runOnNewWork: false } });
 const demo = await seed(seeding);
 await seeding.stop();
 await db.destroy();

@@ -37,7 +37,7 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv): Promise<
   }
   const logger = createLogger('silent');
   const db = openDatabase(config.databaseFile);
-  const services = createServices({ config, db, logger, options: { dispatchOnAccept: false } });
+  const services = createServices({ config, db, logger, options: { dispatchOnAccept: false, runOnNewWork: false } });
   try {
     await migrateToLatest(db);
     const output = await command.run(parsed.values, services);

@@ -35,7 +35,7 @@ export const commands: Record<string, Command> = {
     run: (flags, s) => s.organizations.revokeApiKey(required(flags, 'id')),
   },
   'scribe create': {
-    usage: 'scribe create --org ORG_ID --slug SLUG --name NAME [--state active|powered_off|unprovisioned]',
+    usage: 'scribe create --org ORG_ID --slug SLUG --name NAME [--state active|powered_off|unprovisioned] [--agent builtin|openai] [--instructions TEXT]',
     async run(flags, s) {
       const org = await s.organizations.getOrganization(required(flags, 'org'));
       const scribe = await s.scribes.create({
@@ -43,8 +43,18 @@ export const commands: Record<string, Command> = {
         slug: required(flags, 'slug'),
         name: required(flags, 'name'),
         state: optional(flags, 'state'),
+        agent: optional(flags, 'agent'),
+        instructions: optional(flags, 'instructions'),
       });
       return { id: scribe.id, slug: scribe.slug, state: scribe.state };
+    },
+  },
+  'scribe set-agent': {
+    usage: 'scribe set-agent --org ORG_ID --slug SLUG [--agent builtin|openai] [--instructions TEXT]',
+    async run(flags, s) {
+      const org = await s.organizations.getOrganization(required(flags, 'org'));
+      const scribe = await s.scribes.setAgent(org.id, required(flags, 'slug'), { agent: optional(flags, 'agent'), instructions: optional(flags, 'instructions') });
+      return { id: scribe.id, slug: scribe.slug, agent: scribe.agent, instructions: scribe.instructions };
     },
   },
   'scribe set-state': {
@@ -73,6 +83,30 @@ export const commands: Record<string, Command> = {
         archived: flags.archived === true,
       });
       return { id: entry.id };
+    },
+  },
+  'session show': {
+    usage: 'session show --id SESSION_ID',
+    async run(flags, s) {
+      const session = await s.sessions.find(required(flags, 'id'));
+      const messages = session.messages.map((m) => ({ author: m.author, text: m.text, created_at: m.created_at }));
+      return { id: session.id, state: session.state, error_message: session.error_message, messages };
+    },
+  },
+  'task show': {
+    usage: 'task show --id TASK_ID',
+    async run(flags, s) {
+      const task = await s.tasks.find(required(flags, 'id'));
+      const events = task.events.map((e) => ({ from: e.from_status, to: e.to_status, author: e.author, text: e.text, at: e.created_at }));
+      return { id: task.id, status: task.status, title: task.title, result: task.result, last_error: task.last_error, events };
+    },
+  },
+  'task input': {
+    usage: 'task input --id TASK_ID --text TEXT',
+    async run(flags, s) {
+      const task = await s.tasks.find(required(flags, 'id'));
+      await s.tasks.giveInput(task.organization_id, task.id, required(flags, 'text'));
+      return { id: task.id, status: 'open' };
     },
   },
   'user create': {
@@ -111,6 +145,9 @@ export const FLAGS = {
   type: { type: 'string' },
   draft: { type: 'boolean' },
   archived: { type: 'boolean' },
+  agent: { type: 'string' },
+  instructions: { type: 'string' },
+  text: { type: 'string' },
 } as const;
 
 export function usage(): string {

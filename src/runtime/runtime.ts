@@ -189,11 +189,15 @@ export function createAgentRuntime({
   }
 
   return {
-    /** Claims due work into the free slots and waits until that work is finished. */
+    /** Works everything due, slot by slot, and resolves when it is done (tests drive the runtime with it). */
     async tick(): Promise<RuntimeTickResult> {
-      const started = await claimAndStart();
-      await Promise.all(started.map((s) => s.done));
-      return { sessions: started.filter((s) => s.kind === 'session').length, tasks: started.filter((s) => s.kind === 'task').length };
+      const result: RuntimeTickResult = { sessions: 0, tasks: 0 };
+      for (;;) {
+        const started = await claimAndStart();
+        if (started.length === 0 && inFlight.size === 0) return result;
+        for (const s of started) result[s.kind === 'session' ? 'sessions' : 'tasks']++;
+        await Promise.race([...inFlight]);
+      }
     },
     /** Claims and starts due work without waiting for it (the cron job, and a nudge on new work). */
     fill,

@@ -52,6 +52,13 @@ export function createSessionService({ db, clock, onReplyDue = () => {} }: { db:
       return { ...session, messages: await queries.findMessages(db, id) };
     },
 
+    /** A session by id alone, whatever its organization: for operators (the admin CLI), never for the API. */
+    async find(id: string): Promise<SessionRow & { messages: MessageRow[] }> {
+      const session = UUID_PATTERN.test(id) ? await queries.findSessionById(db, id) : undefined;
+      if (!session) throw new NotFoundError(messages.sessionNotFound);
+      return this.get(session.organization_id, id);
+    },
+
     /** A scribe's sessions, newest first, with their first message. */
     async listForScribe(scribeId: string, limit = 50) {
       return queries.listSessionsOfScribe(db, scribeId, limit);

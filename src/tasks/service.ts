@@ -26,6 +26,13 @@ export function createTaskService({ db, clock, onOpened = () => {} }: { db: Db; 
       return { ...task, events: await queries.findTaskEvents(db, id) };
     },
 
+    /** A task by id alone, whatever its organization: for operators (the admin CLI), never for the API. */
+    async find(id: string): Promise<WorkedTaskRow & { events: TaskEventRow[] }> {
+      const task = UUID_PATTERN.test(id) ? await queries.findTaskById(db, id) : undefined;
+      if (!task) throw new NotFoundError(messages.taskNotFound);
+      return this.get(task.organization_id, id);
+    },
+
     async listForScribe(scribeId: string, options: { statuses?: readonly TaskStatus[]; limit?: number } = {}) {
       return queries.listTasksOfScribe(db, scribeId, { statuses: options.statuses, limit: options.limit ?? 50 });
     },
