@@ -11,9 +11,10 @@ export const DEMO = {
   userEmail: 'admin@demo.scribe.local',
   userPassword: 'demo-password',
   scribes: [
-    { slug: 'atlas', name: 'Atlas', state: 'active' },
-    { slug: 'hermes', name: 'Hermes', state: 'powered_off' },
-    { slug: 'nova', name: 'Nova', state: 'unprovisioned' },
+    // The builtin agent answers offline; switch one to `openai` with `admin scribe set-agent`.
+    { slug: 'atlas', name: 'Atlas', state: 'active', agent: 'builtin', instructions: 'You handle customer research: companies, contacts and follow-ups.' },
+    { slug: 'hermes', name: 'Hermes', state: 'powered_off', agent: 'builtin', instructions: 'You carry messages between teams.' },
+    { slug: 'nova', name: 'Nova', state: 'unprovisioned', agent: 'builtin', instructions: '' },
   ],
   tasks: [
     { summary: 'Summarize the Q3 support tickets and list the three most common complaints.' },

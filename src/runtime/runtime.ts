@@ -71,6 +71,7 @@ export function createAgentRuntime({
   const abort = new AbortController();
   let claiming: Promise<unknown> = Promise.resolve();
   let lastTickAt: Date | null = null;
+  const finished: RuntimeTickResult = { sessions: 0, tasks: 0 };
 
   const busy = (scribeId: string) => busyByScribe.get(scribeId) ?? 0;
 
@@ -109,6 +110,7 @@ export function createAgentRuntime({
     const running = (work.kind === 'session' ? answerSession(work.row) : workTask(work.row))
       .catch((err) => logger.error({ err, [work.kind]: work.row.id }, 'agent runtime could not record its work'))
       .finally(() => {
+        finished[work.kind === 'session' ? 'sessions' : 'tasks']++;
         inFlight.delete(running);
         const left = busy(scribeId) - 1;
         if (left > 0) busyByScribe.set(scribeId, left);
@@ -121,10 +123,10 @@ export function createAgentRuntime({
   }
 
   /** Claims and starts work; resolves, once claimed, with what it started. Never throws. */
-  function claimAndStart(): Promise<Array<{ kind: Work['kind']; done: Promise<void> }>> {
+  function claimAndStart(): Promise<Array<Promise<void>>> {
     const started = claiming.then(async () => {
       try {
-        return (await claimWork()).map((work) => ({ kind: work.kind, done: start(work) }));
+        return (await claimWork()).map(start);
       } catch (err) {
         logger.error({ err }, 'agent runtime could not claim work');
         return [];
@@ -189,15 +191,15 @@ export function createAgentRuntime({
   }
 
   return {
-    /** Works everything due, slot by slot, and resolves when it is done (tests drive the runtime with it). */
+    /** Works everything due, slot by slot, and resolves with what was finished meanwhile (tests drive the runtime with it). */
     async tick(): Promise<RuntimeTickResult> {
-      const result: RuntimeTickResult = { sessions: 0, tasks: 0 };
+      const before = { ...finished };
       for (;;) {
         const started = await claimAndStart();
-        if (started.length === 0 && inFlight.size === 0) return result;
-        for (const s of started) result[s.kind === 'session' ? 'sessions' : 'tasks']++;
+        if (started.length === 0 && inFlight.size === 0) break;
         await Promise.race([...inFlight]);
       }
+      return { sessions: finished.sessions - before.sessions, tasks: finished.tasks - before.tasks };
     },
     /** Claims and starts due work without waiting for it (the cron job, and a nudge on new work). */
     fill,

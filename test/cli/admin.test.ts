@@ -52,6 +52,47 @@ describe('the admin CLI', function () {
     expect(un.state).to.equal('unprovisioned');
   });
 
+  it('scribe create takes --agent and --instructions; scribe set-agent changes them', async () => {
+    const scribe = await json('scribe', 'create', '--org', orgId, '--slug', 'oracle', '--name', 'Oracle', '--agent', 'openai', '--instructions', 'Be brief.');
+    expect(Object.keys(scribe)).to.deep.equal(['id', 'slug', 'state']);
+    const db = openDatabase(path.join(dir, 'scribe.sqlite'));
+    try {
+      expect(await db('scribes').where({ id: scribe.id }).first()).to.include({ agent: 'openai', instructions: 'Be brief.' });
+      expect((await db('scribes').where({ slug: 'atlas' }).first()).agent).to.equal('builtin');
+    } finally {
+      await db.destroy();
+    }
+    expect(await json('scribe', 'set-agent', '--org', orgId, '--slug', 'oracle', '--agent', 'builtin')).to.deep.equal({
+      id: scribe.id, slug: 'oracle', agent: 'builtin', instructions: 'Be brief.',
+    });
+    expect(await json('scribe', 'set-agent', '--org', orgId, '--slug', 'oracle', '--instructions', '')).to.include({ agent: 'builtin', instructions: '' });
+  });
+
+  it('session show prints a transcript; task show and task input follow a waiting task', async () => {
+    const db = openDatabase(path.join(dir, 'scribe.sqlite'));
+    try {
+      const scribe = await db('scribes').where({ slug: 'oracle' }).first();
+      const at = '2026-11-21T09:00:00.000Z';
+      await db('sessions').insert({ id: '01935f00-0000-7000-8000-0000000005e1', organization_id: orgId, scribe_id: scribe.id, state: 'waiting', reply_due: false, created_at: at, updated_at: at });
+      await db('session_messages').insert([
+        { session_id: '01935f00-0000-7000-8000-0000000005e1', author: 'user', text: 'hi', created_at: at },
+        { session_id: '01935f00-0000-7000-8000-0000000005e1', author: 'scribe', text: 'hello', created_at: at },
+      ]);
+      expect(await json('session', 'show', '--id', '01935f00-0000-7000-8000-0000000005e1')).to.deep.equal({
+        id: '01935f00-0000-7000-8000-0000000005e1', state: 'waiting', error_message: null,
+        messages: [{ author: 'user', text: 'hi', created_at: at }, { author: 'scribe', text: 'hello', created_at: at }],
+      });
+      await db('tasks').insert({ id: '01935f00-0000-7000-8000-0000000007a5', organization_id: orgId, scribe_id: scribe.id, status: 'waiting', title: 'T', summary: 'S?', created_at: at, updated_at: at });
+      expect(await json('task', 'input', '--id', '01935f00-0000-7000-8000-0000000007a5', '--text', 'Use the Q3 data')).to.deep.equal({ id: '01935f00-0000-7000-8000-0000000007a5', status: 'open' });
+      const shown = await json('task', 'show', '--id', '01935f00-0000-7000-8000-0000000007a5');
+      expect(shown).to.include({ status: 'open', title: 'T', result: null, last_error: null });
+      expect(shown.events).to.have.length(1);
+      expect(shown.events[0]).to.include({ from: 'waiting', to: 'open', author: 'staff', text: 'Use the Q3 data' });
+    } finally {
+      await db.destroy();
+    }
+  });
+
   it('user create defaults to viewer and hashes the password with scrypt', async () => {
     const user = await json('user', 'create', '--org', orgId, '--email', 'Staff@Example.com', '--password', 'correct horse');
     expect(user).to.include({ email: 'staff@example.com', role: 'viewer' });
@@ -101,6 +142,11 @@ describe('the admin CLI', function () {
     ['an unknown org', ['scribe', 'create', '--org', '00000000-0000-0000-0000-000000000000', '--slug', 'x', '--name', 'X'], /Organization not found/],
     ['a bad state', ['scribe', 'create', '--org', '__ORG__', '--slug', 'y', '--name', 'Y', '--state', 'asleep'], /State must be one of/],
     ['a bad slug', ['scribe', 'create', '--org', '__ORG__', '--slug', 'Bad Slug', '--name', 'Z'], /Slug must match/],
+    ['a bad agent', ['scribe', 'create', '--org', '__ORG__', '--slug', 'w', '--name', 'W', '--agent', 'gpt'], /Agent must be one of builtin, openai/],
+    ['set-agent with a bad agent', ['scribe', 'set-agent', '--org', '__ORG__', '--slug', 'atlas', '--agent', 'gpt'], /Agent must be one of builtin, openai/],
+    ['an unknown session', ['session', 'show', '--id', '01935f00-0000-7000-8000-000000000000'], /Session not found/],
+    ['input to a task that is not waiting', ['task', 'input', '--id', '01935f00-0000-7000-8000-0000000007a5', '--text', 'again'], /Only a waiting task can be given input/],
+    ['an unknown task', ['task', 'show', '--id', 'nope'], /Task not found/],
     ['set-state on an unknown scribe', ['scribe', 'set-state', '--org', '__ORG__', '--slug', 'nobody', '--state', 'active'], /Scribe not found/],
     ['a duplicate email', ['user', 'create', '--org', '__ORG__', '--email', 'staff@example.com', '--password', 'whatever1'], /Email is already used/],
     ['a short password', ['user', 'create', '--org', '__ORG__', '--email', 'new@example.com', '--password', 'short'], /at least 8/],

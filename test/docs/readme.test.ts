@@ -7,6 +7,7 @@ import { tempDir } from '../helpers/harness.js';
 import { startProcess } from '../helpers/process.js';
 
 const README = fileURLToPath(new URL('../../README.md', import.meta.url));
+const ADMIN = fileURLToPath(new URL('../../src/cli/admin.ts', import.meta.url));
 
 /** The shell blocks of the README's "Trying the API" section, as written. */
 function exampleBlocks(): string[] {
@@ -33,11 +34,13 @@ describe('the README', function () {
       // Records each call's status, passes its body on unchanged (also into pipes and $(...)).
       const wrapper = [
         'set -euo pipefail',
+        // `npm run --silent admin -- …` runs the CLI from source, on the demo's data.
+        `npm() { shift 4; node --import tsx "$ADMIN" "$@"; }`,
         `curl() { local out; out=$(command curl -w '\\n%{http_code}' "$@"); printf '%s\\n' "\${out##*$'\\n'}" >> "$STATUS_FILE"; printf '%s' "\${out%$'\\n'*}"; }`,
       ].join('\n');
       const body = script.replace(/^export SCRIBE=.*$/m, '');
       const output = await new Promise<string>((resolve, reject) => {
-        execFile('bash', ['-c', `${wrapper}\n${body}`], { env: { ...process.env, SCRIBE: demo.url, STATUS_FILE: statusFile } }, (err, stdout, stderr) =>
+        execFile('bash', ['-c', `${wrapper}\n${body}`], { env: { ...process.env, SCRIBE: demo.url, STATUS_FILE: statusFile, ADMIN, DATA_DIR: dataDir } }, (err, stdout, stderr) =>
           err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
         );
       });
@@ -49,6 +52,12 @@ describe('the README', function () {
       expect(output).to.include('"Name":"Ada Lovelace"');
       expect(output).to.include('"error":"Invalid search query: expected a term after \\"&&\\" at position 12"');
       expect(output).to.include('{"data":null,"meta":{},"error":"Unauthorized"}');
+      // The chat session, as the admin CLI prints it: answered by the builtin agent.
+      const session = JSON.parse(/\{"id":"[0-9a-f-]+","state":.*?"messages":\[.*?\]\}/.exec(output)![0]);
+      expect(session.state).to.equal('waiting');
+      expect(session.messages.map((m: { author: string }) => m.author)).to.deep.equal(['user', 'scribe']);
+      expect(session.messages[1].text).to.match(/^Here is what I found for "acme":\n- Acme/);
+      expect(output).to.include('{"error":"message must be a string"}');
     } finally {
       demo.child.kill('SIGTERM');
       await demo.exited;

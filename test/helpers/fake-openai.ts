@@ -1,0 +1,87 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** What the fake does with one request to /v1/chat/completions. */
+export type Step =
+  | { reply: string }
+  | { toolCalls: Array<{ name: string; arguments: unknown }> }
+  | { status: number; body?: unknown; headers?: Record<string, string> }
+  | { hang: true };
+
+export interface SeenRequest {
+  headers: http.IncomingHttpHeaders;
+  body: {
+    model: string;
+    messages: Array<{ role: string; content: string | null; tool_calls?: unknown[]; tool_call_id?: string }>;
+    tools?: Array<{ function: { name: string } }>;
+  };
+}
+
+/**
+ * A local server speaking the Chat Completions protocol, tool calls included. Each request
+ * takes the next scripted step; requests are recorded so tests can check what was sent.
+ */
+export async function startFakeOpenAi() {
+  const steps: Step[] = [];
+  const seen: SeenRequest[] = [];
+  const hanging = new Set<http.ServerResponse>();
+  let calls = 0;
+
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (chunk) => (raw += chunk));
+    req.on('end', () => {
+      if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+        res.writeHead(404).end();
+        return;
+      }
+      seen.push({ headers: req.headers, body: JSON.parse(raw) });
+      const step = steps.shift() ?? { status: 500, body: { error: { message: 'no step scripted' } } };
+      if ('hang' in step) {
+        hanging.add(res);
+        return;
+      }
+      if ('status' in step) {
+        res.writeHead(step.status, { 'content-type': 'application/json', ...step.headers }).end(JSON.stringify(step.body ?? { error: { message: `status ${step.status}` } }));
+        return;
+      }
+      calls++;
+      const message =
+        'reply' in step
+          ? { role: 'assistant', content: step.reply }
+          : {
+              role: 'assistant',
+              content: null,
+              tool_calls: step.toolCalls.map((c, i) => ({
+                id: `call_${calls}_${i}`,
+                type: 'function',
+                function: { name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments) },
+              })),
+            };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: `chatcmpl-${calls}`,
+          object: 'chat.completion',
+          created: 1_763_700_000,
+          model: seen.at(-1)!.body.model,
+          choices: [{ index: 0, message, finish_reason: 'reply' in step ? 'stop' : 'tool_calls' }],
+        }),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    seen,
+    script(...next: Step[]) {
+      steps.push(...next);
+    },
+    async close() {
+      for (const res of hanging) res.destroy();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

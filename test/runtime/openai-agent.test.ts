@@ -1,0 +1,185 @@
+import { expect } from 'chai';
+import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
+import { startFakeOpenAi } from '../helpers/fake-openai.js';
+
+describe('the openai agent, against a local server speaking the protocol', () => {
+  let h: Harness;
+  let fake: Awaited<ReturnType<typeof startFakeOpenAi>>;
+  let t: Tenant;
+  let contactsId: string;
+
+  before(async () => {
+    fake = await startFakeOpenAi();
+    h = await createHarness({
+      env: { OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'sk-test', OPENAI_MODEL: 'test-model', OPENAI_TIMEOUT_MS: '300', OPENAI_MAX_RETRIES: '1' },
+      options: { runOnNewWork: false, dispatchOnAccept: false },
+    });
+    t = await h.tenant({ slug: 'oracle' });
+    await h.services.scribes.setAgent(t.organizationId, 'oracle', { agent: 'openai', instructions: 'Answer like a librarian.' });
+    contactsId = (await h.services.entryTypes.create(t.organizationId, { name: 'Contacts', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Age', type: 'number' }] })).id;
+  });
+  after(async () => {
+    await h.close();
+    await fake.close();
+  });
+  beforeEach(() => {
+    fake.seen.length = 0;
+  });
+
+  async function chat(message: string, extra: object = {}): Promise<string> {
+    const res = await h.api.post('/api/v1/scribes/oracle/chat').set(t.headers).send({ message, ...extra });
+    expect(res.status).to.equal(202);
+    await h.services.runtime.tick();
+    return res.body.session_id;
+  }
+  const session = (id: string) => h.db('sessions').where({ id }).first();
+  const transcript = (id: string) => h.db('session_messages').where({ session_id: id }).orderBy('id').select('author', 'text');
+
+  it('sends the model, key, instructions and transcript, and records a plain reply', async () => {
+    fake.script({ reply: 'Good morning. How may I help?' });
+    const id = await chat('Good morning');
+    expect(await session(id)).to.include({ state: 'waiting', error_message: null });
+    expect(await transcript(id)).to.deep.equal([
+      { author: 'user', text: 'Good morning' },
+      { author: 'scribe', text: 'Good morning. How may I help?' },
+    ]);
+    const [request] = fake.seen;
+    expect(request!.headers.authorization).to.equal('Bearer sk-test');
+    expect(request!.body.model).to.equal('test-model');
+    expect(request!.body.messages[0]!.role).to.equal('system');
+    expect(request!.body.messages[0]!.content).to.include('You are oracle').and.include('Your instructions:\nAnswer like a librarian.');
+    expect(request!.body.messages.slice(1)).to.deep.equal([{ role: 'user', content: 'Good morning' }]);
+    expect(request!.body.tools!.map((tool) => tool.function.name)).to.deep.equal(['list_entry_types', 'search_entries', 'create_entry', 'update_entry', 'list_tasks', 'reply']);
+  });
+
+  it('runs a tool call that creates an entry through the entry service, returns its result to the model, then replies', async () => {
+    fake.script(
+      { toolCalls: [{ name: 'create_entry', arguments: { entry_type: 'contacts', fields: { Name: 'Ada Lovelace', Age: 36 } } }] },
+      { toolCalls: [{ name: 'reply', arguments: { text: 'I added Ada Lovelace to Contacts.' } }] },
+    );
+    const id = await chat('Please add Ada Lovelace, 36, to contacts');
+    const rows = await h.db('entries').where({ entry_type_id: contactsId });
+    expect(rows).to.have.length(1);
+    expect(JSON.parse(rows[0].fields)).to.deep.equal({ Name: 'Ada Lovelace', Age: 36 });
+    expect(rows[0].organization_id).to.equal(t.organizationId);
+    const toolMessage = fake.seen[1]!.body.messages.at(-1)!;
+    expect(toolMessage.role).to.equal('tool');
+    expect(toolMessage.tool_call_id).to.equal(fake.seen[1]!.body.messages.at(-2)!.tool_calls && (fake.seen[1]!.body.messages.at(-2)!.tool_calls as Array<{ id: string }>)[0]!.id);
+    expect(JSON.parse(toolMessage.content!)).to.include({ id: rows[0].id, entry_type_id: contactsId });
+    expect((await transcript(id)).at(-1)).to.deep.equal({ author: 'scribe', text: 'I added Ada Lovelace to Contacts.' });
+    expect((await session(id)).state).to.equal('waiting');
+  });
+
+  it('hands refused tool calls back to the model as errors, so it can correct itself', async () => {
+    fake.script(
+      { toolCalls: [{ name: 'create_entry', arguments: '{not json' }] },
+      { toolCalls: [{ name: 'create_entry', arguments: { entry_type: 'Contacts', fields: { Age: 'old' } } }] },
+      { toolCalls: [{ name: 'search_entries', arguments: { query: 'Age>' } }] },
+      { toolCalls: [{ name: 'no_such_tool', arguments: {} }] },
+      { reply: 'Sorry, I could not do that.' },
+    );
+    const id = await chat('add someone');
+    const toolResults = fake.seen.slice(1).map((r) => JSON.parse(r.body.messages.at(-1)!.content!));
+    expect(toolResults[0]).to.deep.equal({ error: 'arguments are not valid JSON' });
+    expect(toolResults[1].error).to.be.a('string').and.match(/Age|Name/);
+    expect(toolResults[2].error).to.match(/^Invalid search query: /);
+    expect(toolResults[3]).to.deep.equal({ error: 'unknown tool' });
+    expect((await transcript(id)).at(-1)).to.deep.equal({ author: 'scribe', text: 'Sorry, I could not do that.' });
+    expect(await h.db('entries').where({ entry_type_id: contactsId }).count({ n: '*' }).first()).to.deep.equal({ n: 1 });
+  });
+
+  it('completes the session when the model ends it with the reply tool', async () => {
+    fake.script({ toolCalls: [{ name: 'reply', arguments: { text: 'Goodbye.', end_session: true } }] });
+    const id = await chat('That is all, thanks');
+    expect(await session(id)).to.include({ state: 'completed', error_message: null });
+  });
+
+  it('retries after a 429 and succeeds', async () => {
+    fake.script({ status: 429, headers: { 'retry-after-ms': '10' }, body: { error: { message: 'slow down' } } }, { reply: 'Here I am.' });
+    const id = await chat('hello?');
+    expect(fake.seen).to.have.length(2);
+    expect(await session(id)).to.include({ state: 'waiting', error_message: null });
+    expect((await transcript(id)).at(-1)).to.deep.equal({ author: 'scribe', text: 'Here I am.' });
+  });
+
+  it('records a timeout as the session\'s failure once the retries are used up', async () => {
+    fake.script({ hang: true }, { hang: true });
+    const id = await chat('hello?');
+    expect(fake.seen).to.have.length(2);
+    expect(await session(id)).to.include({ state: 'failed', error_message: 'the model endpoint timed out after 0.3s' });
+    expect((await transcript(id)).at(-1)).to.deep.equal({ author: 'system', text: 'The scribe could not answer: the model endpoint timed out after 0.3s' });
+  });
+
+  it('records a server error with the endpoint\'s message after retrying', async () => {
+    fake.script({ status: 503, body: { error: { message: 'overloaded' } }, headers: { 'retry-after-ms': '5' } }, { status: 503, body: { error: { message: 'overloaded' } } });
+    const id = await chat('hello?');
+    expect(fake.seen).to.have.length(2);
+    expect(await session(id)).to.include({ state: 'failed', error_message: 'the model endpoint answered HTTP 503: overloaded' });
+  });
+
+  it('does not retry a 400 and records it', async () => {
+    fake.script({ status: 400, body: { error: { message: 'model not found' } } });
+    const id = await chat('hello?');
+    expect(fake.seen).to.have.length(1);
+    expect((await session(id)).error_message).to.equal('the model endpoint answered HTTP 400: model not found');
+  });
+
+  it('fails a conversation that never finishes its tool calls', async () => {
+    for (let i = 0; i < 8; i++) fake.script({ toolCalls: [{ name: 'list_tasks', arguments: {} }] });
+    const id = await chat('loop');
+    expect(fake.seen).to.have.length(8);
+    expect((await session(id)).error_message).to.equal('the model did not finish within 8 rounds of tool calls');
+  });
+
+  describe('tasks', () => {
+    async function task(input: object): Promise<string> {
+      const res = await h.api.post('/api/v1/scribes/oracle/requests').set(t.headers).send({ task: input });
+      await h.services.dispatcher.tick();
+      const receipt = (await h.api.get(`/api/v1/requests/${res.body.request.id}`).set(t.headers)).body.request;
+      await h.services.runtime.tick();
+      return receipt.entity_id;
+    }
+
+    it('marks a task done with the model\'s result note', async () => {
+      fake.script({ toolCalls: [{ name: 'complete_task', arguments: { result: 'Filed the report.' } }] });
+      const id = await task({ summary: 'File the report', acceptance_criteria: 'Filed' });
+      expect(await h.db('tasks').where({ id }).first()).to.include({ status: 'done', result: 'Filed the report.' });
+      const sent = fake.seen[0]!.body;
+      expect(sent.messages[1]!.content).to.equal('Task: File the report\nSummary: File the report\nAcceptance criteria: Filed');
+      expect(sent.tools!.map((tool) => tool.function.name)).to.include.members(['complete_task', 'ask_for_input']).and.not.include('reply');
+    });
+
+    it('puts a task on hold with the model\'s question, and sends the staff input when it resumes', async () => {
+      fake.script({ toolCalls: [{ name: 'ask_for_input', arguments: { question: 'Which report?' } }] });
+      const id = await task({ summary: 'File a report' });
+      expect((await h.db('tasks').where({ id }).first()).status).to.equal('waiting');
+      fake.script({ reply: 'Filed the Q3 report.' });
+      await h.services.tasks.giveInput(t.organizationId, id, 'The Q3 one');
+      await h.services.runtime.tick();
+      expect(await h.db('tasks').where({ id }).first()).to.include({ status: 'done', result: 'Filed the Q3 report.' });
+      expect(fake.seen.at(-1)!.body.messages[1]!.content).to.include('Your earlier note: Which report?\nStaff input: The Q3 one');
+    });
+
+    it('records a failure on the task and puts it on hold', async () => {
+      fake.script({ status: 500, body: { error: { message: 'boom' } }, headers: { 'retry-after-ms': '5' } }, { status: 500, body: { error: { message: 'boom' } } });
+      const id = await task({ summary: 'Doomed', acceptance_criteria: 'n/a' });
+      expect(await h.db('tasks').where({ id }).first()).to.include({ status: 'waiting', last_error: 'the model endpoint answered HTTP 500: boom' });
+    });
+  });
+
+  it('fails work clearly when no model is configured', async () => {
+    const bare = await createHarness({ options: { runOnNewWork: false } });
+    try {
+      const other = await bare.tenant({ slug: 'unset' });
+      await bare.services.scribes.setAgent(other.organizationId, 'unset', { agent: 'openai' });
+      const res = await bare.api.post('/api/v1/scribes/unset/chat').set(other.headers).send({ message: 'hi' });
+      await bare.services.runtime.tick();
+      expect(await bare.db('sessions').where({ id: res.body.session_id }).first()).to.include({
+        state: 'failed',
+        error_message: 'the openai agent is not configured (set OPENAI_MODEL)',
+      });
+    } finally {
+      await bare.close();
+    }
+  });
+});
