@@ -12,7 +12,7 @@ export async function provision(dataDir: string, slug = 'atlas') {
   const config = loadConfig({ DATA_DIR: dataDir });
   const db = openDatabase(config.databaseFile);
   await migrateToLatest(db);
-  const services = createServices({ config, db, logger: createLogger('silent'), options: { dispatchOnAccept: false } });
+  const services = createServices({ config, db, logger: createLogger('silent'), options: { dispatchOnAccept: false, runOnNewWork: false } });
   const org = await services.organizations.createOrganization({ name: 'Provisioned' });
   const { key } = await services.organizations.createApiKey({ organizationId: org.id });
   const scribe = await services.scribes.create({ organizationId: org.id, slug, name: slug });
