@@ -18,28 +18,22 @@ export interface Candidate {
 const unclaimed = (table: string, now: string) => (q: import('knex').Knex.QueryBuilder) =>
   q.whereNull(`${table}.claim_token`).orWhere(`${table}.lease_until`, '<=', now);
 
-/** Sessions owing an answer, of active scribes, oldest first (served by sessions_reply_queue). */
-export async function dueSessions(db: Db, now: string, limit: number): Promise<Candidate[]> {
-  return db('sessions as s')
-    .join('scribes as c', 'c.id', 's.scribe_id')
-    .whereRaw('s.reply_due = 1')
-    .where('c.state', 'active')
-    .where(unclaimed('s', now))
-    .orderBy('s.created_at')
-    .limit(limit)
-    .select('s.id', 's.scribe_id');
-}
+/** What makes each kind of work due; both conditions match their table's partial index exactly. */
+const DUE = {
+  sessions: 'reply_due = 1', // sessions_reply_queue
+  tasks: "status in ('open', 'in_progress')", // tasks_work_queue (in_progress: left by a crash)
+} as const;
 
-/** Open tasks (and in-progress ones left by a crash) of active scribes, oldest first (tasks_work_queue). */
-export async function dueTasks(db: Db, now: string, limit: number): Promise<Candidate[]> {
-  return db('tasks as t')
-    .join('scribes as c', 'c.id', 't.scribe_id')
-    .whereRaw("t.status in ('open', 'in_progress')")
+/** Due sessions or tasks of active scribes that no live claim holds, oldest first. */
+export async function dueWork(db: Db, table: keyof typeof DUE, now: string, limit: number): Promise<Candidate[]> {
+  return db(`${table} as w`)
+    .join('scribes as c', 'c.id', 'w.scribe_id')
+    .whereRaw(`w.${DUE[table]}`)
     .where('c.state', 'active')
-    .where(unclaimed('t', now))
-    .orderBy('t.created_at')
+    .where(unclaimed('w', now))
+    .orderBy('w.created_at')
     .limit(limit)
-    .select('t.id', 't.scribe_id');
+    .select('w.id', 'w.scribe_id');
 }
 
 /** Takes a due session; `running` unless it was ended at once (it stays `completed`). Undefined if another worker was first. */

@@ -88,11 +88,11 @@ export function createAgentRuntime({
     const fits = (scribeId: string) => busy(scribeId) + (taken.get(scribeId) ?? 0) < options.perScribe;
     const work: Work[] = [];
     const sources = [
-      { due: queries.dueSessions, claim: (id: string) => queries.claimSession(db, id, terms).then((row) => row && ({ kind: 'session', row }) as Work) },
-      { due: queries.dueTasks, claim: (id: string) => queries.claimTask(db, id, terms).then((row) => row && ({ kind: 'task', row }) as Work) },
-    ];
+      { table: 'sessions', claim: (id: string) => queries.claimSession(db, id, terms).then((row) => row && ({ kind: 'session', row }) as Work) },
+      { table: 'tasks', claim: (id: string) => queries.claimTask(db, id, terms).then((row) => row && ({ kind: 'task', row }) as Work) },
+    ] as const;
     for (const source of sources) {
-      for (const candidate of await source.due(db, terms.now, window)) {
+      for (const candidate of await queries.dueWork(db, source.table, terms.now, window)) {
         if (work.length >= free) return work;
         if (!fits(candidate.scribe_id)) continue;
         const claimed = await source.claim(candidate.id);

@@ -42,6 +42,25 @@ async function dispatcherThroughput(dataDir: string, organizationId: string, scr
   return { n, seconds, perSecond: Math.round(n / seconds) };
 }
 
+/** `samples` POSTs one after another, 20 ms apart, to an idle server; returns what `idOf` picks from each answer. */
+async function sequentialPosts(url: string, key: string, bodyOf: (i: number) => object, idOf: (body: never) => string, samples: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < samples; i++) {
+    const res = await fetch(url, { method: 'POST', headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(bodyOf(i)) });
+    ids.push(idOf((await res.json()) as never));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  // Let the last ones finish.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  return ids;
+}
+
+function percentiles(latencies: number[], samples: number) {
+  if (latencies.length !== samples) throw new Error(`only ${latencies.length} of ${samples} finished`);
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return { samples, p50: sorted[Math.floor(samples / 2)]!, p99: sorted[Math.floor(samples * 0.99)]! };
+}
+
 /** The builtin agent working the open tasks the dispatcher left (one process, default concurrency). */
 async function runtimeThroughput(dataDir: string, expected: number) {
   const config = loadConfig({ DATA_DIR: dataDir });
@@ -58,17 +77,8 @@ async function runtimeThroughput(dataDir: string, expected: number) {
 
 /** Sequential chat messages to an idle server; latency from the session's created_at to the scribe's reply. */
 async function idleChatLatency(url: string, key: string, dataDir: string, samples: number) {
-  const ids: string[] = [];
-  for (let i = 0; i < samples; i++) {
-    const res = await fetch(`${url}/api/v1/scribes/bench/chat`, {
-      method: 'POST',
-      headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ message: i % 2 ? 'What are you working on?' : `Anything about item ${i}?` }),
-    });
-    ids.push(((await res.json()) as { session_id: string }).session_id);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  const bodyOf = (i: number) => ({ message: i % 2 ? 'What are you working on?' : `Anything about item ${i}?` });
+  const ids = await sequentialPosts(`${url}/api/v1/scribes/bench/chat`, key, bodyOf, (b: { session_id: string }) => b.session_id, samples);
   const db = openDatabase(path.join(dataDir, 'scribe.sqlite'));
   const rows = await db('sessions as s')
     .join('session_messages as m', 'm.session_id', 's.id')
@@ -76,30 +86,17 @@ async function idleChatLatency(url: string, key: string, dataDir: string, sample
     .where('m.author', 'scribe')
     .select('s.created_at', 'm.created_at as replied_at');
   await db.destroy();
-  const latencies = rows.map((r) => Date.parse(r.replied_at) - Date.parse(r.created_at)).sort((a, b) => a - b);
-  if (latencies.length !== samples) throw new Error(`only ${latencies.length} of ${samples} answered`);
-  return { samples, p50: latencies[Math.floor(samples / 2)]!, p99: latencies[Math.floor(samples * 0.99)]! };
+  return percentiles(rows.map((r) => Date.parse(r.replied_at) - Date.parse(r.created_at)), samples);
 }
 
 /** Sequential submits to an idle server; latency from the receipt's own created_at to completed_at. */
 async function idleDispatchLatency(url: string, key: string, dataDir: string, samples: number) {
-  const ids: string[] = [];
-  for (let i = 0; i < samples; i++) {
-    const res = await fetch(`${url}/api/v1/scribes/bench/requests`, {
-      method: 'POST',
-      headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ task: { summary: `latency ${i}` } }),
-    });
-    ids.push(((await res.json()) as { request: { id: string } }).request.id);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  const bodyOf = (i: number) => ({ task: { summary: `latency ${i}` } });
+  const ids = await sequentialPosts(`${url}/api/v1/scribes/bench/requests`, key, bodyOf, (b: { request: { id: string } }) => b.request.id, samples);
   const db = openDatabase(path.join(dataDir, 'scribe.sqlite'));
-  const rows = await db('requests').whereIn('id', ids).select('status', 'created_at', 'completed_at');
+  const rows = await db('requests').whereIn('id', ids).where({ status: 'fulfilled' }).select('created_at', 'completed_at');
   await db.destroy();
-  const latencies = rows.filter((r) => r.status === 'fulfilled').map((r) => Date.parse(r.completed_at) - Date.parse(r.created_at)).sort((a, b) => a - b);
-  if (latencies.length !== samples) throw new Error(`only ${latencies.length} of ${samples} fulfilled`);
-  return { samples, p50: latencies[Math.floor(samples / 2)]!, p99: latencies[Math.floor(samples * 0.99)]! };
+  return percentiles(rows.map((r) => Date.parse(r.completed_at) - Date.parse(r.created_at)), samples);
 }
 
 export async function benchApi(dataDir: string): Promise<void> {
