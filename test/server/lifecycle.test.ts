@@ -5,6 +5,7 @@ import { eventually, tempDir } from '../helpers/harness.js';
 import { runToExit, startProcess } from '../helpers/process.js';
 import { startFileServer } from '../helpers/file-server.js';
 import { provision } from '../helpers/provision.js';
+import { startFakeOpenAi } from '../helpers/fake-openai.js';
 
 describe('the server process', function () {
   this.timeout(60_000);
@@ -71,6 +72,95 @@ describe('the server process', function () {
     } finally {
       server.child.kill('SIGKILL');
     }
+  });
+
+  describe('agent work in flight', () => {
+    /** A data dir whose scribe uses the openai agent against a fake that hangs until told otherwise. */
+    async function setUp() {
+      const fake = await startFakeOpenAi();
+      const dataDir = tempDir();
+      const { services, key, scribe, organizationId, close } = await provision(dataDir);
+      await services.scribes.setAgent(organizationId, scribe.slug, { agent: 'openai' });
+      const env = { DATA_DIR: dataDir, OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODEL: 'm', OPENAI_MAX_RETRIES: '0' };
+      await close();
+      const post = async (url: string, path: string, body: object) =>
+        (await fetch(`${url}${path}`, { method: 'POST', headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<Record<string, never>>;
+      const read = async <T>(fn: (db: ReturnType<typeof openDatabase>) => Promise<T>) => {
+        const db = openDatabase(path.join(dataDir, 'scribe.sqlite'));
+        try {
+          return await fn(db);
+        } finally {
+          await db.destroy();
+        }
+      };
+      return { fake, env, post, read, slug: scribe.slug };
+    }
+
+    it('answers, after a restart, a session and a task a killed process held, each exactly once', async () => {
+      const { fake, env, post, read, slug } = await setUp();
+      fake.script({ hang: true }, { hang: true });
+      const first = await startProcess('src/main.ts', env);
+      let sessionId: string;
+      try {
+        sessionId = (await post(first.url, `/api/v1/scribes/${slug}/chat`, { message: 'hello' })).session_id;
+        await post(first.url, `/api/v1/scribes/${slug}/requests`, { task: { summary: 'Work', acceptance_criteria: 'ok' } });
+        await eventually(async () => (fake.seen.length === 2 ? true : undefined), 5000);
+      } finally {
+        first.child.kill('SIGKILL');
+        await first.exited;
+      }
+      const held = await read(async (db) => ({ session: await db('sessions').where({ id: sessionId }).first(), task: await db('tasks').first() }));
+      expect(held.session).to.include({ state: 'running', reply_due: 1 });
+      expect(held.task).to.include({ status: 'in_progress' });
+      expect(held.session.claim_token).to.be.a('string');
+      // Five minutes pass: the dead process's leases run out.
+      await read((db) => Promise.all(['sessions', 'tasks'].map((t) => db(t).update({ lease_until: '2000-01-01T00:00:00.000Z' }))));
+
+      fake.script({ reply: 'Recovered.' }, { reply: 'Recovered.' });
+      const second = await startProcess('src/main.ts', env);
+      try {
+        await eventually(() => read(async (db) => ((await db('tasks').first()).status === 'done' && (await db('sessions').where({ id: sessionId }).first()).state === 'waiting' ? true : undefined)), 5000);
+        second.child.kill('SIGTERM');
+        expect(await second.exited).to.equal(0);
+      } finally {
+        second.child.kill('SIGKILL');
+        await fake.close();
+      }
+      const after = await read(async (db) => ({
+        messages: await db('session_messages').where({ session_id: sessionId }).orderBy('id').select('author', 'text'),
+        events: await db('task_events').orderBy('id').select('to_status'),
+      }));
+      expect(after.messages).to.deep.equal([{ author: 'user', text: 'hello' }, { author: 'scribe', text: 'Recovered.' }]);
+      expect(after.events.map((e) => e.to_status)).to.deep.equal(['open', 'in_progress', 'done']);
+    });
+
+    it('gives work back on SIGTERM without waiting for the model, and the next start answers it at once', async () => {
+      const { fake, env, post, read, slug } = await setUp();
+      fake.script({ hang: true });
+      const first = await startProcess('src/main.ts', { ...env, OPENAI_TIMEOUT_MS: '60000' });
+      let sessionId: string;
+      try {
+        sessionId = (await post(first.url, `/api/v1/scribes/${slug}/chat`, { message: 'hello' })).session_id;
+        await eventually(async () => (fake.seen.length === 1 ? true : undefined), 5000);
+        const stopping = Date.now();
+        first.child.kill('SIGTERM');
+        expect(await first.exited).to.equal(0);
+        expect(Date.now() - stopping, 'stops without waiting for the model').to.be.below(5000);
+      } finally {
+        first.child.kill('SIGKILL');
+      }
+      expect(await read((db) => db('sessions').where({ id: sessionId }).first())).to.include({ state: 'running', reply_due: 1, claim_token: null, lease_until: null });
+
+      fake.script({ reply: 'Here now.' });
+      const second = await startProcess('src/main.ts', env);
+      try {
+        await eventually(() => read(async (db) => ((await db('sessions').where({ id: sessionId }).first()).state === 'waiting' ? true : undefined)), 5000);
+      } finally {
+        second.child.kill('SIGKILL');
+        await second.exited;
+        await fake.close();
+      }
+    });
   });
 
   it('refuses to start with a bad variable, naming it', async () => {
