@@ -84,7 +84,7 @@ describe('the server process', function () {
       const env = { DATA_DIR: dataDir, OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODEL: 'm', OPENAI_MAX_RETRIES: '0' };
       await close();
       const post = async (url: string, path: string, body: object) =>
-        (await fetch(`${url}${path}`, { method: 'POST', headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<Record<string, never>>;
+        (await fetch(`${url}${path}`, { method: 'POST', headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<{ session_id: string }>;
       const read = async <T>(fn: (db: ReturnType<typeof openDatabase>) => Promise<T>) => {
         const db = openDatabase(path.join(dataDir, 'scribe.sqlite'));
         try {
