@@ -37,6 +37,20 @@ export function presentEntry(row: ServedEntryRow): ApiEntry {
   };
 }
 
+/**
+ * The JSON of `presentEntry(row)`, built without parsing and re-serializing the stored
+ * fields: `entries.fields` is always written by JSON.stringify (see `save`), so it is
+ * spliced in as it is. A page of 100 entries costs a third as much this way
+ * (docs/performance.md); a test checks that both give the same text.
+ */
+export function entryJson(row: ServedEntryRow): string {
+  return (
+    `{"id":${JSON.stringify(row.id)},"entry_type_id":${JSON.stringify(row.entry_type_id)},"fields":${row.fields},` +
+    `"draft":${Boolean(row.draft)},"archived":${row.archived_at !== null},` +
+    `"created_at":${JSON.stringify(row.created_at)},"updated_at":${JSON.stringify(row.updated_at)}}`
+  );
+}
+
 export interface EntryInput {
   fields?: unknown;
   draft?: boolean;
@@ -44,6 +58,14 @@ export interface EntryInput {
 }
 
 export type EntryService = ReturnType<typeof createEntryService>;
+
+interface ListOptions {
+  limit: number;
+  after?: unknown;
+  q?: string;
+  includeDrafts: boolean;
+  includeArchived: boolean;
+}
 
 export function createEntryService({
   db,
@@ -126,14 +148,18 @@ export function createEntryService({
       return presentEntry(row);
     },
 
+    /** A page of a type's entries as `listRows` finds them, each presented as the API shows it. */
+    async list(type: EntryTypeWithFields, options: ListOptions): Promise<{ entries: ApiEntry[]; nextCursor: string | null }> {
+      const page = await this.listRows(type, options);
+      return { entries: page.rows.map(presentEntry), nextCursor: page.nextCursor };
+    },
+
     /**
-     * A page of a type's entries, oldest first, with the search `q` applied;
-     * `next_cursor` is null exactly when no further entry exists.
+     * A page of a type's entries, oldest first, with the search `q` applied, as stored rows
+     * (the API route serializes them with `entryJson`); `nextCursor` is null exactly when
+     * no further entry exists.
      */
-    async list(
-      type: EntryTypeWithFields,
-      options: { limit: number; after?: unknown; q?: string; includeDrafts: boolean; includeArchived: boolean },
-    ): Promise<{ entries: ApiEntry[]; nextCursor: string | null }> {
+    async listRows(type: EntryTypeWithFields, options: ListOptions): Promise<{ rows: ServedEntryRow[]; nextCursor: string | null }> {
       const after = decodeAfter(options.after, (id) => UUID_PATTERN.test(id));
       const filter = await compileSearch(db, type, options.q ?? '', { driveLimit: searchDriveLimit });
       const rows = await queries.listEntries(db, {
@@ -145,7 +171,7 @@ export function createEntryService({
         limit: options.limit + 1,
       });
       const page = keysetPage(rows, options.limit);
-      return { entries: page.items.map(presentEntry), nextCursor: page.nextCursor };
+      return { rows: page.items, nextCursor: page.nextCursor };
     },
   };
 }

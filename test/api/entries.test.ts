@@ -118,7 +118,11 @@ describe('GET /api/v1/entry_types/:entry_type_id/entries (spec 4.6)', () => {
     const { t, ids, url } = await setup(3);
     const res = await h.api.get(url('?limit=2')).set(t.headers);
     expect(res.status).to.equal(200);
+    expect(res.headers['content-type']).to.equal('application/json; charset=utf-8');
     expect(Object.keys(res.body)).to.deep.equal(['data', 'meta', 'error']);
+    // The page is built as text; it must be what the single-entry endpoint serves, entry by entry.
+    const one = await h.api.get(`/api/v1/entries/${ids[0]}`).set(t.headers);
+    expect(res.body.data[0]).to.deep.equal(one.body.data);
     expect(res.body.data.map((e: { id: string }) => e.id)).to.deep.equal(ids.slice(0, 2));
     expect(res.body.meta).to.have.keys(['next_cursor', 'limit']);
     expect(res.body.meta.limit).to.equal(2);
