@@ -52,6 +52,24 @@ export interface LinkRow {
   target_entry_id: string;
 }
 
+/**
+ * An entry as the API serves it (contract: `{id, entry_type_id, fields, draft, archived,
+ * created_at, updated_at}`), built by the database as JSON text: the stored `fields` (always
+ * written by JSON.stringify) spliced in, ids and timestamps that need no escaping around
+ * it. Plain SQL (`||`, CASE), the same on PostgreSQL. One value per row instead of seven:
+ * turning column values into JavaScript is most of what reading a page costs
+ * (docs/performance.md).
+ */
+const ENTRY_JSON_SQL = [
+  `'{"id":"' || e.id`,
+  `'","entry_type_id":"' || e.entry_type_id`,
+  `'","fields":' || e.fields`,
+  `',"draft":' || (case when e.draft then 'true' else 'false' end)`,
+  `',"archived":' || (case when e.archived_at is null then 'false' else 'true' end)`,
+  `',"created_at":"' || e.created_at`,
+  `'","updated_at":"' || e.updated_at || '"}'`,
+].join(' || ');
+
 /** The columns an entry is served from. */
 export const ENTRY_COLUMNS = ['id', 'entry_type_id', 'fields', 'draft', 'archived_at', 'created_at', 'updated_at'] as const;
 export type ServedEntryRow = Pick<EntryRow, (typeof ENTRY_COLUMNS)[number]>;
@@ -127,7 +145,7 @@ export interface EntryListOptions {
  */
 export function listEntriesQuery(db: Db, options: EntryListOptions): Knex.QueryBuilder {
   const query = db('entries as e')
-    .select(...ENTRY_COLUMNS.map((column) => `e.${column}`))
+    .select(db.raw(`${ENTRY_JSON_SQL} as json`))
     .where('e.entry_type_id', options.entryTypeId);
   if (!options.includeDrafts) query.where('e.draft', false);
   if (!options.includeArchived) query.whereNull('e.archived_at');
@@ -136,6 +154,7 @@ export function listEntriesQuery(db: Db, options: EntryListOptions): Knex.QueryB
   return query.orderBy([{ column: 'e.created_at', order: 'asc' }, { column: 'e.id', order: 'asc' }]).limit(options.limit);
 }
 
-export async function listEntries(db: Db, options: EntryListOptions): Promise<ServedEntryRow[]> {
+/** The page's entries as the API's JSON text, one string each. */
+export async function listEntries(db: Db, options: EntryListOptions): Promise<Array<{ json: string }>> {
   return listEntriesQuery(db, options);
 }

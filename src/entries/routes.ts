@@ -3,7 +3,7 @@ import { callerOf } from '../http/api-key-auth.js';
 import { BadRequestError } from '../http/errors.js';
 import { parseFlag, parsePageLimit } from '../http/query-params.js';
 import type { EntryTypeService } from './entry-type-service.js';
-import { entryJson, type EntryService } from './entry-service.js';
+import type { EntryService } from './entry-service.js';
 import { messages as searchMessages } from './search/compile.js';
 
 export const ENTRY_LIST_LIMIT = { fallback: 100, max: 1000 };
@@ -26,10 +26,10 @@ export function entryRoutes({ auth, entryTypes, entries }: { auth: RequestHandle
     const includeArchived = parseFlag(req.query.include_archived, 'include_archived');
     const { q } = req.query;
     if (q !== undefined && typeof q !== 'string') throw new BadRequestError(searchMessages.invalidQuery('q is given more than once'));
-    const page = await entries.listRows(type, { limit, after: req.query.after, q, includeDrafts, includeArchived });
-    // Built as text: the stored fields JSON goes out as it is (entryJson).
+    const page = await entries.listJson(type, { limit, after: req.query.after, q, includeDrafts, includeArchived });
+    // The entries come as JSON text from the database (see ENTRY_JSON_SQL); sent as they are.
     const meta = JSON.stringify({ next_cursor: page.nextCursor, limit });
-    res.type('json').send(`{"data":[${page.rows.map(entryJson).join(',')}],"meta":${meta},"error":null}`);
+    res.type('json').send(`{"data":[${page.entries.join(',')}],"meta":${meta},"error":null}`);
   });
 
   return router;

@@ -25,10 +25,16 @@ export function decodeAfter(after: unknown, isId: (id: string) => boolean): Posi
  * A page from the `limit + 1` rows read after a position: the first `limit`, and the cursor
  * of the last of them when the extra row shows that more follow (null exactly then not).
  */
-export function keysetPage<T extends { created_at: string; id: string }>(rows: readonly T[], limit: number): { items: T[]; nextCursor: string | null } {
+export function keysetPage<T>(
+  rows: readonly T[],
+  limit: number,
+  keyOf: (row: T) => { created_at: string; id: string } = (row) => row as { created_at: string; id: string },
+): { items: T[]; nextCursor: string | null } {
   const items = rows.slice(0, limit);
   const last = items.at(-1);
-  return { items, nextCursor: rows.length > limit && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null };
+  if (rows.length <= limit || last === undefined) return { items, nextCursor: null };
+  const key = keyOf(last);
+  return { items, nextCursor: encodeCursor({ createdAt: key.created_at, id: key.id }) };
 }
 
 /**
