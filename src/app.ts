@@ -8,20 +8,54 @@ import { requestId } from './http/request-id.js';
 import { requestLog } from './http/request-log.js';
 import { requireApiKey } from './http/api-key-auth.js';
 import { apiErrors, apiNotFound } from './http/api-errors.js';
+import { consoleRouter, type ConsoleOptions } from './console/index.js';
+import { VIEWS_DIR } from './lib/paths.js';
 import { requestRoutes } from './requests/routes.js';
 import { entryRoutes } from './entries/routes.js';
 import { chatRoutes } from './sessions/routes.js';
 
 /** Builds the HTTP app from its dependencies; opens, listens and schedules nothing. */
-export function createApp({ config, logger, services }: { config: Config; logger: Logger; services: Services }): Express {
+export function createApp({
+  config,
+  logger,
+  services,
+  sessionSecret,
+  consoleOptions,
+}: {
+  config: Config;
+  logger: Logger;
+  services: Services;
+  /** Signs console session cookies (see console/session-secret.ts). */
+  sessionSecret: string;
+  consoleOptions?: ConsoleOptions;
+}): Express {
   const app = express();
+  app.set('view engine', 'ejs');
+  app.set('views', VIEWS_DIR);
   app.disable('x-powered-by');
   // Bodies change with every poll; hashing each one for an ETag costs more than it saves.
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
   app.use(requestId());
   app.use(requestLog(logger));
-  app.use(helmet());
+  app.use(
+    helmet({
+      // The console serves its own scripts and styles; nothing inline, nothing from elsewhere.
+      contentSecurityPolicy: {
+        directives: {
+          'default-src': ["'self'"],
+          'script-src': ["'self'"],
+          'style-src': ["'self'"],
+          'img-src': ["'self'", 'data:'],
+          'connect-src': ["'self'"],
+          'form-action': ["'self'"],
+          'frame-ancestors': ["'none'"],
+          'object-src': ["'none'"],
+          'base-uri': ["'none'"],
+        },
+      },
+    }),
+  );
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -36,8 +70,7 @@ export function createApp({ config, logger, services }: { config: Config; logger
   api.use(apiErrors(logger));
   app.use('/api/v1', api);
 
-  app.use(apiNotFound());
-  // Also outside /api/v1, so Express's own HTML error page (with stack traces) never shows.
-  app.use(apiErrors(logger));
+  // Everything else is the staff console (HTML pages, its own 404 and error pages).
+  app.use(consoleRouter({ services, logger, sessionSecret, options: consoleOptions }));
   return app;
 }

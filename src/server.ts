@@ -8,6 +8,7 @@ import { createServices, type ServiceOptions } from './services.js';
 import { createApp } from './app.js';
 import { createScheduler } from './jobs/scheduler.js';
 import { backgroundJobs } from './jobs/registry.js';
+import { resolveSessionSecret } from './console/session-secret.js';
 
 /** How long in-flight requests get to finish on shutdown before their connections are cut. */
 const DRAIN_TIMEOUT_MS = 10_000;
@@ -25,7 +26,7 @@ export async function startServer(config: Config, logger: Logger, options: Servi
   const db = openDatabase(config.databaseFile);
   await migrateToLatest(db);
   const services = createServices({ config, db, logger, options });
-  const app = createApp({ config, logger, services });
+  const app = createApp({ config, logger, services, sessionSecret: resolveSessionSecret(config.sessionSecret, config.dataDir) });
   const scheduler = createScheduler(backgroundJobs(services), logger);
 
   const server = http.createServer(app);

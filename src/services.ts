@@ -14,6 +14,7 @@ import { anyAddress, publicAddressesOnly, type AddressPolicy } from './requests/
 import { createDownloader, type DownloadLimits } from './requests/attachments/download.js';
 import { createAttachmentFetcher } from './requests/attachments/fetch.js';
 import { createAttachmentStore } from './requests/attachments/store.js';
+import { createAuditLog } from './audit/service.js';
 import { createSessionService } from './sessions/service.js';
 import { createTaskService } from './tasks/service.js';
 import { createAgentRuntime, defaultRuntimeOptions, type RuntimeOptions } from './runtime/runtime.js';
@@ -64,6 +65,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     onTasksCreated: () => wakeRuntime(),
   });
   const dispatchOnAccept = options.dispatchOnAccept ?? true;
+  const audit = createAuditLog({ db, clock });
   const entryTypes = createEntryTypeService({ db, clock });
   const entries = createEntryService({ db, clock, entryTypes, searchDriveLimit: options.searchDriveLimit });
 
@@ -74,8 +76,8 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     if (runOnNewWork) runtime.nudge();
   };
   const scribes = createScribeService({ db, clock, onActivated: wakeRuntime });
-  const sessions = createSessionService({ db, clock, onReplyDue: wakeRuntime });
-  const tasks = createTaskService({ db, clock, onOpened: wakeRuntime });
+  const sessions = createSessionService({ db, clock, audit, onReplyDue: wakeRuntime });
+  const tasks = createTaskService({ db, clock, audit, onOpened: wakeRuntime });
   const agents: Record<AgentKind, Agent> = {
     builtin: createBuiltinAgent(),
     openai: createOpenAiAgent(config.openai, logger),
@@ -99,12 +101,14 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     users: createUserService({ db, clock }),
     entryTypes,
     entries,
+    audit,
     sessions,
     tasks,
     requests: createRequestService({
       db,
       clock,
       fetchAttachments: createAttachmentFetcher({ downloader, store }),
+      audit,
       onAccepted: () => {
         if (dispatchOnAccept) dispatcher.nudge();
       },

@@ -1,4 +1,5 @@
 import type { Services } from '../services.js';
+import { operatorActor } from '../audit/service.js';
 
 /** What a command needs: its parsed flags and the services. */
 type Flags = Record<string, string | boolean | undefined>;
@@ -105,7 +106,7 @@ export const commands: Record<string, Command> = {
     usage: 'task input --id TASK_ID --text TEXT',
     async run(flags, s) {
       const task = await s.tasks.find(required(flags, 'id'));
-      await s.tasks.giveInput(task.organization_id, task.id, required(flags, 'text'));
+      await s.tasks.giveInput(operatorActor(task.organization_id), task.id, required(flags, 'text'));
       return { id: task.id, status: 'open' };
     },
   },

@@ -127,6 +127,21 @@ export function createEntryService({
       return save(type, id, values, { draft: input.draft ?? Boolean(existing.draft), archivedAt, createdAt: existing.created_at, now }, false);
     },
 
+    /** The primary values of these entries of the organization (unknown ids are left out). */
+    async titles(organizationId: string, ids: readonly string[]) {
+      const valid = ids.filter((id) => UUID_PATTERN.test(id));
+      return valid.length ? queries.findEntryTitles(db, organizationId, { ids: valid }) : [];
+    },
+
+    /** Up to `limit` entries of a type by primary value, for pickers. */
+    async titlesOfType(organizationId: string, entryTypeId: string, limit: number) {
+      return queries.findEntryTitles(db, organizationId, { entryTypeId }, limit);
+    },
+
+    async countByType(organizationId: string) {
+      return queries.countEntriesByType(db, organizationId);
+    },
+
     /** One entry of the organization, drafts and archived ones included; 404 `Entry not found` otherwise. */
     async get(organizationId: string, id: string): Promise<ApiEntry> {
       const row = UUID_PATTERN.test(id) ? await queries.findEntry(db, organizationId, id) : undefined;

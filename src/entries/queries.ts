@@ -158,3 +158,22 @@ export function listEntriesQuery(db: Db, options: EntryListOptions): Knex.QueryB
 export async function listEntries(db: Db, options: EntryListOptions): Promise<Array<{ json: string }>> {
   return listEntriesQuery(db, options);
 }
+
+/** Each entry's primary field value, for labels and links (console, agents). */
+export async function findEntryTitles(db: Db, organizationId: string, filter: { ids?: readonly string[]; entryTypeId?: string }, limit = 1000): Promise<Array<{ id: string; title: string }>> {
+  const query = db('entries as e')
+    .join('entry_type_fields as f', (on) => on.on('f.entry_type_id', 'e.entry_type_id').andOnVal('f.is_primary', true))
+    .where('e.organization_id', organizationId)
+    .select('e.id', 'e.fields', 'f.name')
+    .limit(limit);
+  if (filter.ids) query.whereIn('e.id', filter.ids);
+  if (filter.entryTypeId) query.where('e.entry_type_id', filter.entryTypeId).orderBy('e.primary_text');
+  const rows: Array<{ id: string; fields: string; name: string }> = await query;
+  return rows.map((row) => ({ id: row.id, title: String((JSON.parse(row.fields) as Record<string, unknown>)[row.name] ?? '') }));
+}
+
+/** How many entries each entry type of the organization has, drafts and archived included. */
+export async function countEntriesByType(db: Db, organizationId: string): Promise<Record<string, number>> {
+  const rows: Array<{ entry_type_id: string; n: number }> = await db('entries').where({ organization_id: organizationId }).groupBy('entry_type_id').select('entry_type_id').count({ n: '*' });
+  return Object.fromEntries(rows.map((r) => [r.entry_type_id, Number(r.n)]));
+}

@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { ApiCaller } from '../organizations/api-keys.js';
+import type { Actor } from '../audit/service.js';
 import { UnauthorizedError } from './errors.js';
 import { errorFormFor } from './envelopes.js';
 
@@ -30,4 +31,10 @@ export function requireApiKey(authenticate: (key: string) => Promise<ApiCaller |
 export function callerOf(req: { caller?: ApiCaller }): ApiCaller {
   if (!req.caller) throw new Error('route is missing requireApiKey');
   return req.caller;
+}
+
+/** The API key behind the request, as the audit log names it. */
+export function actorOf(req: { caller?: ApiCaller }): Actor {
+  const caller = callerOf(req);
+  return { type: 'api_key', id: caller.keyId, label: caller.label, organizationId: caller.organizationId };
 }

@@ -4,6 +4,8 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 export interface ApiCaller {
   organizationId: string;
   keyId: string;
+  /** How the audit log names the key: its name and prefix. */
+  label: string;
 }
 
 const KEY_PREFIX = 'sk_';

@@ -37,8 +37,8 @@ export async function findApiKey(db: Db, id: string): Promise<ApiKeyRow | undefi
 export async function findActiveApiKeyByHash(
   db: Db,
   keyHash: string,
-): Promise<Pick<ApiKeyRow, 'id' | 'organization_id' | 'key_hash'> | undefined> {
-  return db<ApiKeyRow>('api_keys').where({ key_hash: keyHash }).whereNull('revoked_at').first('id', 'organization_id', 'key_hash');
+): Promise<Pick<ApiKeyRow, 'id' | 'organization_id' | 'key_hash' | 'name' | 'prefix'> | undefined> {
+  return db<ApiKeyRow>('api_keys').where({ key_hash: keyHash }).whereNull('revoked_at').first('id', 'organization_id', 'key_hash', 'name', 'prefix');
 }
 
 export async function revokeApiKey(db: Db, id: string, at: string): Promise<void> {
@@ -47,4 +47,12 @@ export async function revokeApiKey(db: Db, id: string, at: string): Promise<void
 
 export async function touchApiKey(db: Db, id: string, at: string): Promise<void> {
   await db('api_keys').where({ id }).update({ last_used_at: at });
+}
+
+/** The organization's keys, newest first, without their hashes. */
+export async function listApiKeys(db: Db, organizationId: string): Promise<Array<Omit<ApiKeyRow, 'key_hash'>>> {
+  return db<ApiKeyRow>('api_keys')
+    .where({ organization_id: organizationId })
+    .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+    .select('id', 'organization_id', 'name', 'prefix', 'created_at', 'last_used_at', 'revoked_at');
 }

@@ -63,10 +63,14 @@ export function createOrganizationService({ db, clock, logger }: { db: Db; clock
       return { id, key };
     },
 
-    /** Revoking twice is harmless; an unknown key is an error. */
-    async revokeApiKey(id: string) {
+    async listApiKeys(organizationId: string) {
+      return queries.listApiKeys(db, organizationId);
+    },
+
+    /** Revoking twice is harmless; an unknown key (or, given `organizationId`, another organization's) is an error. */
+    async revokeApiKey(id: string, organizationId?: string) {
       const key = await queries.findApiKey(db, id);
-      if (!key) throw new NotFoundError(messages.keyNotFound);
+      if (!key || (organizationId !== undefined && key.organization_id !== organizationId)) throw new NotFoundError(messages.keyNotFound);
       await queries.revokeApiKey(db, id, isoNow(clock));
       return { id, revoked: true as const };
     },
@@ -77,7 +81,7 @@ export function createOrganizationService({ db, clock, logger }: { db: Db; clock
       const row = await queries.findActiveApiKeyByHash(db, keyHash);
       if (!row || !sameHash(row.key_hash, keyHash)) return null;
       touch(row.id);
-      return { organizationId: row.organization_id, keyId: row.id };
+      return { organizationId: row.organization_id, keyId: row.id, label: `${row.name || 'key'} (${row.prefix}…)` };
     },
   };
 }

@@ -62,6 +62,7 @@ export function createDispatcher({
   let running: Promise<unknown> = Promise.resolve();
   let next: Promise<TickResult> | null = null;
   let stopped = false;
+  let lastTickAt: Date | null = null;
 
   /** Claims due receipts (accepted ones, or dispatched ones whose lease ran out). */
   async function claim(limit = options.batchSize): Promise<{ token: string; requests: RequestRow[] }> {
@@ -171,6 +172,7 @@ export function createDispatcher({
   }
 
   async function runTick(): Promise<TickResult> {
+    lastTickAt = clock();
     try {
       return await drain();
     } catch (err) {
@@ -195,6 +197,10 @@ export function createDispatcher({
     /** Asks for a tick soon without waiting for it (after each accepted receipt). */
     nudge(): void {
       if (!stopped) void tick();
+    },
+    /** When the dispatcher last looked for work (health pages). */
+    get lastTickAt(): Date | null {
+      return lastTickAt;
     },
     /** Stops ticking and waits for the tick in progress. */
     async stop(): Promise<void> {

@@ -41,14 +41,16 @@ export type ApiRequestRow = Pick<RequestRow, (typeof API_COLUMNS)[number]>;
 /** A receipt as the API shows it, with its scribe's slug (what the API calls `scribe_id`). */
 export type ApiRequestRowWithSlug = ApiRequestRow & { scribe_slug: string };
 
-export async function insertRequest(db: Db, request: RequestRow, attachments: readonly AttachmentRow[]): Promise<void> {
-  if (attachments.length === 0) {
+/** Stores a receipt with its attachments; `alongside` writes more in the same transaction (the audit event). */
+export async function insertRequest(db: Db, request: RequestRow, attachments: readonly AttachmentRow[], alongside?: (trx: Db) => Promise<void>): Promise<void> {
+  if (attachments.length === 0 && !alongside) {
     await db('requests').insert(request);
     return;
   }
   await db.transaction(async (trx) => {
     await trx('requests').insert(request);
-    await trx('attachments').insert(attachments);
+    if (attachments.length > 0) await trx('attachments').insert(attachments);
+    await alongside?.(trx);
   });
 }
 

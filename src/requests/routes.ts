@@ -1,5 +1,5 @@
 import { Router, type RequestHandler } from 'express';
-import { callerOf } from '../http/api-key-auth.js';
+import { actorOf, callerOf } from '../http/api-key-auth.js';
 import { readJsonBody } from '../http/json-body.js';
 import { parsePageLimit } from '../http/query-params.js';
 import type { ScribeService } from '../scribes/service.js';
@@ -18,7 +18,7 @@ export function requestRoutes({ auth, scribes, requests }: { auth: RequestHandle
   router.post('/scribes/:scribe_id/requests', auth, async (req, res) => {
     const scribe = await scribes.getBySlug(callerOf(req).organizationId, String(req.params.scribe_id));
     const body = parseSubmitRequestBody((await readJsonBody(req, res)) ?? {});
-    res.status(202).json({ request: await requests.submit(scribe, body) });
+    res.status(202).json({ request: await requests.submit(scribe, body, actorOf(req)) });
   });
 
   router.get('/requests/:id', auth, async (req, res) => {

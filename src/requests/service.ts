@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import type { Actor, AuditLog } from '../audit/service.js';
 import type { Clock } from '../lib/clock.js';
 import { REQUEST_ID_PATTERN, newId, newRequestId } from '../lib/ids.js';
 import { decodeAfter, keysetPage } from '../http/cursor.js';
@@ -45,6 +46,7 @@ export function createRequestService(deps: {
   db: Db;
   clock: Clock;
   fetchAttachments: AttachmentFetcher;
+  audit: AuditLog;
   /** Called after each accepted receipt, so the dispatcher need not wait for its next tick. */
   onAccepted: () => void;
 }) {
@@ -56,7 +58,7 @@ export function createRequestService(deps: {
      * the receipt as `accepted` and hands it to the dispatcher. Rules after validation, in
      * the contract's order: 422 `Scribe is not active`, then 422 `Attachment download failed: …`.
      */
-    async submit(scribe: ScribeRef, body: SubmitRequestBody): Promise<ApiRequest> {
+    async submit(scribe: ScribeRef, body: SubmitRequestBody, actor?: Actor): Promise<ApiRequest> {
       if (scribe.state !== 'active') throw new ValidationError(scribeMessages.scribeNotActive);
       const { task } = body;
       const files = await deps.fetchAttachments(task.attachments ?? []);
@@ -93,7 +95,7 @@ export function createRequestService(deps: {
         sha256: file.sha256,
         created_at: at,
       }));
-      await queries.insertRequest(db, row, attachments);
+      await queries.insertRequest(db, row, attachments, actor && ((trx) => deps.audit.record(actor, 'request.submit', { type: 'request', id: row.id }, row.title, trx)));
       deps.onAccepted();
       return presentRequest(row, scribe.slug);
     },

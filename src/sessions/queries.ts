@@ -27,10 +27,16 @@ export interface MessageRow {
   created_at: string;
 }
 
-export async function insertSession(db: Db, session: SessionRow, message: Omit<MessageRow, 'id' | 'session_id'>): Promise<void> {
+export async function insertSession(
+  db: Db,
+  session: SessionRow,
+  message: Omit<MessageRow, 'id' | 'session_id'>,
+  alongside?: (trx: Db) => Promise<void>,
+): Promise<void> {
   await db.transaction(async (trx) => {
     await trx('sessions').insert(session);
     await trx('session_messages').insert({ ...message, session_id: session.id });
+    await alongside?.(trx);
   });
 }
 
@@ -70,4 +76,12 @@ export async function appendMessageAwaitingReply(
     await trx('session_messages').insert({ ...message, session_id: sessionId });
     return true;
   });
+}
+
+/** The transcripts of several sessions, each in order. */
+export async function findMessagesOfSessions(db: Db, sessionIds: readonly string[]): Promise<Map<string, MessageRow[]>> {
+  const rows = sessionIds.length ? await db<MessageRow>('session_messages').whereIn('session_id', sessionIds).orderBy('id') : [];
+  const bySession = new Map<string, MessageRow[]>(sessionIds.map((id) => [id, []]));
+  for (const row of rows) bySession.get(row.session_id)!.push(row);
+  return bySession;
 }

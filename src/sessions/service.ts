@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import type { Actor, AuditLog } from '../audit/service.js';
 import { type Clock, isoNow } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
@@ -19,13 +20,13 @@ export type SessionService = ReturnType<typeof createSessionService>;
  * Chat sessions and their transcripts. A session owes an answer (`reply_due`) after each
  * user or staff message; `onReplyDue` tells the agent runtime so it starts at once.
  */
-export function createSessionService({ db, clock, onReplyDue = () => {} }: { db: Db; clock: Clock; onReplyDue?: () => void }) {
+export function createSessionService({ db, clock, audit, onReplyDue = () => {} }: { db: Db; clock: Clock; audit: AuditLog; onReplyDue?: () => void }) {
   return {
     /**
      * A new session holding the user's message, `queued` for the scribe; or `completed`
      * at once when the caller asked to end it (it is still answered in the background).
      */
-    async start(scribe: ScribeRef, input: { message: string; endImmediately: boolean }): Promise<SessionRow> {
+    async start(scribe: ScribeRef, input: { message: string; endImmediately: boolean }, actor?: Actor): Promise<SessionRow> {
       const now = isoNow(clock);
       const session: SessionRow = {
         id: newId(),
@@ -40,7 +41,8 @@ export function createSessionService({ db, clock, onReplyDue = () => {} }: { db:
         created_at: now,
         updated_at: now,
       };
-      await queries.insertSession(db, session, { author: 'user', text: input.message, created_at: now });
+      const record = actor && ((trx: Db) => audit.record(actor, 'session.start', { type: 'session', id: session.id }, undefined, trx));
+      await queries.insertSession(db, session, { author: 'user', text: input.message, created_at: now }, record);
       onReplyDue();
       return session;
     },
@@ -64,12 +66,20 @@ export function createSessionService({ db, clock, onReplyDue = () => {} }: { db:
       return queries.listSessionsOfScribe(db, scribeId, limit);
     },
 
+    /** A scribe's sessions, newest first, each with its whole transcript (the scribe's page). */
+    async listWithTranscripts(scribeId: string, limit = 20) {
+      const sessions = await queries.listSessionsOfScribe(db, scribeId, limit);
+      const transcripts = await queries.findMessagesOfSessions(db, sessions.map((s) => s.id));
+      return sessions.map((s) => ({ ...s, messages: transcripts.get(s.id)! }));
+    },
+
     /** Staff answer a `waiting` session in the user's place; the scribe replies in turn. */
-    async replyAsStaff(organizationId: string, id: string, text: string): Promise<void> {
+    async replyAsStaff(actor: Actor, id: string, text: string): Promise<void> {
       if (!text.trim()) throw new ValidationError(messages.replyRequired);
-      const session = await this.get(organizationId, id);
+      const session = await this.get(actor.organizationId, id);
       const added = session.state === 'waiting' && (await queries.appendMessageAwaitingReply(db, id, 'waiting', { author: 'staff', text, created_at: isoNow(clock) }));
       if (!added) throw new ValidationError(messages.notWaiting);
+      await audit.record(actor, 'session.reply', { type: 'session', id });
       onReplyDue();
     },
   };

@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import type { Actor, AuditLog } from '../audit/service.js';
 import { type Clock, laterThan } from '../lib/clock.js';
 import { UUID_PATTERN } from '../lib/ids.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
@@ -18,7 +19,7 @@ export type TaskService = ReturnType<typeof createTaskService>;
  * Tasks as staff see and steer them (the agent runtime moves them otherwise). Input given
  * to a `waiting` task moves it back to `open`; `onOpened` tells the runtime.
  */
-export function createTaskService({ db, clock, onOpened = () => {} }: { db: Db; clock: Clock; onOpened?: () => void }) {
+export function createTaskService({ db, clock, audit, onOpened = () => {} }: { db: Db; clock: Clock; audit: AuditLog; onOpened?: () => void }) {
   return {
     async get(organizationId: string, id: string): Promise<WorkedTaskRow & { events: TaskEventRow[] }> {
       const task = UUID_PATTERN.test(id) ? await queries.findTask(db, organizationId, id) : undefined;
@@ -42,13 +43,14 @@ export function createTaskService({ db, clock, onOpened = () => {} }: { db: Db; 
     },
 
     /** Staff answer a waiting task's question; it goes back to `open` for the agent. */
-    async giveInput(organizationId: string, id: string, text: string): Promise<void> {
+    async giveInput(actor: Actor, id: string, text: string): Promise<void> {
       if (!text.trim()) throw new ValidationError(messages.inputRequired);
-      const task = await this.get(organizationId, id);
+      const task = await this.get(actor.organizationId, id);
       const moved =
         task.status === 'waiting' &&
         (await queries.moveTask(db, { id, from: 'waiting', to: 'open', author: 'staff', text, at: laterThan(clock, task.updated_at) }, { attempts: 0 }));
       if (!moved) throw new ValidationError(messages.notWaiting);
+      await audit.record(actor, 'task.input', { type: 'task', id });
       onOpened();
     },
   };

@@ -3,7 +3,11 @@ import { isUniqueViolation } from '../db/knex.js';
 import { type Clock, isoNow } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { ValidationError } from '../http/errors.js';
-import { hashPassword } from './passwords.js';
+import { hashPassword, verifyPassword } from './passwords.js';
+
+/** Verified against when the email is unknown, so response time does not tell which emails exist. */
+let dummyHash: Promise<string> | undefined;
+const dummy = () => (dummyHash ??= hashPassword('not a real password'));
 
 export const USER_ROLES = ['admin', 'viewer'] as const;
 export type UserRole = (typeof USER_ROLES)[number];
@@ -50,6 +54,17 @@ export function createUserService({ db, clock }: { db: Db; clock: Clock }) {
         throw err;
       }
       return { id: row.id, email: row.email, role: row.role };
+    },
+
+    async findById(id: string): Promise<UserRow | undefined> {
+      return db<UserRow>('users').where({ id }).first();
+    },
+
+    /** The user with this email and password, or undefined; as slow for an unknown email as for a wrong password. */
+    async verify(email: string, password: string): Promise<UserRow | undefined> {
+      const user = await this.findByEmail(email);
+      const ok = await verifyPassword(password, user?.password_hash ?? (await dummy()));
+      return user && ok ? user : undefined;
     },
 
     async findByEmail(email: string): Promise<UserRow | undefined> {

@@ -42,12 +42,6 @@ describe('API envelopes, unknown paths and bodies (spec 7, contract HTTP)', () =
     expect(entries.body).to.deep.equal({ data: null, meta: {}, error: 'Not found' });
   });
 
-  it('answers 404 "Not found" in JSON outside the API too', async () => {
-    const res = await h.api.get('/nothing/%E0');
-    expect(res.status).to.equal(404);
-    expect(res.body).to.deep.equal({ error: 'Not found' });
-  });
-
   it('answers 400 "Invalid JSON body" for a malformed body', async () => {
     const res = await h.api.post('/api/v1/scribes/atlas/requests').set(t.headers).set('Content-Type', 'application/json').send('{"task":');
     expect(res.status).to.equal(400);

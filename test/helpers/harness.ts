@@ -10,6 +10,8 @@ import { createLogger } from '../../src/logger.js';
 import { createServices, type ServiceOptions, type Services } from '../../src/services.js';
 import { createApp } from '../../src/app.js';
 import type { ScribeRef } from '../../src/scribes/service.js';
+import type { Actor } from '../../src/audit/service.js';
+import type { ConsoleOptions } from '../../src/console/index.js';
 
 /** A clock tests move by hand. */
 export function testClock(start = '2026-11-21T09:00:00.000Z') {
@@ -50,14 +52,18 @@ export interface Harness {
 }
 
 /** The real app on a fresh, migrated SQLite file in a temp folder. */
-export async function createHarness({ env = {}, options = {} }: { env?: Record<string, string>; options?: ServiceOptions } = {}): Promise<Harness> {
+export async function createHarness({
+  env = {},
+  options = {},
+  consoleOptions,
+}: { env?: Record<string, string>; options?: ServiceOptions; consoleOptions?: ConsoleOptions } = {}): Promise<Harness> {
   const dir = tempDir();
   const config = loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent', ...env });
   const db = openDatabase(config.databaseFile);
   await migrateToLatest(db);
   const logger = createLogger('silent');
   const services = createServices({ config, db, logger, options });
-  const app = createApp({ config, logger, services });
+  const app = createApp({ config, logger, services, sessionSecret: 'test-session-secret-of-some-length', consoleOptions });
   let tenants = 0;
 
   return {
@@ -80,6 +86,11 @@ export async function createHarness({ env = {}, options = {} }: { env?: Record<s
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A console user of the tenant's organization, as the audit log names them. */
+export function staffOf(t: { organizationId: string }): Actor {
+  return { type: 'user', id: '01935f00-0000-7000-8000-00000000057a', label: 'staff@example.com', organizationId: t.organizationId };
 }
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */

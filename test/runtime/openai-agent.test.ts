@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
+import { createHarness, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
 import { startFakeOpenAi } from '../helpers/fake-openai.js';
 
 describe('the openai agent, against a local server speaking the protocol', () => {
@@ -154,7 +154,7 @@ describe('the openai agent, against a local server speaking the protocol', () =>
       const id = await task({ summary: 'File a report' });
       expect((await h.db('tasks').where({ id }).first()).status).to.equal('waiting');
       fake.script({ reply: 'Filed the Q3 report.' });
-      await h.services.tasks.giveInput(t.organizationId, id, 'The Q3 one');
+      await h.services.tasks.giveInput(staffOf(t), id, 'The Q3 one');
       await h.services.runtime.tick();
       expect(await h.db('tasks').where({ id }).first()).to.include({ status: 'done', result: 'Filed the Q3 report.' });
       expect(fake.seen.at(-1)!.body.messages[1]!.content).to.include('Your earlier note: Which report?\nStaff input: The Q3 one');

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createHarness, testClock, type Harness, type Tenant } from '../helpers/harness.js';
+import { createHarness, staffOf, testClock, type Harness, type Tenant } from '../helpers/harness.js';
 import { createAgentRuntime, defaultRuntimeOptions } from '../../src/runtime/runtime.js';
 import { claimSession, claimTask } from '../../src/runtime/queries.js';
 import { createLogger } from '../../src/logger.js';
@@ -117,7 +117,7 @@ describe('the agent runtime', () => {
       // A tick leaves a waiting task alone.
       expect(await h.services.runtime.tick()).to.deep.equal({ sessions: 0, tasks: 0 });
 
-      await h.services.tasks.giveInput(t.organizationId, id, 'The most expensive one, with a reason');
+      await h.services.tasks.giveInput(staffOf(t), id, 'The most expensive one, with a reason');
       expect((await task(id)).status).to.equal('open');
       await h.services.runtime.tick();
       const done = await task(id);
@@ -131,10 +131,10 @@ describe('the agent runtime', () => {
     it('refuses input to a task that is not waiting, and to another organization\'s task', async () => {
       const t = await h.tenant({ slug: 'refuser' });
       const id = await taskFromApi(t, { summary: 'Plain work', acceptance_criteria: 'ok' });
-      await expectRejection(h.services.tasks.giveInput(t.organizationId, id, 'more'), 'Only a waiting task can be given input');
+      await expectRejection(h.services.tasks.giveInput(staffOf(t), id, 'more'), 'Only a waiting task can be given input');
       const other = await h.tenant({ slug: 'refuser-2' });
-      await expectRejection(h.services.tasks.giveInput(other.organizationId, id, 'more'), 'Task not found');
-      await expectRejection(h.services.tasks.giveInput(t.organizationId, id, '  '), 'Input is required');
+      await expectRejection(h.services.tasks.giveInput(staffOf(other), id, 'more'), 'Task not found');
+      await expectRejection(h.services.tasks.giveInput(staffOf(t), id, '  '), 'Input is required');
       expect((await events(id)).map((e) => e.to_status)).to.deep.equal(['open']);
     });
 
@@ -149,7 +149,7 @@ describe('the agent runtime', () => {
         to_status: 'waiting',
         text: 'The scribe could not finish this task: the model endpoint answered HTTP 500. Give input to try again.',
       });
-      await h.services.tasks.giveInput(t.organizationId, id, 'try again');
+      await h.services.tasks.giveInput(staffOf(t), id, 'try again');
       await h.services.runtime.tick();
       expect(await task(id)).to.include({ status: 'done', last_error: null });
     });
@@ -161,8 +161,8 @@ describe('the agent runtime', () => {
       const id = await chat(t, '');
       await h.services.runtime.tick();
       expect(await session(id)).to.include({ state: 'waiting', reply_due: 0 });
-      await expectRejection(h.services.sessions.replyAsStaff(t.organizationId, id, ''), 'Reply is required');
-      await h.services.sessions.replyAsStaff(t.organizationId, id, 'What are you working on?');
+      await expectRejection(h.services.sessions.replyAsStaff(staffOf(t), id, ''), 'Reply is required');
+      await h.services.sessions.replyAsStaff(staffOf(t), id, 'What are you working on?');
       expect(await session(id)).to.include({ state: 'queued', reply_due: 1 });
       await h.services.runtime.tick();
       expect(await session(id)).to.include({ state: 'waiting', reply_due: 0 });
@@ -175,9 +175,9 @@ describe('the agent runtime', () => {
     it('refuses a staff reply to a session that is not waiting, or of another organization', async () => {
       const t = await h.tenant({ slug: 'busy' });
       const id = await chat(t, 'hi');
-      await expectRejection(h.services.sessions.replyAsStaff(t.organizationId, id, 'hello?'), 'Only a session waiting for a reply can be answered');
+      await expectRejection(h.services.sessions.replyAsStaff(staffOf(t), id, 'hello?'), 'Only a session waiting for a reply can be answered');
       const other = await h.tenant({ slug: 'busy-2' });
-      await expectRejection(h.services.sessions.replyAsStaff(other.organizationId, id, 'hello?'), 'Session not found');
+      await expectRejection(h.services.sessions.replyAsStaff(staffOf(other), id, 'hello?'), 'Session not found');
       expect(await transcript(id)).to.have.length(1);
     });
 

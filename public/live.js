@@ -1,0 +1,33 @@
+// Live pages: while work is in flight (`<main data-live>`), the parts of the page marked
+// `data-live-part` are fetched again and swapped in place, so staff see a receipt reach
+// `fulfilled` or a scribe's reply arrive without reloading. Forms are outside those parts
+// and are never touched. "until-settled" pages stop once the server stops marking them.
+(function () {
+  'use strict';
+  var main = document.querySelector('main[data-live]');
+  if (!main) return;
+  var INTERVAL_MS = 1500;
+
+  function refresh() {
+    fetch(window.location.href, { credentials: 'same-origin', headers: { 'X-Live-Refresh': '1' } })
+      .then(function (res) { return res.ok ? res.text() : null; })
+      .then(function (html) {
+        if (html === null) return schedule();
+        var next = new DOMParser().parseFromString(html, 'text/html').querySelector('main');
+        if (!next) return schedule();
+        document.querySelectorAll('[data-live-part]').forEach(function (part) {
+          var fresh = next.querySelector('[data-live-part="' + part.getAttribute('data-live-part') + '"]');
+          if (fresh && fresh.innerHTML !== part.innerHTML) part.replaceWith(document.importNode(fresh, true));
+        });
+        if (next.hasAttribute('data-live')) schedule();
+        else main.removeAttribute('data-live');
+      })
+      .catch(schedule);
+  }
+
+  function schedule() {
+    window.setTimeout(refresh, INTERVAL_MS);
+  }
+
+  schedule();
+})();

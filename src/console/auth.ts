@@ -1,0 +1,118 @@
+import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
+import type { Actor } from '../audit/service.js';
+import { HttpError } from '../http/errors.js';
+import type { UserRow } from '../users/service.js';
+import type { Services } from '../services.js';
+
+declare module 'express-session' {
+  interface SessionData {
+    userId?: string;
+    flash?: { kind: 'notice' | 'error'; text: string };
+  }
+}
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** The signed-in console user, set by `loadUser`. */
+    user?: UserRow;
+  }
+}
+
+export const messages = {
+  badLogin: 'Email or password is wrong.',
+  throttled: 'Too many sign-in attempts. Wait a few minutes and try again.',
+  adminOnly: 'Only admins can change this.',
+};
+
+/** Failed sign-ins allowed per address and email in the window, before 429. */
+export const LOGIN_ATTEMPTS = { limit: 10, windowMs: 15 * 60_000 };
+
+export class ForbiddenError extends HttpError {
+  constructor(message = messages.adminOnly) {
+    super(403, message);
+  }
+}
+
+/** The signed-in user as the audit log names them. */
+export function userActor(req: Request): Actor {
+  const user = req.user!;
+  return { type: 'user', id: user.id, label: user.email, organizationId: user.organization_id };
+}
+
+/** Sets `req.user` from the session; a session whose user is gone is ended. */
+export function loadUser(services: Services): RequestHandler {
+  return async (req, _res, next) => {
+    const id = req.session.userId;
+    if (id) {
+      req.user = await services.users.findById(id);
+      if (!req.user) delete req.session.userId;
+    }
+    next();
+  };
+}
+
+/** Every console page needs a signed-in user; others are sent to sign in and come back. */
+export const requireUser: RequestHandler = (req, res, next) => {
+  if (req.user) return next();
+  const back = req.method === 'GET' && req.originalUrl !== '/' ? `?next=${encodeURIComponent(req.originalUrl)}` : '';
+  res.redirect(303, `/login${back}`);
+};
+
+/** Changes are for admins; viewers read only. Checked on the server for every action. */
+export const requireAdmin: RequestHandler = (req, _res, next) => {
+  if (req.user?.role !== 'admin') throw new ForbiddenError();
+  next();
+};
+
+/** Only same-site paths, so a crafted `next` cannot send a user elsewhere after sign-in. */
+function safeNext(value: unknown): string {
+  return typeof value === 'string' && /^\/(?![/\\])/.test(value) ? value : '/';
+}
+
+export function authRoutes(services: Services, { limit = LOGIN_ATTEMPTS.limit } = {}): Router {
+  const router = Router();
+
+  const loginPage = (res: Response, status: number, locals: { email?: string; error?: string; next?: string }) =>
+    res.status(status).render('login', { title: 'Sign in', email: '', error: null, next: '/', ...locals });
+
+  // Counted per address and email; a successful sign-in does not count.
+  const throttle = rateLimit({
+    windowMs: LOGIN_ATTEMPTS.windowMs,
+    limit,
+    skipSuccessfulRequests: true,
+    standardHeaders: 'draft-8',
+    legacyHeaders: false,
+    keyGenerator: (req) => `${ipKeyGenerator(req.ip ?? '')}|${String(req.body?.email ?? '').trim().toLowerCase()}`,
+    handler: (req, res) => loginPage(res, 429, { email: String(req.body?.email ?? ''), error: messages.throttled, next: safeNext(req.body?.next) }),
+  });
+
+  router.get('/login', (req, res) => {
+    if (req.user) return res.redirect(303, safeNext(req.query.next));
+    loginPage(res, 200, { next: safeNext(req.query.next) });
+  });
+
+  router.post('/login', throttle, async (req: Request, res: Response, next: NextFunction) => {
+    const email = String(req.body?.email ?? '');
+    const user = await services.users.verify(email, String(req.body?.password ?? ''));
+    if (!user) return loginPage(res, 401, { email, error: messages.badLogin, next: safeNext(req.body?.next) });
+    // A new session id at sign-in, so a session fixed before it is worth nothing after.
+    req.session.regenerate((err) => {
+      if (err) return next(err);
+      req.session.userId = user.id;
+      res.redirect(303, safeNext(req.body?.next));
+    });
+  });
+
+  router.post('/logout', (req, res, next) => {
+    req.session.destroy((err) => {
+      if (err) return next(err);
+      res.clearCookie(SESSION_COOKIE);
+      res.redirect(303, '/login');
+    });
+  });
+
+  return router;
+}
+
+export const SESSION_COOKIE = 'scribe.sid';

@@ -1,0 +1,104 @@
+import express, { Router, type ErrorRequestHandler } from 'express';
+import session from 'express-session';
+import { ConnectSessionKnexStore } from 'connect-session-knex';
+import { csrfSync } from 'csrf-sync';
+import type { Logger } from '../logger.js';
+import type { Services } from '../services.js';
+import { HttpError } from '../http/errors.js';
+import { PUBLIC_DIR } from '../lib/paths.js';
+import { SESSION_COOKIE, authRoutes, loadUser, requireUser } from './auth.js';
+import { viewHelpers } from './view-helpers.js';
+import { dashboardRoutes } from './routes/dashboard.js';
+import { scribeRoutes } from './routes/scribes.js';
+import { receiptRoutes } from './routes/receipts.js';
+import { taskRoutes } from './routes/tasks.js';
+import { sessionRoutes } from './routes/sessions.js';
+import { keyRoutes } from './routes/keys.js';
+import { auditRoutes } from './routes/audit.js';
+import { entryRoutes } from './routes/entries.js';
+
+/** How long a console sign-in lasts without use. */
+export const SESSION_IDLE_MS = 8 * 3_600_000;
+
+export interface ConsoleOptions {
+  /** Failed sign-ins per address and email before 429 (tests lower it). */
+  loginAttempts?: number;
+}
+
+/**
+ * The staff console: server-rendered pages (views/), signed-in staff of one organization
+ * only. Sessions live in the database (connect-session-knex), cookies are httpOnly,
+ * SameSite=Lax and Secure over HTTPS; every state-changing request carries a CSRF token
+ * (csrf-sync, the synchronizer token pattern).
+ */
+export function consoleRouter({
+  services,
+  logger,
+  sessionSecret,
+  options = {},
+}: {
+  services: Services;
+  logger: Logger;
+  sessionSecret: string;
+  options?: ConsoleOptions;
+}): Router {
+  const router = Router();
+  router.use('/assets', express.static(PUBLIC_DIR, { index: false, maxAge: '1h', fallthrough: false }));
+
+  // Expired rows are pruned by the `prune-console-sessions` job, not by the store's own timer.
+  const store = new ConnectSessionKnexStore({ knex: services.db, tableName: 'console_sessions', createTable: false, cleanupInterval: 0 });
+  router.use(
+    session({
+      name: SESSION_COOKIE,
+      secret: sessionSecret,
+      store,
+      resave: false,
+      saveUninitialized: false,
+      rolling: true,
+      cookie: { httpOnly: true, sameSite: 'lax', secure: 'auto', maxAge: SESSION_IDLE_MS },
+    }),
+  );
+  router.use(express.urlencoded({ extended: false, limit: '1mb' }));
+  const csrf = csrfSync({
+    getTokenFromRequest: (req) => (typeof req.body?._csrf === 'string' ? req.body._csrf : req.get('x-csrf-token')),
+    errorConfig: { statusCode: 403, message: 'The form has expired or did not come from this console. Reload the page and try again.' },
+  });
+  router.use(loadUser(services));
+  // Locals first, so that even a refused request (CSRF) gets a whole error page.
+  router.use((req, res, next) => {
+    res.locals.h = viewHelpers;
+    res.locals.user = req.user ?? null;
+    res.locals.path = req.path;
+    res.locals.csrfToken = csrf.generateToken(req);
+    res.locals.flash = req.session.flash ?? null;
+    res.locals.live = false;
+    delete req.session.flash;
+    next();
+  });
+  router.use(csrf.csrfSynchronisedProtection);
+
+  router.use(authRoutes(services, { limit: options.loginAttempts }));
+  router.use(requireUser);
+  router.use(dashboardRoutes(services));
+  router.use(scribeRoutes(services));
+  router.use(receiptRoutes(services));
+  router.use(taskRoutes(services));
+  router.use(sessionRoutes(services));
+  router.use(entryRoutes(services));
+  router.use(keyRoutes(services));
+  router.use(auditRoutes(services));
+  router.use((_req, _res, next) => next(new HttpError(404, 'There is nothing at this address.')));
+  router.use(errorPage(logger));
+  return router;
+}
+
+/** Errors as pages: what staff can act on is said; anything else is logged and shown as a plain 500. */
+function errorPage(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const status = typeof err?.status === 'number' && err.status >= 400 && err.status < 500 ? err.status : 500;
+    if (status === 500) logger.error({ err, requestId: req.id }, 'console request failed');
+    const text = status === 500 ? 'Something went wrong on our side. It has been logged.' : String(err.message);
+    const title = status === 404 ? 'Not found' : status === 403 ? 'Not allowed' : status === 500 ? 'Server error' : 'Cannot do that';
+    res.status(status).render('error', { title, message: text, status });
+  };
+}

@@ -1,0 +1,72 @@
+import { Router } from 'express';
+import type { Services } from '../../services.js';
+import { REQUEST_STATUSES } from '../../requests/schemas.js';
+import { decodeCursor, encodeCursor } from '../../http/cursor.js';
+import { NotFoundError } from '../../http/errors.js';
+import { REQUEST_ID_PATTERN } from '../../lib/ids.js';
+import { findReceipt, listReceipts } from '../queries.js';
+import { scribeFilter } from './filters.js';
+
+const PAGE = 25;
+/** The time filter's choices: how far back, in milliseconds. */
+const SINCE: Record<string, number> = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 };
+
+export const messages = { receiptNotFound: 'Request not found', attachmentNotFound: 'Attachment not found' };
+
+/** Receipts with filters and paging; a receipt's page with its input, files, timeline and task. */
+export function receiptRoutes(services: Services): Router {
+  const router = Router();
+
+  router.get('/receipts', async (req, res) => {
+    const org = req.user!.organization_id;
+    const status = (REQUEST_STATUSES as readonly string[]).includes(String(req.query.status)) ? String(req.query.status) : '';
+    const since = SINCE[String(req.query.since)] ? String(req.query.since) : '';
+    const scribe = await scribeFilter(services, org, req.query.scribe);
+    const before = req.query.before ? decodeCursor(req.query.before, (id) => REQUEST_ID_PATTERN.test(id)) : undefined;
+    const page = await listReceipts(services.db, org, {
+      scribeId: scribe.selected?.id,
+      status,
+      since: since ? new Date(services.clock().getTime() - SINCE[since]!).toISOString() : undefined,
+      before,
+      limit: PAGE,
+    });
+    res.render('receipts/index', {
+      title: 'Receipts',
+      receipts: page.items,
+      next: page.next && encodeCursor(page.next),
+      filters: { scribe: scribe.selected?.slug ?? '', status, since },
+      scribes: scribe.all,
+      statuses: REQUEST_STATUSES,
+      sinces: Object.keys(SINCE),
+      live: page.items.some((r) => r.status === 'accepted' || r.status === 'dispatched'),
+    });
+  });
+
+  router.get('/receipts/:id', async (req, res) => {
+    const id = String(req.params.id);
+    const found = REQUEST_ID_PATTERN.test(id) ? await findReceipt(services.db, req.user!.organization_id, id) : undefined;
+    if (!found) throw new NotFoundError(messages.receiptNotFound);
+    const { receipt } = found;
+    const timeline = [
+      { status: 'accepted', at: receipt.created_at },
+      ...(receipt.dispatched_at ? [{ status: 'dispatched', at: receipt.dispatched_at }] : []),
+      ...(receipt.completed_at ? [{ status: receipt.status, at: receipt.completed_at }] : []),
+    ];
+    const live = receipt.status === 'accepted' || receipt.status === 'dispatched' || (found.task !== undefined && found.task.status !== 'done');
+    res.render('receipts/show', { title: receipt.title, ...found, timeline, live });
+  });
+
+  // Files are served to signed-in staff of the receipt's organization only, never inline.
+  router.get('/receipts/:id/attachments/:position', async (req, res) => {
+    const id = String(req.params.id);
+    const found = REQUEST_ID_PATTERN.test(id) ? await findReceipt(services.db, req.user!.organization_id, id) : undefined;
+    const file = found?.attachments.find((a: { position: number }) => String(a.position) === req.params.position);
+    if (!found || !file) throw new NotFoundError(messages.attachmentNotFound);
+    res.attachment(file.filename);
+    res.type(file.content_type);
+    res.set('X-Content-Type-Options', 'nosniff');
+    res.sendFile(services.attachmentStore.pathFor(file.sha256));
+  });
+
+  return router;
+}

@@ -1,0 +1,58 @@
+import { Router } from 'express';
+import type { Services } from '../../services.js';
+import { AGENT_KINDS, SCRIBE_STATES } from '../../scribes/queries.js';
+import { requireAdmin, userActor } from '../auth.js';
+import { action, flash } from '../forms.js';
+import { listReceipts, scribesWithCounts } from '../queries.js';
+
+/** The scribes list and each scribe's own page, `/b/<slug>` (spec 1, 4.4 rule 3). */
+export function scribeRoutes(services: Services): Router {
+  const router = Router();
+  const pageOf = (slug: string) => `/b/${encodeURIComponent(slug)}`;
+
+  router.get('/scribes', async (req, res) => {
+    res.render('scribes/index', { title: 'Scribes', scribes: await scribesWithCounts(services.db, req.user!.organization_id) });
+  });
+
+  router.get('/b/:slug', async (req, res) => {
+    const org = req.user!.organization_id;
+    const ref = await services.scribes.getBySlug(org, String(req.params.slug));
+    const scribe = (await services.scribes.find(ref.id))!;
+    const [sessions, receipts, tasks] = await Promise.all([
+      services.sessions.listWithTranscripts(scribe.id, 20),
+      listReceipts(services.db, org, { scribeId: scribe.id, limit: 10 }),
+      services.tasks.listForScribe(scribe.id, { limit: 10 }),
+    ]);
+    const live = sessions.some((s) => s.reply_due) || tasks.some((t) => t.status === 'open' || t.status === 'in_progress') || receipts.items.some((r) => r.status === 'accepted' || r.status === 'dispatched');
+    res.render('scribes/show', { title: scribe.name, scribe, sessions, receipts: receipts.items, tasks, states: SCRIBE_STATES, agents: AGENT_KINDS, live });
+  });
+
+  router.post(
+    '/b/:slug/state',
+    requireAdmin,
+    action(async (req) => {
+      const slug = String(req.params.slug);
+      const scribe = await services.scribes.setState(req.user!.organization_id, slug, String(req.body.state ?? ''));
+      await services.audit.record(userActor(req), 'scribe.state', { type: 'scribe', id: scribe.id }, scribe.state);
+      flash(req, 'notice', `${scribe.slug} is now ${scribe.state.replace('_', ' ')}.`);
+      return pageOf(slug);
+    }, (req) => pageOf(String(req.params.slug))),
+  );
+
+  router.post(
+    '/b/:slug/agent',
+    requireAdmin,
+    action(async (req) => {
+      const slug = String(req.params.slug);
+      const scribe = await services.scribes.setAgent(req.user!.organization_id, slug, {
+        agent: String(req.body.agent ?? ''),
+        instructions: String(req.body.instructions ?? ''),
+      });
+      await services.audit.record(userActor(req), 'scribe.agent', { type: 'scribe', id: scribe.id }, scribe.agent);
+      flash(req, 'notice', 'Agent and instructions saved.');
+      return pageOf(slug);
+    }, (req) => pageOf(String(req.params.slug))),
+  );
+
+  return router;
+}

@@ -1,0 +1,29 @@
+import { Router } from 'express';
+import type { Services } from '../../services.js';
+import { requireAdmin, userActor } from '../auth.js';
+import { action, flash } from '../forms.js';
+
+/** A chat session's transcript; staff answer a waiting session in the user's place. */
+export function sessionRoutes(services: Services): Router {
+  const router = Router();
+  const pageOf = (id: string) => `/sessions/${encodeURIComponent(id)}`;
+
+  router.get('/sessions/:id', async (req, res) => {
+    const org = req.user!.organization_id;
+    const session = await services.sessions.get(org, String(req.params.id));
+    const scribe = (await services.scribes.find(session.scribe_id))!;
+    res.render('sessions/show', { title: `Session with ${scribe.name}`, session, scribe, live: Boolean(session.reply_due) });
+  });
+
+  router.post(
+    '/sessions/:id/reply',
+    requireAdmin,
+    action(async (req) => {
+      await services.sessions.replyAsStaff(userActor(req), String(req.params.id), String(req.body.text ?? ''));
+      flash(req, 'notice', 'Reply sent; the scribe is answering.');
+      return pageOf(String(req.params.id));
+    }, (req) => pageOf(String(req.params.id))),
+  );
+
+  return router;
+}

@@ -1,0 +1,51 @@
+import { Router } from 'express';
+import type { Services } from '../../services.js';
+import { TASK_STATUSES } from '../../tasks/queries.js';
+import { decodeCursor, encodeCursor } from '../../http/cursor.js';
+import { UUID_PATTERN } from '../../lib/ids.js';
+import { requireAdmin, userActor } from '../auth.js';
+import { action, flash } from '../forms.js';
+import { listTasks } from '../queries.js';
+import { scribeFilter } from './filters.js';
+
+const PAGE = 25;
+
+/** Tasks of the organization, and each task's page with its history; staff answer waiting tasks. */
+export function taskRoutes(services: Services): Router {
+  const router = Router();
+  const pageOf = (id: string) => `/tasks/${encodeURIComponent(id)}`;
+
+  router.get('/tasks', async (req, res) => {
+    const org = req.user!.organization_id;
+    const status = (TASK_STATUSES as readonly string[]).includes(String(req.query.status)) ? String(req.query.status) : '';
+    const scribe = await scribeFilter(services, org, req.query.scribe);
+    const before = req.query.before ? decodeCursor(req.query.before, (id) => UUID_PATTERN.test(id)) : undefined;
+    const page = await listTasks(services.db, org, { scribeId: scribe.selected?.id, status, before, limit: PAGE });
+    res.render('tasks/index', {
+      title: 'Tasks',
+      tasks: page.items,
+      next: page.next && encodeCursor(page.next),
+      filters: { scribe: scribe.selected?.slug ?? '', status },
+      scribes: scribe.all,
+      statuses: TASK_STATUSES,
+    });
+  });
+
+  router.get('/tasks/:id', async (req, res) => {
+    const task = await services.tasks.get(req.user!.organization_id, String(req.params.id));
+    const scribe = (await services.scribes.find(task.scribe_id))!;
+    res.render('tasks/show', { title: task.title, task, scribe, live: task.status === 'open' || task.status === 'in_progress' });
+  });
+
+  router.post(
+    '/tasks/:id/input',
+    requireAdmin,
+    action(async (req) => {
+      await services.tasks.giveInput(userActor(req), String(req.params.id), String(req.body.text ?? ''));
+      flash(req, 'notice', 'Input given; the task is open again.');
+      return pageOf(String(req.params.id));
+    }, (req) => pageOf(String(req.params.id))),
+  );
+
+  return router;
+}

@@ -1,0 +1,83 @@
+/**
+ * Helpers every view gets (as `h`). Templates escape with `<%= %>`; none of these return
+ * HTML, so nothing here needs `<%-`.
+ */
+
+const UNITS: Array<[string, number]> = [
+  ['year', 365 * 86_400_000],
+  ['month', 30 * 86_400_000],
+  ['day', 86_400_000],
+  ['hour', 3_600_000],
+  ['minute', 60_000],
+  ['second', 1000],
+];
+
+/** "3 minutes ago", "just now"; the exact time goes in a title beside it. */
+export function timeAgo(iso: string | null | undefined, now = Date.now()): string {
+  if (!iso) return '—';
+  const diff = now - Date.parse(iso);
+  if (Math.abs(diff) < 5000) return 'just now';
+  for (const [unit, ms] of UNITS) {
+    const n = Math.floor(Math.abs(diff) / ms);
+    if (n >= 1) return diff >= 0 ? `${n} ${unit}${n === 1 ? '' : 's'} ago` : `in ${n} ${unit}${n === 1 ? '' : 's'}`;
+  }
+  return 'just now';
+}
+
+/** The exact time for a title attribute: `2026-11-21 09:30:00 UTC`. */
+export function exactTime(iso: string | null | undefined): string {
+  return iso ? `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC` : '';
+}
+
+/** The badge colour of a status or state, by what it means to staff. */
+export function tone(status: string): 'ok' | 'busy' | 'wait' | 'bad' | 'idle' {
+  switch (status) {
+    case 'fulfilled':
+    case 'done':
+    case 'completed':
+    case 'active':
+      return 'ok';
+    case 'accepted':
+    case 'dispatched':
+    case 'running':
+    case 'in_progress':
+    case 'queued':
+    case 'open':
+      return 'busy';
+    case 'waiting':
+      return 'wait';
+    case 'failed':
+      return 'bad';
+    default:
+      return 'idle';
+  }
+}
+
+/** `in_progress` → `in progress`, `powered_off` → `powered off`. */
+export function label(status: string): string {
+  return status.replace(/_/g, ' ');
+}
+
+/** The first `n` characters of a text, with … when cut. */
+export function truncate(text: string | null | undefined, n = 80): string {
+  const value = (text ?? '').replace(/\s+/g, ' ').trim();
+  return value.length > n ? `${value.slice(0, n - 1)}…` : value;
+}
+
+export function bytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/** A query string from the current filters with some changed (undefined/empty drops a key). */
+export function withQuery(base: Record<string, unknown>, changes: Record<string, unknown> = {}): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries({ ...base, ...changes })) {
+    if (value !== undefined && value !== null && value !== '' && value !== false) params.set(key, String(value));
+  }
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+export const viewHelpers = { timeAgo, exactTime, tone, label, truncate, bytes, withQuery };
