@@ -99,6 +99,8 @@ function errorPage(logger: Logger): ErrorRequestHandler {
     if (status === 500) logger.error({ err, requestId: req.id }, 'console request failed');
     const text = status === 500 ? 'Something went wrong on our side. It has been logged.' : String(err.message);
     const title = status === 404 ? 'Not found' : status === 403 ? 'Not allowed' : status === 500 ? 'Server error' : 'Cannot do that';
+    // Errors raised before the locals were set (a missing asset) still get a whole page.
+    res.locals = { h: viewHelpers, user: null, path: req.path, csrfToken: '', flash: null, live: false, ...res.locals };
     res.status(status).render('error', { title, message: text, status });
   };
 }
