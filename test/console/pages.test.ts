@@ -1,0 +1,265 @@
+import { expect } from 'chai';
+import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
+import { signIn, type ConsoleClient } from '../helpers/console.js';
+import { startFileServer } from '../helpers/file-server.js';
+
+const HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>';
+const ESCAPED = '&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;';
+
+describe('console pages and actions', () => {
+  let h: Harness;
+  let t: Tenant;
+  let admin: ConsoleClient;
+  before(async () => {
+    h = await createHarness({ env: { ATTACHMENTS_ALLOW_PRIVATE: 'true' }, options: { runOnNewWork: false, dispatchOnAccept: false } });
+    t = await h.tenant();
+    admin = await signIn(h, t, 'admin');
+  });
+  after(() => h.close());
+
+  const audit = () => h.db('audit_events').where({ organization_id: t.organizationId }).orderBy('id').select('actor_type', 'actor_label', 'action', 'subject_type', 'subject_id', 'detail');
+
+  async function receipt(task: object) {
+    const res = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/requests`).set(t.headers).send({ task });
+    expect(res.status).to.equal(202);
+    return res.body.request.id as string;
+  }
+
+  it('escapes hostile text in summaries, messages, entries and instructions', async () => {
+    const id = await receipt({ summary: HOSTILE, title: HOSTILE });
+    await h.services.dispatcher.tick();
+    const chat = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/chat`).set(t.headers).send({ message: HOSTILE });
+    await h.services.runtime.tick();
+    const type = await h.services.entryTypes.create(t.organizationId, { name: 'Hostile', fields: [{ name: 'Name', type: 'text', primary: true }] });
+    const entry = await h.services.entries.create(t.organizationId, type.id, { fields: { Name: HOSTILE } });
+    await h.services.scribes.setAgent(t.organizationId, t.scribe.slug, { instructions: HOSTILE });
+    const task = await h.db('tasks').where({ request_id: id }).first();
+    const pages = [`/receipts/${id}`, '/receipts', `/tasks/${task.id}`, '/tasks', `/sessions/${chat.body.session_id}`, `/b/${t.scribe.slug}`, `/entry-types/${type.id}`, `/entries/${entry.id}`, `/entries/${entry.id}/edit`, '/'];
+    for (const path of pages) {
+      const res = await admin.get(path);
+      expect(res.status, path).to.equal(200);
+      expect(res.text, path).to.not.include('<script>alert').and.not.include('<img src=x');
+    }
+    expect((await admin.get(`/receipts/${id}`)).text).to.include(ESCAPED);
+    expect((await admin.get(`/sessions/${chat.body.session_id}`)).text).to.include(ESCAPED);
+    expect((await admin.get(`/entries/${entry.id}`)).text).to.include(ESCAPED);
+  });
+
+  it('sends a strict Content-Security-Policy: own scripts and styles only, nothing inline', async () => {
+    const res = await admin.get('/');
+    const csp = String(res.headers['content-security-policy']);
+    expect(csp).to.include("script-src 'self'").and.include("style-src 'self'").and.include("frame-ancestors 'none'");
+    expect(csp).to.not.include('unsafe-inline').and.not.include('unsafe-eval');
+    expect(res.text).to.not.match(/<script(?![^>]*\bsrc=)[^>]*>/).and.not.match(/\sstyle="/);
+  });
+
+  it('shows the dashboard: receipts by status, background work and recent failures', async () => {
+    await h.services.scribes.setState(t.organizationId, t.scribe.slug, 'powered_off');
+    await h.services.scribes.setState(t.organizationId, t.scribe.slug, 'active');
+    await h.services.dispatcher.tick();
+    const res = await admin.get('/');
+    expect(res.text).to.include('Receipts by status').and.include('Dispatcher').and.include('Agent runtime').and.include('Recent failures');
+    expect(res.text).to.match(/status=fulfilled&amp;since=1h">\d+<\/a>/);
+  });
+
+  describe('scribes', () => {
+    it('powers a scribe off and on, and records who did it', async () => {
+      const off = await admin.post(`/b/${t.scribe.slug}/state`, { state: 'powered_off' });
+      expect(off.status).to.equal(303);
+      expect(off.headers.location).to.equal(`/b/${t.scribe.slug}`);
+      expect((await h.db('scribes').where({ id: t.scribe.id }).first()).state).to.equal('powered_off');
+      const page = await admin.get(`/b/${t.scribe.slug}`);
+      expect(page.text).to.include(`${t.scribe.slug} is now powered off.`);
+      await admin.post(`/b/${t.scribe.slug}/state`, { state: 'active' });
+      expect((await h.db('scribes').where({ id: t.scribe.id }).first()).state).to.equal('active');
+      expect((await audit()).filter((e) => e.action === 'scribe.state').slice(-2)).to.deep.equal([
+        { actor_type: 'user', actor_label: admin.email, action: 'scribe.state', subject_type: 'scribe', subject_id: t.scribe.id, detail: 'powered_off' },
+        { actor_type: 'user', actor_label: admin.email, action: 'scribe.state', subject_type: 'scribe', subject_id: t.scribe.id, detail: 'active' },
+      ]);
+    });
+
+    it('refuses an unknown state with a message and changes nothing', async () => {
+      const res = await admin.post(`/b/${t.scribe.slug}/state`, { state: 'asleep' });
+      expect(res.status).to.equal(303);
+      expect((await admin.get(`/b/${t.scribe.slug}`)).text).to.include('State must be one of active, powered_off, unprovisioned');
+      expect((await h.db('scribes').where({ id: t.scribe.id }).first()).state).to.equal('active');
+    });
+
+    it('edits the agent and instructions', async () => {
+      await admin.post(`/b/${t.scribe.slug}/agent`, { agent: 'openai', instructions: 'Be brief.' });
+      expect(await h.db('scribes').where({ id: t.scribe.id }).first()).to.include({ agent: 'openai', instructions: 'Be brief.' });
+      await admin.post(`/b/${t.scribe.slug}/agent`, { agent: 'builtin', instructions: '' });
+      const res = await admin.post(`/b/${t.scribe.slug}/agent`, { agent: 'gpt', instructions: '' });
+      expect(res.status).to.equal(303);
+      expect((await admin.get(`/b/${t.scribe.slug}`)).text).to.include('Agent must be one of builtin, openai');
+      expect((await h.db('scribes').where({ id: t.scribe.id }).first()).agent).to.equal('builtin');
+    });
+
+    it('shows its sessions newest first with their transcripts, its receipts and its tasks', async () => {
+      const first = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/chat`).set(t.headers).send({ message: 'first question' });
+      const second = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/chat`).set(t.headers).send({ message: 'What are you working on?' });
+      await h.services.runtime.tick();
+      const page = (await admin.get(`/b/${t.scribe.slug}`)).text;
+      expect(page.indexOf(second.body.session_id)).to.be.lessThan(page.indexOf(first.body.session_id));
+      expect(page).to.include('first question').and.include('My tasks:');
+      expect(page).to.include('data-live="always"');
+    });
+  });
+
+  describe('receipts', () => {
+    it('lists receipts with filters by status, scribe and time, and pages through them', async () => {
+      const other = await h.services.scribes.create({ organizationId: t.organizationId, slug: 'second', name: 'Second' });
+      for (let i = 0; i < 30; i++) await receipt({ summary: `bulk ${i}`, acceptance_criteria: 'ok' });
+      await h.services.requests.submit(other, { task: { summary: 'for second' } });
+      const all = await admin.get('/receipts');
+      expect(all.text.match(/href="\/receipts\/req_/g)).to.have.length(25);
+      const next = /href="(\/receipts\?before=[^"]+)"/.exec(all.text)![1]!.replace(/&amp;/g, '&');
+      const page2 = await admin.get(next);
+      expect(page2.status).to.equal(200);
+      const ids1 = [...all.text.matchAll(/href="\/receipts\/(req_\w+)"/g)].map((m) => m[1]);
+      const ids2 = [...page2.text.matchAll(/href="\/receipts\/(req_\w+)"/g)].map((m) => m[1]);
+      expect(ids1.filter((id) => ids2.includes(id)), 'no receipt on both pages').to.deep.equal([]);
+      expect((await admin.get('/receipts?scribe=second')).text).to.include('for second').and.not.include('bulk 1<');
+      expect((await admin.get('/receipts?status=failed')).text).to.include('No receipts match.');
+      expect((await admin.get('/receipts?status=accepted&since=1h')).text).to.include('bulk 29');
+      expect((await admin.get('/receipts?before=not-a-cursor')).status).to.equal(400);
+    });
+
+    it('shows a receipt with its input, timeline, task and attachments, downloadable by signed-in staff only', async () => {
+      const files = await startFileServer({ '/report.csv': (_req, res) => res.writeHead(200, { 'content-type': 'text/csv' }).end('a,b\n1,2\n') });
+      try {
+        const id = await receipt({ summary: 'Read the report', acceptance_criteria: 'A summary', attachments: [{ url: `${files.url}/report.csv`, content_type: 'text/csv' }] });
+        await h.services.dispatcher.tick();
+        const page = await admin.get(`/receipts/${id}`);
+        expect(page.text).to.include('Read the report').and.include('A summary').and.include('report.csv').and.include('badge-ok">fulfilled');
+        expect(page.text.match(/<li><span class="badge[^"]*">(accepted|dispatched|fulfilled)<\/span>/g)).to.have.length(3);
+        const file = await admin.get(`/receipts/${id}/attachments/0`);
+        expect(file.status).to.equal(200);
+        expect(file.headers['content-disposition']).to.equal('attachment; filename=report.csv');
+        expect(file.headers['content-type']).to.match(/^text\/csv/);
+        expect(file.text ?? file.body.toString()).to.equal('a,b\n1,2\n');
+        expect((await admin.get(`/receipts/${id}/attachments/1`)).status).to.equal(404);
+        const anonymous = await h.api.get(`/receipts/${id}/attachments/0`);
+        expect(anonymous.status).to.equal(303);
+      } finally {
+        await files.close();
+      }
+    });
+  });
+
+  describe('tasks and sessions', () => {
+    it('gives input to a waiting task from its page; the agent then finishes it', async () => {
+      const id = await receipt({ summary: 'Which supplier should we drop?' });
+      await h.services.dispatcher.tick();
+      await h.services.runtime.tick();
+      const task = await h.db('tasks').where({ request_id: id }).first();
+      expect(task.status).to.equal('waiting');
+      expect((await admin.get(`/tasks/${task.id}`)).text).to.include('Answer the scribe');
+      const res = await admin.post(`/tasks/${task.id}/input`, { text: 'The most expensive one' });
+      expect(res.status).to.equal(303);
+      expect((await h.db('tasks').where({ id: task.id }).first()).status).to.equal('open');
+      await h.services.runtime.tick();
+      const page = await admin.get(`/tasks/${task.id}`);
+      expect(page.text).to.include('Input from staff: The most expensive one').and.include('badge-ok">done');
+      expect((await audit()).at(-1)).to.include({ action: 'task.input', subject_id: task.id, actor_label: admin.email });
+      const again = await admin.post(`/tasks/${task.id}/input`, { text: 'more' });
+      expect(again.status).to.equal(303);
+      expect((await admin.get(`/tasks/${task.id}`)).text).to.include('Only a waiting task can be given input');
+    });
+
+    it('lets staff reply to a waiting session from its transcript', async () => {
+      const chat = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/chat`).set(t.headers).send({ message: 'hi' });
+      await h.services.runtime.tick();
+      const id = chat.body.session_id;
+      expect((await admin.get(`/sessions/${id}`)).text).to.include('Reply as staff');
+      await admin.post(`/sessions/${id}/reply`, { text: 'What are you working on?' });
+      await h.services.runtime.tick();
+      const page = (await admin.get(`/sessions/${id}`)).text;
+      expect(page).to.include('msg-staff').and.include('My tasks:');
+      expect((await h.db('session_messages').where({ session_id: id })).map((m) => m.author)).to.deep.equal(['user', 'scribe', 'staff', 'scribe']);
+      const empty = await admin.post(`/sessions/${id}/reply`, { text: '   ' });
+      expect(empty.status).to.equal(303);
+      expect((await admin.get(`/sessions/${id}`)).text).to.include('Reply is required');
+    });
+  });
+
+  describe('keys', () => {
+    it('creates a key shown once, which then works, and revokes it', async () => {
+      const res = await admin.post('/keys', { name: 'Console key' });
+      expect(res.status).to.equal(200);
+      expect(res.headers['cache-control']).to.equal('no-store');
+      const key = /<code class="key" id="new-key">(sk_[A-Za-z0-9_-]+)<\/code>/.exec(res.text)![1]!;
+      expect((await h.api.get(`/api/v1/scribes/${t.scribe.slug}/requests`).set('X-Api-Key', key)).status).to.equal(200);
+      const list = await admin.get('/keys');
+      expect(list.text).to.include('Console key').and.not.include(key);
+      const row = await h.db('api_keys').where({ name: 'Console key' }).first();
+      expect(row.key_hash).to.not.equal(key);
+      const revoke = await admin.post(`/keys/${row.id}/revoke`);
+      expect(revoke.status).to.equal(303);
+      expect((await h.api.get(`/api/v1/scribes/${t.scribe.slug}/requests`).set('X-Api-Key', key)).status).to.equal(401);
+      expect((await audit()).slice(-2).map((e) => e.action)).to.deep.equal(['key.create', 'key.revoke']);
+    });
+  });
+
+  describe('entries', () => {
+    it('creates an entry type and entries, edits one, and shows relationships as links', async () => {
+      await admin.post('/entry-types', { name: 'Firms', name_0: 'Name', type_0: 'text', primary: '0', name_1: 'Size', type_1: 'number' });
+      const firms = await h.db('entry_types').where({ organization_id: t.organizationId, name: 'Firms' }).first();
+      expect(firms).to.not.equal(undefined);
+      await admin.post('/entry-types', { name: 'People', name_0: 'Name', type_0: 'text', primary: '0', name_1: 'Firm', type_1: 'relationship', target_1: firms.id });
+      const people = await h.db('entry_types').where({ organization_id: t.organizationId, name: 'People' }).first();
+
+      const created = await admin.post(`/entry-types/${firms.id}/entries`, { f_0: 'Globex', f_1: '120' });
+      expect(created.status).to.equal(303);
+      const firmId = String(created.headers.location).split('/').pop()!;
+      expect(JSON.parse((await h.db('entries').where({ id: firmId }).first()).fields)).to.deep.equal({ Name: 'Globex', Size: 120 });
+
+      const form = await admin.get(`/entry-types/${people.id}/new`);
+      expect(form.text).to.include(`<option value="${firmId}">Globex</option>`);
+      const person = await admin.post(`/entry-types/${people.id}/entries`, { f_0: 'Hank', f_1: [firmId] });
+      const personId = String(person.headers.location).split('/').pop()!;
+      const page = await admin.get(`/entries/${personId}`);
+      expect(page.text).to.include(`<a href="/entries/${firmId}">Globex</a>`);
+
+      await admin.post(`/entries/${firmId}`, { f_0: 'Globex Corp', f_1: '', draft: '1' });
+      const edited = await h.db('entries').where({ id: firmId }).first();
+      expect(JSON.parse(edited.fields)).to.deep.equal({ Name: 'Globex Corp' });
+      expect(edited.draft).to.equal(1);
+      expect((await audit()).slice(-5).map((e) => e.action)).to.deep.equal(['entry_type.create', 'entry_type.create', 'entry.create', 'entry.create', 'entry.update']);
+    });
+
+    it('searches entries with the API\'s q, with draft and archived toggles, and says when a query is malformed', async () => {
+      const type = await h.services.entryTypes.create(t.organizationId, { name: 'Cities', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Pop', type: 'number' }] });
+      await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Zurich', Pop: 400 } });
+      await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Geneva', Pop: 200 } });
+      await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Bern draft', Pop: 130 }, draft: true });
+      const search = async (query: string) => (await admin.get(`/entry-types/${type.id}?${query}`)).text;
+      const names = (html: string) => [...html.matchAll(/<a href="\/entries\/[^"]+">([^<]+)<\/a>/g)].map((m) => m[1]);
+      expect(names(await search(''))).to.deep.equal(['Zurich', 'Geneva']);
+      expect(names(await search('q=Pop%3E300'))).to.deep.equal(['Zurich']);
+      expect(names(await search('q=bern'))).to.deep.equal([]);
+      expect(names(await search('q=bern&drafts=1'))).to.deep.equal(['Bern draft']);
+      expect(await search('q=Pop%3Elots')).to.include('Invalid search query:');
+    });
+
+    it('says what is wrong when an entry does not validate, and keeps nothing', async () => {
+      const type = await h.services.entryTypes.create(t.organizationId, { name: 'Strict', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Count', type: 'number' }] });
+      const res = await admin.post(`/entry-types/${type.id}/entries`, { f_0: 'X', f_1: 'many' });
+      expect(res.status).to.equal(303);
+      expect(res.headers.location).to.equal(`/entry-types/${type.id}/new`);
+      expect((await admin.get(String(res.headers.location))).text).to.match(/flash-error[^>]*>[^<]*Count/);
+      expect(await h.db('entries').where({ entry_type_id: type.id })).to.have.length(0);
+    });
+  });
+
+  it('records API calls that change data in the audit log, naming the key', async () => {
+    const id = await receipt({ summary: 'audited' });
+    const chat = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/chat`).set(t.headers).send({ message: 'audited' });
+    const events = await audit();
+    expect(events.find((e) => e.subject_id === id)).to.include({ actor_type: 'api_key', action: 'request.submit', detail: 'audited' });
+    expect(events.find((e) => e.subject_id === chat.body.session_id)).to.include({ actor_type: 'api_key', action: 'session.start' });
+    expect(events.find((e) => e.subject_id === id)!.actor_label).to.match(/\(sk_\w{7}…\)$/);
+    const page = await admin.get('/audit');
+    expect(page.text).to.include('request.submit').and.include('session.start');
+  });
+});
