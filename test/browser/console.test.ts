@@ -1,0 +1,142 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
+import { PASSWORD } from '../helpers/console.js';
+
+/** Debian's chromium, installed by .ci/run (`apt-get install -y chromium`). */
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOTS = fileURLToPath(new URL('../../test-artifacts/screenshots/', import.meta.url));
+
+/**
+ * The console in a real Chromium against the real app on loopback. Background work is
+ * driven by the test (ticks), so each state can be watched arriving on a page that is
+ * not reloaded.
+ */
+describe('the console in Chromium', function () {
+  this.timeout(60_000);
+  let h: Harness;
+  let t: Tenant;
+  let server: http.Server;
+  let base: string;
+  let browser: Browser;
+  let page: Page;
+
+  before(async () => {
+    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium), as .ci/run does`);
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    h = await createHarness({ options: { runOnNewWork: false, dispatchOnAccept: false } });
+    t = await h.tenant({ slug: 'atlas' });
+    await h.services.users.create({ organizationId: t.organizationId, email: 'admin@example.com', password: PASSWORD, role: 'admin' });
+    const type = await h.services.entryTypes.create(t.organizationId, { name: 'Companies', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'City', type: 'text' }] });
+    for (const [name, city] of [['Acme Corp', 'Zurich'], ['Globex', 'Geneva'], ['Initech', 'Zurich']]) {
+      await h.services.entries.create(t.organizationId, type.id, { fields: { Name: name, City: city } });
+    }
+    server = http.createServer(h.app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await new Promise((resolve) => server?.close(resolve));
+    await h?.close();
+  });
+
+  const api = (method: string, route: string, body?: object) =>
+    fetch(`${base}/api/v1${route}`, { method, headers: { 'X-Api-Key': t.key, 'Content-Type': 'application/json' }, body: body && JSON.stringify(body) }).then((r) => r.json() as Promise<Record<string, any>>);
+  const shot = (name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  /** Marks the window; the mark survives only if the page is not reloaded. */
+  const markWindow = () => page.evaluate(() => ((window as unknown as { __mark: number }).__mark = 42));
+  const stillSamePage = () => page.evaluate(() => (window as unknown as { __mark?: number }).__mark === 42);
+
+  it('signs in with the form and lands on the dashboard', async () => {
+    await page.goto(`${base}/`);
+    expect(page.url()).to.equal(`${base}/login`);
+    await shot('login');
+    await page.getByLabel('Email').fill('admin@example.com');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${base}/`);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).to.equal('Dashboard');
+    await shot('dashboard');
+  });
+
+  it('shows a chat reply on /b/<slug> as it arrives, without reloading', async () => {
+    await page.goto(`${base}/b/atlas`);
+    await markWindow();
+    await expectText(page.locator('[data-live-part="sessions"]'), 'No chat sessions yet.');
+    const { session_id: sessionId } = await api('POST', '/scribes/atlas/chat', { message: 'What do we know about Acme?' });
+    // The new session appears (queued), then the scribe's reply once the runtime has worked it.
+    await page.locator(`#session-${sessionId}`).waitFor();
+    await h.services.runtime.tick();
+    await page.locator(`#session-${sessionId} .msg-scribe`).waitFor();
+    expect(await page.locator(`#session-${sessionId} .msg-scribe .msg-text`).textContent()).to.equal('Here is what I found for "acme":\n- Acme Corp (Companies)');
+    expect(await stillSamePage(), 'the page was not reloaded').to.equal(true);
+    await shot('scribe-page');
+  });
+
+  it('shows a receipt reaching fulfilled on its page, without reloading', async () => {
+    const { request } = await api('POST', '/scribes/atlas/requests', { task: { summary: 'Summarize the Acme account', acceptance_criteria: 'Three bullets' } });
+    await page.goto(`${base}/receipts/${request.id}`);
+    await markWindow();
+    expect(await page.locator('.status-line').getAttribute('data-status')).to.equal('accepted');
+    await h.services.dispatcher.tick();
+    await page.locator('.status-line[data-status="fulfilled"]').waitFor();
+    expect(await stillSamePage(), 'the page was not reloaded').to.equal(true);
+    // The task the receipt made is then worked, and its status follows on the same page.
+    await h.services.runtime.tick();
+    await page.locator('[data-live-part="receipt"] a[href^="/tasks/"] + .badge-ok').waitFor();
+    await shot('receipt-page');
+  });
+
+  it('searches entries', async () => {
+    await page.goto(`${base}/entry-types`);
+    await page.getByRole('link', { name: 'Companies' }).click();
+    await page.getByLabel('Search').fill('City:Zurich');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForURL(/q=City%3AZurich/);
+    const names = await page.locator('table a[href^="/entries/"]').allTextContents();
+    expect(names).to.deep.equal(['Acme Corp', 'Initech']);
+    await shot('entries-search');
+    await page.getByRole('link', { name: 'Acme Corp' }).click();
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).to.equal('Acme Corp');
+  });
+
+  it('creates a key, shown once, and revokes it', async () => {
+    await page.goto(`${base}/keys`);
+    await page.getByLabel('Name').fill('Browser key');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.locator('#new-key').textContent())!;
+    expect(key).to.match(/^sk_[A-Za-z0-9_-]{43}$/);
+    expect((await fetch(`${base}/api/v1/scribes/atlas/requests`, { headers: { 'X-Api-Key': key } })).status).to.equal(200);
+    await shot('key-created');
+    await page.goto(`${base}/keys`);
+    expect(await page.locator('#new-key').count(), 'shown only once').to.equal(0);
+    await page.getByRole('button', { name: 'Revoke Browser key' }).click();
+    await expectText(page.locator('.flash-notice'), 'Key revoked');
+    expect((await fetch(`${base}/api/v1/scribes/atlas/requests`, { headers: { 'X-Api-Key': key } })).status).to.equal(401);
+    await shot('keys');
+  });
+
+  it('renders the other main pages', async () => {
+    for (const [name, route] of [['scribes', '/scribes'], ['receipts', '/receipts'], ['tasks', '/tasks'], ['entry-types', '/entry-types'], ['audit', '/audit']]) {
+      const response = await page.goto(`${base}${route}`);
+      expect(response?.status(), route).to.equal(200);
+      await shot(name!);
+    }
+  });
+});
+
+async function expectText(locator: ReturnType<Page['locator']>, text: string) {
+  await locator.filter({ hasText: text }).first().waitFor({ timeout: 10_000 });
+}
