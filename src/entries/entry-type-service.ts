@@ -44,6 +44,15 @@ export interface EntryTypeWithFields extends EntryTypeRow {
 export type EntryTypeService = ReturnType<typeof createEntryTypeService>;
 
 export function createEntryTypeService({ db, clock }: { db: Db; clock: Clock }) {
+  /** Relationship targets must be entry types of the same organization. */
+  async function checkTargets(organizationId: string, fields: readonly FieldInput[]): Promise<void> {
+    const targets = [...new Set(fields.flatMap((f) => (f.target ? [f.target] : [])))];
+    const found = new Set((await queries.findEntryTypesByIds(db, organizationId, targets.filter((t) => UUID_PATTERN.test(t)))).map((t) => t.id));
+    for (const field of fields) {
+      if (field.target && !found.has(field.target)) throw new ValidationError(messages.targetNotFound(field.name));
+    }
+  }
+
   return {
     /** The organization's entry type with its fields; 404 `Entry type not found` otherwise. */
     async get(organizationId: string, id: string): Promise<EntryTypeWithFields> {
@@ -64,30 +73,39 @@ export function createEntryTypeService({ db, clock }: { db: Db; clock: Clock }) 
       return type;
     },
 
+    /**
+     * Renames a type and adds fields to it (never primary: the type has its one already).
+     * Existing fields keep their name and type: entries store values by field name, and
+     * changing either would need every entry rewritten.
+     */
+    async update(organizationId: string, id: string, input: { name?: string; addFields?: unknown[] }): Promise<EntryTypeWithFields> {
+      const type = await this.get(organizationId, id);
+      const name = input.name === undefined ? type.name : input.name.trim();
+      if (!name) throw new ValidationError(messages.nameRequired);
+      const added = input.addFields?.length ? validateFields(input.addFields, type.fields.map((f) => f.name)) : [];
+      if (added.some((f) => f.primary)) throw new ValidationError(messages.onePrimary);
+      await checkTargets(organizationId, added);
+      const rows = fieldRows(id, added, type.fields.length);
+      try {
+        await queries.updateEntryType(db, id, { name, updated_at: isoNow(clock) }, rows);
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new ValidationError(messages.nameTaken);
+        throw err;
+      }
+      return this.get(organizationId, id);
+    },
+
     /** Creates an entry type: a name and an ordered list of fields with exactly one primary text field. */
     async create(organizationId: string, input: { name: string; fields: unknown; id?: string }): Promise<EntryTypeWithFields> {
       const name = typeof input.name === 'string' ? input.name.trim() : '';
       if (!name) throw new ValidationError(messages.nameRequired);
-      const fields = validateFields(input.fields);
-      const targets = [...new Set(fields.flatMap((f) => (f.target ? [f.target] : [])))];
-      const found = new Set((await queries.findEntryTypesByIds(db, organizationId, targets.filter((t) => UUID_PATTERN.test(t)))).map((t) => t.id));
-      for (const field of fields) {
-        if (field.target && !found.has(field.target)) throw new ValidationError(messages.targetNotFound(field.name));
-      }
+      const fields = validateNewTypeFields(input.fields);
+      await checkTargets(organizationId, fields);
 
       const now = isoNow(clock);
       // An id may be given by seeds (the demo's types have fixed ids its README relies on).
       const type: EntryTypeRow = { id: input.id ?? newId(), organization_id: organizationId, name, created_at: now, updated_at: now };
-      const rows: FieldRow[] = fields.map((field, position) => ({
-        id: newId(),
-        entry_type_id: type.id,
-        position,
-        name: field.name,
-        name_key: field.name.toLowerCase(),
-        type: field.type,
-        target_entry_type_id: field.target ?? null,
-        is_primary: Boolean(field.primary),
-      }));
+      const rows = fieldRows(type.id, fields, 0);
       try {
         await queries.insertEntryType(db, type, rows);
       } catch (err) {
@@ -99,24 +117,45 @@ export function createEntryTypeService({ db, clock }: { db: Db; clock: Clock }) 
   };
 }
 
-function validateFields(input: unknown): FieldInput[] {
+function fieldRows(entryTypeId: string, fields: readonly FieldInput[], firstPosition: number): FieldRow[] {
+  return fields.map((field, i) => ({
+    id: newId(),
+    entry_type_id: entryTypeId,
+    position: firstPosition + i,
+    name: field.name,
+    name_key: field.name.toLowerCase(),
+    type: field.type,
+    target_entry_type_id: field.target ?? null,
+    is_primary: Boolean(field.primary),
+  }));
+}
+
+function validateFields(input: unknown, existing: readonly string[] = []): FieldInput[] {
   if (!Array.isArray(input) || input.length === 0) throw new ValidationError(messages.fieldsRequired);
-  const seen = new Set<string>();
-  const fields = input.map((raw: unknown): FieldInput => {
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ValidationError(messages.fieldNotObject);
-    const field = raw as Record<string, unknown>;
-    const name = typeof field.name === 'string' ? field.name.trim() : '';
-    if (!name) throw new ValidationError(messages.fieldNameRequired);
-    if (OPERATOR_CHARS.test(name) || name.length > 100) throw new ValidationError(messages.fieldNameInvalid(name));
-    if (RESERVED.has(name.toLowerCase())) throw new ValidationError(messages.fieldNameReserved(name));
-    if (seen.has(name.toLowerCase())) throw new ValidationError(messages.fieldNameTaken(name));
-    seen.add(name.toLowerCase());
-    if (!(FIELD_TYPES as readonly unknown[]).includes(field.type)) throw new ValidationError(messages.fieldTypeInvalid(name));
-    const type = field.type as FieldType;
-    if (type === 'relationship' && typeof field.target !== 'string') throw new ValidationError(messages.targetRequired(name));
-    if (type !== 'relationship' && field.target !== undefined && field.target !== null) throw new ValidationError(messages.targetNotAllowed(name));
-    return { name, type, primary: field.primary === true, target: type === 'relationship' ? (field.target as string) : undefined };
-  });
+  const seen = new Set(existing.map((name) => name.toLowerCase()));
+  return input.map((raw: unknown) => validateField(raw, seen));
+}
+
+/** One field of a list; `seen` holds the (lower-cased) names before it. */
+function validateField(raw: unknown, seen: Set<string>): FieldInput {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ValidationError(messages.fieldNotObject);
+  const field = raw as Record<string, unknown>;
+  const name = typeof field.name === 'string' ? field.name.trim() : '';
+  if (!name) throw new ValidationError(messages.fieldNameRequired);
+  if (OPERATOR_CHARS.test(name) || name.length > 100) throw new ValidationError(messages.fieldNameInvalid(name));
+  if (RESERVED.has(name.toLowerCase())) throw new ValidationError(messages.fieldNameReserved(name));
+  if (seen.has(name.toLowerCase())) throw new ValidationError(messages.fieldNameTaken(name));
+  seen.add(name.toLowerCase());
+  if (!(FIELD_TYPES as readonly unknown[]).includes(field.type)) throw new ValidationError(messages.fieldTypeInvalid(name));
+  const type = field.type as FieldType;
+  if (type === 'relationship' && typeof field.target !== 'string') throw new ValidationError(messages.targetRequired(name));
+  if (type !== 'relationship' && field.target !== undefined && field.target !== null) throw new ValidationError(messages.targetNotAllowed(name));
+  return { name, type, primary: field.primary === true, target: type === 'relationship' ? (field.target as string) : undefined };
+}
+
+/** A new type's fields: valid each, and exactly one primary text field. */
+function validateNewTypeFields(input: unknown): FieldInput[] {
+  const fields = validateFields(input);
   const primaries = fields.filter((f) => f.primary);
   if (primaries.length !== 1) throw new ValidationError(messages.onePrimary);
   if (primaries[0]!.type !== 'text') throw new ValidationError(messages.primaryNotText);

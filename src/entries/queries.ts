@@ -81,6 +81,13 @@ export async function insertEntryType(db: Db, type: EntryTypeRow, fields: readon
   });
 }
 
+export async function updateEntryType(db: Db, id: string, change: Pick<EntryTypeRow, 'name' | 'updated_at'>, newFields: readonly FieldRow[]): Promise<void> {
+  await db.transaction(async (trx) => {
+    await trx('entry_types').where({ id }).update(change);
+    if (newFields.length > 0) await trx('entry_type_fields').insert(newFields);
+  });
+}
+
 export async function findEntryType(db: Db, organizationId: string, id: string): Promise<EntryTypeRow | undefined> {
   return db<EntryTypeRow>('entry_types').where({ id, organization_id: organizationId }).first();
 }

@@ -31,7 +31,7 @@ describe('console access', () => {
   const pages = () => [
     '/', '/scribes', `/b/${t.scribe.slug}`, '/receipts', `/receipts/${ids.receiptId}`, '/tasks', `/tasks/${ids.taskId}`,
     `/sessions/${ids.sessionId}`, '/entry-types', `/entry-types/${ids.typeId}`, `/entries/${ids.entryId}`, `/entries/${ids.entryId}/edit`,
-    `/entry-types/${ids.typeId}/new`, '/keys', '/audit',
+    `/entry-types/${ids.typeId}/new`, `/entry-types/${ids.typeId}/edit`, '/keys', '/audit',
   ];
 
   describe('signed out', () => {
@@ -212,6 +212,7 @@ describe('console access', () => {
         ['/entry-types', { name: 'Things', name_0: 'Name', type_0: 'text', primary: '0' }],
         [`/entry-types/${ids.typeId}/entries`, { f_0: 'New Co' }],
         [`/entries/${ids.entryId}`, { f_0: 'Renamed' }],
+        [`/entry-types/${ids.typeId}`, { name: 'Renamed type' }],
       ];
       for (const [path, form] of attempts) {
         const res = await viewer.post(path, form);
@@ -229,7 +230,7 @@ describe('console access', () => {
       const admin = await signIn(h, t, 'admin');
       const reads = [
         `/b/${other.scribe.slug}`, `/receipts/${theirs.receiptId}`, `/tasks/${theirs.taskId}`, `/sessions/${theirs.sessionId}`,
-        `/entry-types/${theirs.typeId}`, `/entries/${theirs.entryId}`, `/entries/${theirs.entryId}/edit`, `/entry-types/${theirs.typeId}/new`,
+        `/entry-types/${theirs.typeId}`, `/entries/${theirs.entryId}`, `/entries/${theirs.entryId}/edit`, `/entry-types/${theirs.typeId}/new`, `/entry-types/${theirs.typeId}/edit`,
         `/receipts/${theirs.receiptId}/attachments/0`,
       ];
       for (const path of reads) {
@@ -244,6 +245,7 @@ describe('console access', () => {
         [`/sessions/${theirs.sessionId}/reply`, { text: 'x' }],
         [`/entries/${theirs.entryId}`, { f_0: 'Mine now' }],
         [`/entry-types/${theirs.typeId}/entries`, { f_0: 'Mine' }],
+        [`/entry-types/${theirs.typeId}`, { name: 'Mine' }],
       ];
       for (const [path, form] of writes) expect((await admin.post(path, form)).status, path).to.equal(404);
       expect((await h.db('scribes').where({ id: other.scribe.id }).first()).state).to.equal('active');

@@ -242,6 +242,25 @@ describe('console pages and actions', () => {
       expect(await search('q=Pop%3Elots')).to.include('Invalid search query:');
     });
 
+    it('renames an entry type and adds fields to it; existing fields and entries are kept', async () => {
+      const type = await h.services.entryTypes.create(t.organizationId, { name: 'Vendors', fields: [{ name: 'Name', type: 'text', primary: true }] });
+      const entry = await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Initech' } });
+      expect((await admin.get(`/entry-types/${type.id}/edit`)).status).to.equal(200);
+      const res = await admin.post(`/entry-types/${type.id}`, { name: 'Suppliers', name_0: 'Rating', type_0: 'number' });
+      expect(res.status).to.equal(303);
+      const fields = await h.db('entry_type_fields').where({ entry_type_id: type.id }).orderBy('position').select('name', 'type', 'position', 'is_primary');
+      expect(fields).to.deep.equal([{ name: 'Name', type: 'text', position: 0, is_primary: 1 }, { name: 'Rating', type: 'number', position: 1, is_primary: 0 }]);
+      expect((await h.db('entry_types').where({ id: type.id }).first()).name).to.equal('Suppliers');
+      await admin.post(`/entries/${entry.id}`, { f_0: 'Initech', f_1: '4.5' });
+      expect(JSON.parse((await h.db('entries').where({ id: entry.id }).first()).fields)).to.deep.equal({ Name: 'Initech', Rating: 4.5 });
+
+      const dup = await admin.post(`/entry-types/${type.id}`, { name: 'Suppliers', name_0: 'rating', type_0: 'text' });
+      expect(dup.headers.location).to.equal(`/entry-types/${type.id}/edit`);
+      expect((await admin.get(String(dup.headers.location))).text).to.include('Field name &#34;rating&#34; is used twice');
+      expect(await h.db('entry_type_fields').where({ entry_type_id: type.id })).to.have.length(2);
+      expect((await audit()).at(-2)).to.include({ action: 'entry_type.update', subject_id: type.id, detail: 'Suppliers' });
+    });
+
     it('says what is wrong when an entry does not validate, and keeps nothing', async () => {
       const type = await h.services.entryTypes.create(t.organizationId, { name: 'Strict', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Count', type: 'number' }] });
       const res = await admin.post(`/entry-types/${type.id}/entries`, { f_0: 'X', f_1: 'many' });

@@ -61,6 +61,49 @@ describe('entry type service', () => {
     await rejects422(create([primary], 'Twice'), 'An entry type with this name already exists');
   });
 
+  describe('update', () => {
+    it('renames a type and appends fields after the existing ones, bumping updated_at', async () => {
+      const type = await create([primary], 'Before');
+      const updated = await h.services.entryTypes.update(t.organizationId, type.id, { name: 'After', addFields: [{ name: 'Size', type: 'number' }, { name: 'Parent', type: 'relationship', target: type.id }] });
+      expect(updated.name).to.equal('After');
+      expect(updated.fields.map((f) => [f.position, f.name, f.type, Boolean(f.is_primary)])).to.deep.equal([
+        [0, 'Name', 'text', true],
+        [1, 'Size', 'number', false],
+        [2, 'Parent', 'relationship', false],
+      ]);
+      expect(updated.updated_at >= type.updated_at).to.equal(true);
+    });
+
+    const refusals: Array<[string, { name?: string; addFields?: unknown[] }, string]> = [
+      ['a blank name', { name: '  ' }, 'Name is required'],
+      ['a field named like an existing one', { addFields: [{ name: 'NAME', type: 'text' }] }, 'Field name "NAME" is used twice (names are compared case-insensitively)'],
+      ['a second primary field', { addFields: [{ name: 'Other', type: 'text', primary: true }] }, 'Exactly one field must be primary'],
+      ['an unknown target', { addFields: [{ name: 'R', type: 'relationship', target: '01900000-0000-7000-8000-000000000000' }] }, 'The target entry type of "R" does not exist'],
+      ['an invalid field', { addFields: [{ name: 'a|b', type: 'text' }] }, 'Field name "a|b" may not contain : < > ( ) & | or "'],
+    ];
+    for (const [what, change, message] of refusals) {
+      it(`refuses ${what}, changing nothing`, async () => {
+        const type = await create([primary]);
+        const before = await h.services.entryTypes.get(t.organizationId, type.id);
+        await rejects422(h.services.entryTypes.update(t.organizationId, type.id, change), message);
+        expect(await h.services.entryTypes.get(t.organizationId, type.id)).to.deep.equal(before);
+      });
+    }
+
+    it("refuses another type's name, and another organization's type", async () => {
+      await create([primary], 'Taken');
+      const type = await create([primary]);
+      await rejects422(h.services.entryTypes.update(t.organizationId, type.id, { name: 'Taken' }), 'An entry type with this name already exists');
+      const other = await h.tenant({ slug: 'other-update' });
+      try {
+        await h.services.entryTypes.update(other.organizationId, type.id, { name: 'Stolen' });
+        expect.fail('updated another organization\'s type');
+      } catch (err) {
+        expect((err as Error).message).to.equal('Entry type not found');
+      }
+    });
+  });
+
   it("refuses a relationship to another organization's type", async () => {
     const other = await h.tenant({ slug: 'other' });
     const theirs = await h.services.entryTypes.create(other.organizationId, { name: 'Theirs', fields: [primary] });

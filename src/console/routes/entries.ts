@@ -56,6 +56,23 @@ export function entryRoutes(services: Services): Router {
     res.render('entry-types/show', { title: type.name, type, entries: page.entries, next: page.nextCursor, filters, searchError, primary: primaryOf(type) });
   });
 
+  router.get('/entry-types/:id/edit', requireAdmin, async (req, res) => {
+    const org = req.user!.organization_id;
+    const type = await services.entryTypes.get(org, String(req.params.id));
+    res.render('entry-types/edit', { title: `Edit ${type.name}`, type, types: await services.entryTypes.list(org), fieldTypes: FIELD_TYPES, rows: FIELD_ROWS });
+  });
+
+  router.post(
+    '/entry-types/:id',
+    requireAdmin,
+    action(async (req) => {
+      const type = await services.entryTypes.update(req.user!.organization_id, String(req.params.id), { name: String(req.body.name ?? ''), addFields: fieldsFromForm(req) });
+      await services.audit.record(userActor(req), 'entry_type.update', { type: 'entry_type', id: type.id }, type.name);
+      flash(req, 'notice', `Entry type ${type.name} saved.`);
+      return typePage(type.id);
+    }, (req) => `${typePage(String(req.params.id))}/edit`),
+  );
+
   router.get('/entry-types/:id/new', requireAdmin, async (req, res) => {
     const type = await services.entryTypes.get(req.user!.organization_id, String(req.params.id));
     res.render('entries/form', { title: `New ${type.name} entry`, type, entry: null, pickers: await pickersFor(services, req, type) });
