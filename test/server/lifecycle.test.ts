@@ -193,6 +193,20 @@ describe('the server process', function () {
         expect(res.status).to.equal(200);
         const body = (await res.json()) as { requests: unknown[] };
         expect(body.requests.length).to.equal(3);
+        // The printed console login signs in (through the form, as a browser would).
+        const [, email, password] = /Console login:\s+(\S+) \/ (\S+)/.exec(demo.output())!;
+        const login = await fetch(`${demo.url}/login`);
+        const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+        const token = /name="_csrf" value="([^"]+)"/.exec(await login.text())![1]!;
+        const signedIn = await fetch(`${demo.url}/login`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ _csrf: token, email: email!, password: password! }),
+        });
+        expect(signedIn.status).to.equal(303);
+        const dashboard = await fetch(`${demo.url}/`, { headers: { cookie: signedIn.headers.get('set-cookie')!.split(';')[0]! } });
+        expect(await dashboard.text()).to.include('<h1>Dashboard</h1>');
       } finally {
         demo.child.kill('SIGTERM');
         expect(await demo.exited).to.equal(0);
