@@ -7,6 +7,7 @@ import type { Services } from './services.js';
 import { requestId } from './http/request-id.js';
 import { requestLog } from './http/request-log.js';
 import { requireApiKey } from './http/api-key-auth.js';
+import { apiRateLimits } from './http/rate-limits.js';
 import { apiErrors, apiNotFound } from './http/api-errors.js';
 import { consoleRouter, type ConsoleOptions } from './console/index.js';
 import { VIEWS_DIR } from './lib/paths.js';
@@ -61,7 +62,8 @@ export function createApp({
     res.json({ status: 'ok' });
   });
 
-  const auth = requireApiKey((key) => services.organizations.authenticate(key));
+  const limits = apiRateLimits(config.rateLimitPerMinute);
+  const auth = [limits.beforeAuth, requireApiKey((key) => services.organizations.authenticate(key)), limits.afterAuth];
   const api = express.Router();
   api.use(requestRoutes({ auth, scribes: services.scribes, requests: services.requests }));
   api.use(chatRoutes({ auth, scribes: services.scribes, sessions: services.sessions }));

@@ -12,14 +12,14 @@ export const ENTRY_LIST_LIMIT = { fallback: 100, max: 1000 };
  * Entry reads (spec 4.5, 4.6), answered in form B: `{data, meta, error}`. Checks run top
  * to bottom in the contract's order: key → entry or entry type (404) → query (400).
  */
-export function entryRoutes({ auth, entryTypes, entries }: { auth: RequestHandler; entryTypes: EntryTypeService; entries: EntryService }) {
+export function entryRoutes({ auth, entryTypes, entries }: { auth: RequestHandler[]; entryTypes: EntryTypeService; entries: EntryService }) {
   const router = Router();
 
-  router.get('/entries/:id', auth, async (req, res) => {
+  router.get('/entries/:id', ...auth, async (req, res) => {
     res.json({ data: await entries.get(callerOf(req).organizationId, String(req.params.id)), meta: {}, error: null });
   });
 
-  router.get('/entry_types/:entry_type_id/entries', auth, async (req, res) => {
+  router.get('/entry_types/:entry_type_id/entries', ...auth, async (req, res) => {
     const type = await entryTypes.get(callerOf(req).organizationId, String(req.params.entry_type_id));
     const limit = parsePageLimit(req.query.limit, ENTRY_LIST_LIMIT);
     const includeDrafts = parseFlag(req.query.include_drafts, 'include_drafts');

@@ -12,20 +12,20 @@ export const REQUEST_LIST_LIMIT = { fallback: 25, max: 100 };
  * Task dispatch (spec 4.1–4.3). Each handler checks in the contract's order, top to
  * bottom: key (middleware) → scribe or request (404) → body or query (400) → rules (422).
  */
-export function requestRoutes({ auth, scribes, requests }: { auth: RequestHandler; scribes: ScribeService; requests: RequestService }) {
+export function requestRoutes({ auth, scribes, requests }: { auth: RequestHandler[]; scribes: ScribeService; requests: RequestService }) {
   const router = Router();
 
-  router.post('/scribes/:scribe_id/requests', auth, async (req, res) => {
+  router.post('/scribes/:scribe_id/requests', ...auth, async (req, res) => {
     const scribe = await scribes.getBySlug(callerOf(req).organizationId, String(req.params.scribe_id));
     const body = parseSubmitRequestBody((await readJsonBody(req, res)) ?? {});
     res.status(202).json({ request: await requests.submit(scribe, body, actorOf(req)) });
   });
 
-  router.get('/requests/:id', auth, async (req, res) => {
+  router.get('/requests/:id', ...auth, async (req, res) => {
     res.json({ request: await requests.get(callerOf(req).organizationId, String(req.params.id)) });
   });
 
-  router.get('/scribes/:scribe_id/requests', auth, async (req, res) => {
+  router.get('/scribes/:scribe_id/requests', ...auth, async (req, res) => {
     const scribe = await scribes.getBySlug(callerOf(req).organizationId, String(req.params.scribe_id));
     const filter = parseListRequestsQuery(req.query);
     const limit = parsePageLimit(req.query.limit, REQUEST_LIST_LIMIT);

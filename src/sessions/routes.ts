@@ -6,10 +6,10 @@ import { parseChatBody } from './schemas.js';
 import type { SessionService } from './service.js';
 
 /** Chat (spec 4.4): key → scribe (404) → body (400) → rules (422), as for task dispatch. */
-export function chatRoutes({ auth, scribes, sessions }: { auth: RequestHandler; scribes: ScribeService; sessions: SessionService }) {
+export function chatRoutes({ auth, scribes, sessions }: { auth: RequestHandler[]; scribes: ScribeService; sessions: SessionService }) {
   const router = Router();
 
-  router.post('/scribes/:scribe_id/chat', auth, async (req, res) => {
+  router.post('/scribes/:scribe_id/chat', ...auth, async (req, res) => {
     const scribe = await scribes.getBySlug(callerOf(req).organizationId, String(req.params.scribe_id));
     const body = parseChatBody((await readJsonBody(req, res)) ?? {});
     const session = await sessions.start(scribe, { message: body.message ?? '', endImmediately: body.end_session_immediately ?? false }, actorOf(req));

@@ -58,7 +58,8 @@ export async function createHarness({
   consoleOptions,
 }: { env?: Record<string, string>; options?: ServiceOptions; consoleOptions?: ConsoleOptions } = {}): Promise<Harness> {
   const dir = tempDir();
-  const config = loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent', ...env });
+  // Limits off unless a test turns them on: suites make thousands of calls with one key.
+  const config = loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '0', ...env });
   const db = openDatabase(config.databaseFile);
   await migrateToLatest(db);
   const logger = createLogger('silent');
