@@ -8,6 +8,7 @@ import { requestId } from './http/request-id.js';
 import { requestLog } from './http/request-log.js';
 import { requireApiKey } from './http/api-key-auth.js';
 import { apiRateLimits } from './http/rate-limits.js';
+import { healthRoutes } from './http/health.js';
 import { apiErrors, apiNotFound } from './http/api-errors.js';
 import { consoleRouter, type ConsoleOptions } from './console/index.js';
 import { VIEWS_DIR } from './lib/paths.js';
@@ -58,9 +59,8 @@ export function createApp({
     }),
   );
 
-  app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
+  app.use(services.metrics.http());
+  app.use(healthRoutes({ config, services }));
 
   const limits = apiRateLimits(config.rateLimitPerMinute);
   const auth = [limits.beforeAuth, requireApiKey((key) => services.organizations.authenticate(key)), limits.afterAuth];

@@ -15,6 +15,7 @@ import { createDownloader, type DownloadLimits } from './requests/attachments/do
 import { createAttachmentFetcher } from './requests/attachments/fetch.js';
 import { createAttachmentStore } from './requests/attachments/store.js';
 import { createAuditLog } from './audit/service.js';
+import { createMetrics } from './metrics.js';
 import { createSessionService } from './sessions/service.js';
 import { createTaskService } from './tasks/service.js';
 import { createAgentRuntime, defaultRuntimeOptions, type RuntimeOptions } from './runtime/runtime.js';
@@ -52,6 +53,7 @@ export type Services = ReturnType<typeof createServices>;
 /** Wires the domain services together; opens nothing and starts nothing. */
 export function createServices({ config, db, logger, options = {} }: { config: Config; db: Db; logger: Logger; options?: ServiceOptions }) {
   const clock = options.clock ?? systemClock;
+  const metrics = createMetrics(db);
   const store = createAttachmentStore(path.join(config.dataDir, 'attachments'));
   const downloader = createDownloader(
     options.addressPolicy ?? (config.attachmentsAllowPrivate ? anyAddress : publicAddressesOnly),
@@ -63,6 +65,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     logger,
     options: { ...defaultDispatcherOptions, ...options.dispatcher },
     onTasksCreated: () => wakeRuntime(),
+    onFinished: (outcome, ms) => metrics.dispatched(outcome, ms),
   });
   const dispatchOnAccept = options.dispatchOnAccept ?? true;
   const audit = createAuditLog({ db, clock });
@@ -115,6 +118,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     }),
     dispatcher,
     runtime,
+    metrics,
     attachmentStore: store,
     /** Stops background work and releases sockets; the caller closes the database. */
     async stop(): Promise<void> {

@@ -56,3 +56,9 @@ export async function migrateToLatest(db: Db): Promise<void> {
     await db.migrate.latest(config);
   });
 }
+
+/** Names of migrations not applied yet (readiness: a server behind its code is not ready). */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  const [, pending] = (await db.migrate.list(migrationConfig())) as [unknown[], Array<{ file: string } | string>];
+  return pending.map((m) => (typeof m === 'string' ? m : m.file));
+}

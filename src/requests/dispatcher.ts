@@ -51,6 +51,7 @@ export function createDispatcher({
   logger,
   options = defaultDispatcherOptions,
   onTasksCreated = () => {},
+  onFinished = () => {},
 }: {
   db: Db;
   clock: Clock;
@@ -58,6 +59,8 @@ export function createDispatcher({
   options?: DispatcherOptions;
   /** Called after a batch created tasks, so the agent runtime starts on them at once. */
   onTasksCreated?: () => void;
+  /** Called once per receipt that ended (committed), with the time since it was accepted (metrics). */
+  onFinished?: (outcome: 'fulfilled' | 'failed', ms: number) => void;
 }) {
   let running: Promise<unknown> = Promise.resolve();
   let next: Promise<TickResult> | null = null;
@@ -88,9 +91,14 @@ export function createDispatcher({
     const scribes = await findScribesByIds(db, [...new Set(requests.map((r) => r.scribe_id))]);
     const activeScribes = new Set(scribes.filter((s) => s.state === 'active').map((s) => s.id));
     try {
+      const outcomes: Array<[RequestRow, Outcome]> = [];
       await db.transaction(async (trx) => {
-        for (const request of requests) count(result, await completeOne(trx, token, request, activeScribes));
+        for (const request of requests) outcomes.push([request, await completeOne(trx, token, request, activeScribes)]);
       });
+      for (const [request, outcome] of outcomes) {
+        report(request, outcome);
+        count(result, outcome);
+      }
       return result;
     } catch (err) {
       logger.debug({ err }, 'batch dispatch failed; completing receipts one by one');
@@ -98,12 +106,20 @@ export function createDispatcher({
     const single: TickResult = { fulfilled: 0, failed: 0, retried: 0 };
     for (const request of requests) {
       try {
-        count(single, await db.transaction((trx) => completeOne(trx, token, request, activeScribes)));
+        const outcome = await db.transaction((trx) => completeOne(trx, token, request, activeScribes));
+        report(request, outcome);
+        count(single, outcome);
       } catch (err) {
-        count(single, await recordFailure(token, request, err));
+        const outcome = await recordFailure(token, request, err);
+        report(request, outcome);
+        count(single, outcome);
       }
     }
     return single;
+  }
+
+  function report(request: RequestRow, outcome: Outcome): void {
+    if (outcome === 'fulfilled' || outcome === 'failed') onFinished(outcome, clock().getTime() - Date.parse(request.created_at));
   }
 
   /** Creates the task and marks the receipt fulfilled, in the caller's transaction. */

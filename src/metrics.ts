@@ -1,0 +1,79 @@
+import type { RequestHandler } from 'express';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Db } from './db/knex.js';
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/**
+ * The process's Prometheus metrics (prom-client), one registry per set of services.
+ * Figures kept in the database (receipts by status, agent backlog) are read when scraped.
+ */
+export function createMetrics(db: Db) {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  const httpRequests = new Counter({
+    name: 'scribe_http_requests_total',
+    help: 'HTTP requests by method, route and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const httpDuration = new Histogram({
+    name: 'scribe_http_request_duration_seconds',
+    help: 'HTTP request latency by method, route and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [registry],
+  });
+  const dispatchLatency = new Histogram({
+    name: 'scribe_dispatch_latency_seconds',
+    help: 'Time from a receipt accepted to fulfilled or failed.',
+    labelNames: ['outcome'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'scribe_receipts',
+    help: 'Receipts by status, all organizations.',
+    labelNames: ['status'] as const,
+    registers: [registry],
+    async collect() {
+      const rows: Array<{ status: string; n: number }> = await db('requests').groupBy('status').select('status').count({ n: '*' });
+      this.reset();
+      for (const status of ['accepted', 'dispatched', 'fulfilled', 'failed']) this.set({ status }, Number(rows.find((r) => r.status === status)?.n ?? 0));
+    },
+  });
+  new Gauge({
+    name: 'scribe_agent_backlog',
+    help: 'Work waiting for the agent runtime: sessions owing an answer, tasks open or in progress.',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+    async collect() {
+      const sessions = await db('sessions').whereRaw('reply_due = 1').count({ n: '*' }).first();
+      const tasks = await db('tasks').whereIn('status', ['open', 'in_progress']).count({ n: '*' }).first();
+      this.set({ kind: 'sessions' }, Number(sessions?.n ?? 0));
+      this.set({ kind: 'tasks' }, Number(tasks?.n ?? 0));
+    },
+  });
+
+  return {
+    registry,
+    /** Counts and times every request by its route pattern (not its path: ids would explode the label). */
+    http(): RequestHandler {
+      return (req, res, next) => {
+        const started = process.hrtime.bigint();
+        res.once('finish', () => {
+          const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+          const labels = { method: req.method, route, status: String(res.statusCode) };
+          httpRequests.inc(labels);
+          httpDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+        });
+        next();
+      };
+    },
+    /** A receipt left the dispatcher `ms` after it was accepted. */
+    dispatched(outcome: 'fulfilled' | 'failed', ms: number): void {
+      dispatchLatency.observe({ outcome }, ms / 1000);
+    },
+  };
+}
