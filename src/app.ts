@@ -65,8 +65,8 @@ export function createApp({
   const limits = apiRateLimits(config.rateLimitPerMinute);
   const auth = [limits.beforeAuth, requireApiKey((key) => services.organizations.authenticate(key)), limits.afterAuth];
   const api = express.Router();
-  api.use(requestRoutes({ auth, scribes: services.scribes, requests: services.requests }));
-  api.use(chatRoutes({ auth, scribes: services.scribes, sessions: services.sessions }));
+  api.use(requestRoutes({ auth, scribes: services.scribes, requests: services.requests, idempotency: services.idempotency }));
+  api.use(chatRoutes({ auth, scribes: services.scribes, sessions: services.sessions, idempotency: services.idempotency }));
   api.use(entryRoutes({ auth, entryTypes: services.entryTypes, entries: services.entries }));
   api.use(apiNotFound());
   api.use(apiErrors(logger));

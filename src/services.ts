@@ -16,6 +16,7 @@ import { createAttachmentFetcher } from './requests/attachments/fetch.js';
 import { createAttachmentStore } from './requests/attachments/store.js';
 import { createAuditLog } from './audit/service.js';
 import { createMetrics } from './metrics.js';
+import { createIdempotency } from './http/idempotency.js';
 import { createSessionService } from './sessions/service.js';
 import { createTaskService } from './tasks/service.js';
 import { createAgentRuntime, defaultRuntimeOptions, type RuntimeOptions } from './runtime/runtime.js';
@@ -119,6 +120,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     dispatcher,
     runtime,
     metrics,
+    idempotency: createIdempotency({ db, clock }),
     attachmentStore: store,
     /** Stops background work and releases sockets; the caller closes the database. */
     async stop(): Promise<void> {

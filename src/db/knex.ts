@@ -66,9 +66,10 @@ export function openDatabase(filename: string): Db {
   });
 }
 
-/** True when the error is SQLite refusing a duplicate in a UNIQUE index. */
+/** True when the error is SQLite refusing a duplicate key (a UNIQUE index or the primary key). */
 export function isUniqueViolation(err: unknown): boolean {
-  return (err as { code?: string } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE';
+  const code = (err as { code?: string } | null)?.code;
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
 /** How long a process waits for another one's migrations before giving up. */

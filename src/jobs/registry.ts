@@ -8,6 +8,8 @@ export function backgroundJobs(services: Services): Job[] {
     { name: 'dispatch-requests', schedule: '* * * * * *', run: () => services.dispatcher.tick() },
     // Claims due sessions and tasks into free slots and returns; the work runs on its own.
     { name: 'run-agents', schedule: '* * * * * *', run: async () => services.runtime.fill() },
+    // Idempotency keys are kept 24 hours.
+    { name: 'prune-idempotency-keys', schedule: '0 */10 * * * *', run: () => services.idempotency.prune() },
     // Console sign-ins that expired; connect-session-knex's own timer is off (see console/index.ts).
     { name: 'prune-console-sessions', schedule: '0 */10 * * * *', run: () => services.db('console_sessions').where('expired', '<', services.clock().toISOString()).delete() },
   ];

@@ -1,6 +1,7 @@
 import { Router, type RequestHandler } from 'express';
 import { actorOf, callerOf } from '../http/api-key-auth.js';
 import { readJsonBody } from '../http/json-body.js';
+import type { Idempotency } from '../http/idempotency.js';
 import { parsePageLimit } from '../http/query-params.js';
 import type { ScribeService } from '../scribes/service.js';
 import { parseListRequestsQuery, parseSubmitRequestBody } from './schemas.js';
@@ -12,13 +13,23 @@ export const REQUEST_LIST_LIMIT = { fallback: 25, max: 100 };
  * Task dispatch (spec 4.1–4.3). Each handler checks in the contract's order, top to
  * bottom: key (middleware) → scribe or request (404) → body or query (400) → rules (422).
  */
-export function requestRoutes({ auth, scribes, requests }: { auth: RequestHandler[]; scribes: ScribeService; requests: RequestService }) {
+export function requestRoutes({
+  auth,
+  scribes,
+  requests,
+  idempotency,
+}: {
+  auth: RequestHandler[];
+  scribes: ScribeService;
+  requests: RequestService;
+  idempotency: Idempotency;
+}) {
   const router = Router();
 
   router.post('/scribes/:scribe_id/requests', ...auth, async (req, res) => {
     const scribe = await scribes.getBySlug(callerOf(req).organizationId, String(req.params.scribe_id));
-    const body = parseSubmitRequestBody((await readJsonBody(req, res)) ?? {});
-    res.status(202).json({ request: await requests.submit(scribe, body, actorOf(req)) });
+    const raw = (await readJsonBody(req, res)) ?? {};
+    await idempotency.run(req, res, raw, 202, async (save) => ({ request: await requests.submit(scribe, parseSubmitRequestBody(raw), actorOf(req), save) }));
   });
 
   router.get('/requests/:id', ...auth, async (req, res) => {

@@ -1,5 +1,6 @@
 import type { Db } from '../db/knex.js';
 import type { Actor, AuditLog } from '../audit/service.js';
+import type { SaveResponse } from '../http/idempotency.js';
 import type { Clock } from '../lib/clock.js';
 import { REQUEST_ID_PATTERN, newId, newRequestId } from '../lib/ids.js';
 import { decodeAfter, keysetPage } from '../http/cursor.js';
@@ -58,7 +59,7 @@ export function createRequestService(deps: {
      * the receipt as `accepted` and hands it to the dispatcher. Rules after validation, in
      * the contract's order: 422 `Scribe is not active`, then 422 `Attachment download failed: …`.
      */
-    async submit(scribe: ScribeRef, body: SubmitRequestBody, actor?: Actor): Promise<ApiRequest> {
+    async submit(scribe: ScribeRef, body: SubmitRequestBody, actor?: Actor, save?: SaveResponse): Promise<ApiRequest> {
       if (scribe.state !== 'active') throw new ValidationError(scribeMessages.scribeNotActive);
       const { task } = body;
       const files = await deps.fetchAttachments(task.attachments ?? []);
@@ -95,9 +96,14 @@ export function createRequestService(deps: {
         sha256: file.sha256,
         created_at: at,
       }));
-      await queries.insertRequest(db, row, attachments, actor && ((trx) => deps.audit.record(actor, 'request.submit', { type: 'request', id: row.id }, row.title, trx)));
+      const receipt = presentRequest(row, scribe.slug);
+      // The audit event and the idempotent response are written with the receipt, or not at all.
+      await queries.insertRequest(db, row, attachments, actor || save ? async (trx) => {
+        if (actor) await deps.audit.record(actor, 'request.submit', { type: 'request', id: row.id }, row.title, trx);
+        await save?.(trx, { request: receipt });
+      } : undefined);
       deps.onAccepted();
-      return presentRequest(row, scribe.slug);
+      return receipt;
     },
 
     /** One receipt of the organization; 404 `Request not found` for any other id. */

@@ -1,5 +1,6 @@
 import type { Db } from '../db/knex.js';
 import type { Actor, AuditLog } from '../audit/service.js';
+import type { SaveResponse } from '../http/idempotency.js';
 import { type Clock, isoNow } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
@@ -26,7 +27,7 @@ export function createSessionService({ db, clock, audit, onReplyDue = () => {} }
      * A new session holding the user's message, `queued` for the scribe; or `completed`
      * at once when the caller asked to end it (it is still answered in the background).
      */
-    async start(scribe: ScribeRef, input: { message: string; endImmediately: boolean }, actor?: Actor): Promise<SessionRow> {
+    async start(scribe: ScribeRef, input: { message: string; endImmediately: boolean }, actor?: Actor, save?: SaveResponse): Promise<SessionRow> {
       const now = isoNow(clock);
       const session: SessionRow = {
         id: newId(),
@@ -41,8 +42,10 @@ export function createSessionService({ db, clock, audit, onReplyDue = () => {} }
         created_at: now,
         updated_at: now,
       };
-      const record = actor && ((trx: Db) => audit.record(actor, 'session.start', { type: 'session', id: session.id }, undefined, trx));
-      await queries.insertSession(db, session, { author: 'user', text: input.message, created_at: now }, record);
+      await queries.insertSession(db, session, { author: 'user', text: input.message, created_at: now }, async (trx) => {
+        if (actor) await audit.record(actor, 'session.start', { type: 'session', id: session.id }, undefined, trx);
+        await save?.(trx, { session_id: session.id });
+      });
       onReplyDue();
       return session;
     },
