@@ -24,6 +24,9 @@ const envSchema = z.object({
   OPENAI_API_KEY: z.string().min(1).optional(),
   OPENAI_MODEL: z.string().min(1).optional(),
   OPENAI_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(100).default(60_000),
+  // Data care, off by default (docs/deploy.md).
+  RETENTION_SESSION_DAYS: z.coerce.number({ error: 'must be a whole number of days' }).int().min(1).optional(),
+  RETENTION_ORPHAN_FILES: envBoolean.default(false),
   OPENAI_MAX_RETRIES: z.coerce.number({ error: 'must be a whole number' }).int().min(0).max(10).default(2),
 });
 
@@ -41,6 +44,14 @@ export interface Config {
   readonly trustProxy: boolean | number | string;
   readonly logLevel: (typeof LOG_LEVELS)[number];
   readonly openai: OpenAiConfig;
+  readonly retention: RetentionConfig;
+}
+
+export interface RetentionConfig {
+  /** Finished (completed or failed) sessions untouched this many days are deleted with their transcripts; unset keeps them. */
+  readonly sessionDays: number | undefined;
+  /** Attachment files no receipt refers to any more are deleted. */
+  readonly orphanFiles: boolean;
 }
 
 export interface OpenAiConfig {
@@ -80,6 +91,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: e.METRICS_TOKEN,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     logLevel: e.LOG_LEVEL,
+    retention: Object.freeze({ sessionDays: e.RETENTION_SESSION_DAYS, orphanFiles: e.RETENTION_ORPHAN_FILES }),
     openai: Object.freeze({
       baseUrl: e.OPENAI_BASE_URL,
       apiKey: e.OPENAI_API_KEY,

@@ -16,6 +16,7 @@ import { createAttachmentFetcher } from './requests/attachments/fetch.js';
 import { createAttachmentStore } from './requests/attachments/store.js';
 import { createAuditLog } from './audit/service.js';
 import { createMetrics } from './metrics.js';
+import { createRetention } from './retention.js';
 import { createIdempotency } from './http/idempotency.js';
 import { createSessionService } from './sessions/service.js';
 import { createTaskService } from './tasks/service.js';
@@ -121,6 +122,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     runtime,
     metrics,
     idempotency: createIdempotency({ db, clock }),
+    retention: createRetention({ db, clock, logger, attachmentsDir: path.join(config.dataDir, 'attachments'), config: config.retention }),
     attachmentStore: store,
     /** Stops background work and releases sockets; the caller closes the database. */
     async stop(): Promise<void> {

@@ -1,5 +1,6 @@
 import type { Services } from '../services.js';
 import { operatorActor } from '../audit/service.js';
+import { backupDatabase } from '../db/backup.js';
 
 /** What a command needs: its parsed flags and the services. */
 type Flags = Record<string, string | boolean | undefined>;
@@ -110,6 +111,10 @@ export const commands: Record<string, Command> = {
       return { id: task.id, status: 'open' };
     },
   },
+  backup: {
+    usage: 'backup --to FILE',
+    run: (flags, s) => backupDatabase(s.db, required(flags, 'to')),
+  },
   'user create': {
     usage: 'user create --org ORG_ID --email EMAIL --password PASSWORD [--role admin|viewer]',
     async run(flags, s) {
@@ -149,6 +154,7 @@ export const FLAGS = {
   agent: { type: 'string' },
   instructions: { type: 'string' },
   text: { type: 'string' },
+  to: { type: 'string' },
 } as const;
 
 export function usage(): string {

@@ -10,6 +10,8 @@ export function backgroundJobs(services: Services): Job[] {
     { name: 'run-agents', schedule: '* * * * * *', run: async () => services.runtime.fill() },
     // Idempotency keys are kept 24 hours.
     { name: 'prune-idempotency-keys', schedule: '0 */10 * * * *', run: () => services.idempotency.prune() },
+    // Old finished sessions and orphaned files, when configured (RETENTION_*): daily at 03:17.
+    { name: 'retention', schedule: '0 17 3 * * *', run: () => services.retention.run() },
     // Console sign-ins that expired; connect-session-knex's own timer is off (see console/index.ts).
     { name: 'prune-console-sessions', schedule: '0 */10 * * * *', run: () => services.db('console_sessions').where('expired', '<', services.clock().toISOString()).delete() },
   ];
