@@ -9,6 +9,7 @@ import { requestLog } from './http/request-log.js';
 import { requireApiKey } from './http/api-key-auth.js';
 import { apiRateLimits } from './http/rate-limits.js';
 import { healthRoutes } from './http/health.js';
+import { apiDocsRoutes } from './api-docs/routes.js';
 import { apiErrors, apiNotFound } from './http/api-errors.js';
 import { consoleRouter, type ConsoleOptions } from './console/index.js';
 import { VIEWS_DIR } from './lib/paths.js';
@@ -64,7 +65,10 @@ export function createApp({
 
   const limits = apiRateLimits(config.rateLimitPerMinute);
   const auth = [limits.beforeAuth, requireApiKey((key) => services.organizations.authenticate(key)), limits.afterAuth];
+  const docs = apiDocsRoutes();
+  app.use(docs.browser);
   const api = express.Router();
+  api.use(docs.document);
   api.use(requestRoutes({ auth, scribes: services.scribes, requests: services.requests, idempotency: services.idempotency }));
   api.use(chatRoutes({ auth, scribes: services.scribes, sessions: services.sessions, idempotency: services.idempotency }));
   api.use(entryRoutes({ auth, entryTypes: services.entryTypes, entries: services.entries }));

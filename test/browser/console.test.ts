@@ -128,6 +128,21 @@ describe('the console in Chromium', function () {
     await shot('keys');
   });
 
+  it('renders the API reference at /docs from local assets, within the CSP', async () => {
+    const problems: string[] = [];
+    const docs = await browser.newPage();
+    docs.on('console', (m) => {
+      if (m.type() === 'error') problems.push(m.text());
+    });
+    docs.on('requestfailed', (r) => problems.push(`${r.url()} failed`));
+    await docs.goto(`${base}/docs`);
+    await docs.getByText('Submit a task (4.1)').waitFor();
+    expect(await docs.getByText('/api/v1/entry_types/{entry_type_id}/entries').count()).to.be.greaterThan(0);
+    await docs.screenshot({ path: path.join(SCREENSHOTS, 'api-docs.png'), fullPage: false });
+    await docs.close();
+    expect(problems).to.deep.equal([]);
+  });
+
   it('renders the other main pages', async () => {
     for (const [name, route] of [['scribes', '/scribes'], ['receipts', '/receipts'], ['tasks', '/tasks'], ['entry-types', '/entry-types'], ['audit', '/audit']]) {
       const response = await page.goto(`${base}${route}`);

@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { ENTITY_TYPES, REQUEST_STATUSES } from '../requests/schemas.js';
+
+/**
+ * The shapes of the API's answers, as zod schemas: the OpenAPI document is generated from
+ * them, and the contract tests check real responses against them.
+ */
+const timestamp = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/).describe('ISO 8601 UTC with milliseconds');
+const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+
+export const requestObject = z
+  .object({
+    id: z.string().regex(/^req_[0-9A-HJKMNP-TV-Z]{26}$/).describe('`req_` and a ULID'),
+    scribe_id: z.string().describe('The slug of the scribe'),
+    status: z.enum(REQUEST_STATUSES),
+    entity_type: z.enum(ENTITY_TYPES),
+    entity_id: uuid.nullable().describe('The task, once fulfilled'),
+    error_message: z.string().nullable().describe('Why it failed, once failed'),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .strict();
+
+export const requestEnvelope = z.object({ request: requestObject }).strict();
+export const requestList = z.object({ requests: z.array(requestObject), next_cursor: z.string().nullable() }).strict();
+export const chatResponse = z.object({ session_id: uuid }).strict();
+
+const fieldValue = z.union([z.string(), z.number(), z.boolean(), z.array(uuid)]);
+export const entryObject = z
+  .object({
+    id: uuid,
+    entry_type_id: uuid,
+    fields: z.record(z.string(), fieldValue).describe('Values by field name: text, number, boolean, date (YYYY-MM-DD) or relationship (entry ids)'),
+    draft: z.boolean(),
+    archived: z.boolean(),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .strict();
+export const entryEnvelope = z.object({ data: entryObject, meta: z.object({}).strict(), error: z.null() }).strict();
+export const entryList = z
+  .object({
+    data: z.array(entryObject),
+    meta: z.object({ next_cursor: z.string().nullable(), limit: z.number().int() }).strict(),
+    error: z.null(),
+  })
+  .strict();
+
+export const errorA = z.object({ error: z.string() }).strict().describe('Form A: task dispatch and chat');
+export const errorB = z.object({ data: z.null(), meta: z.object({}).strict(), error: z.string() }).strict().describe('Form B: entries');
+
+export const health = z.object({ status: z.literal('ok') }).strict();
+export const readiness = z
+  .object({
+    status: z.enum(['ready', 'not ready']),
+    checks: z.object({ database: z.string(), migrations: z.string(), dispatcher: z.string(), agents: z.string() }).strict(),
+  })
+  .strict();
