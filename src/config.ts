@@ -19,6 +19,9 @@ const envSchema = z.object({
   METRICS_TOKEN: z.string().min(1).optional(),
   TRUST_PROXY: z.string().min(1).default('false'),
   LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info'),
+  // JSON lines for machines; `pretty` (pino-pretty, a dev dependency) for people, the default under NODE_ENV=development.
+  LOG_FORMAT: z.enum(['json', 'pretty'], { error: 'must be json or pretty' }).optional(),
+  NODE_ENV: z.string().optional(),
   // The openai agent: any OpenAI-compatible Chat Completions endpoint (docs/agents.md).
   OPENAI_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).default('https://api.openai.com/v1'),
   OPENAI_API_KEY: z.string().min(1).optional(),
@@ -43,6 +46,7 @@ export interface Config {
   /** Passed to Express's `trust proxy` as is: a boolean, a hop count or a list of addresses. */
   readonly trustProxy: boolean | number | string;
   readonly logLevel: (typeof LOG_LEVELS)[number];
+  readonly logFormat: 'json' | 'pretty';
   readonly openai: OpenAiConfig;
   readonly retention: RetentionConfig;
 }
@@ -91,6 +95,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: e.METRICS_TOKEN,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT ?? (e.NODE_ENV === 'development' ? 'pretty' : 'json'),
     retention: Object.freeze({ sessionDays: e.RETENTION_SESSION_DAYS, orphanFiles: e.RETENTION_ORPHAN_FILES }),
     openai: Object.freeze({
       baseUrl: e.OPENAI_BASE_URL,

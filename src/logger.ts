@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
@@ -12,10 +12,12 @@ const REDACT = [
   '*.key',
 ];
 
-export function createLogger(level: string, { pretty = false }: { pretty?: boolean } = {}): Logger {
-  return pino({
+/** JSON lines on stdout (or `destination`, in tests); `pretty` renders them for people (pino-pretty, a dev dependency). */
+export function createLogger(level: string, { pretty = false, destination }: { pretty?: boolean; destination?: DestinationStream } = {}): Logger {
+  const options = {
     level,
     redact: { paths: REDACT, censor: '[redacted]' },
     ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true } } } : {}),
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

@@ -16,7 +16,7 @@ export function configOrExit(): Config {
 }
 
 export function processLogger(config: Config): Logger {
-  return createLogger(config.logLevel);
+  return createLogger(config.logLevel, { pretty: config.logFormat === 'pretty' });
 }
 
 /** SIGTERM and SIGINT stop the server gracefully; a second signal exits at once. */

@@ -16,6 +16,7 @@ describe('loadConfig()', () => {
       metricsToken: undefined,
       trustProxy: false,
       logLevel: 'info',
+      logFormat: 'json',
       openai: { baseUrl: 'https://api.openai.com/v1', apiKey: undefined, model: undefined, timeoutMs: 60_000, maxRetries: 2 },
       retention: { sessionDays: undefined, orphanFiles: false },
     });
@@ -27,14 +28,20 @@ describe('loadConfig()', () => {
       PORT: '8080', HOST: '0.0.0.0', DATA_DIR: '/srv/scribe', DATABASE_URL: '/srv/db/s.sqlite', SESSION_SECRET: 'a-very-long-secret-value',
       ATTACHMENTS_ALLOW_PRIVATE: 'true', RATE_LIMIT_PER_MINUTE: '0', METRICS_TOKEN: 'tok', TRUST_PROXY: '1', LOG_LEVEL: 'debug',
       OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', OPENAI_API_KEY: 'sk-x', OPENAI_MODEL: 'llama3', OPENAI_TIMEOUT_MS: '5000', OPENAI_MAX_RETRIES: '0',
-      RETENTION_SESSION_DAYS: '30', RETENTION_ORPHAN_FILES: 'true',
+      RETENTION_SESSION_DAYS: '30', RETENTION_ORPHAN_FILES: 'true', LOG_FORMAT: 'pretty',
     });
     expect(config).to.deep.equal({
       port: 8080, host: '0.0.0.0', dataDir: '/srv/scribe', databaseFile: '/srv/db/s.sqlite', sessionSecret: 'a-very-long-secret-value',
-      attachmentsAllowPrivate: true, rateLimitPerMinute: 0, metricsToken: 'tok', trustProxy: 1, logLevel: 'debug',
+      attachmentsAllowPrivate: true, rateLimitPerMinute: 0, metricsToken: 'tok', trustProxy: 1, logLevel: 'debug', logFormat: 'pretty',
       openai: { baseUrl: 'http://127.0.0.1:11434/v1', apiKey: 'sk-x', model: 'llama3', timeoutMs: 5000, maxRetries: 0 },
       retention: { sessionDays: 30, orphanFiles: true },
     });
+  });
+
+  it('logs pretty under NODE_ENV=development unless LOG_FORMAT says otherwise', () => {
+    expect(loadConfig({ NODE_ENV: 'development' }).logFormat).to.equal('pretty');
+    expect(loadConfig({ NODE_ENV: 'development', LOG_FORMAT: 'json' }).logFormat).to.equal('json');
+    expect(loadConfig({ NODE_ENV: 'production' }).logFormat).to.equal('json');
   });
 
   it('treats empty values as unset', () => {
@@ -49,7 +56,7 @@ describe('loadConfig()', () => {
   const bad: Array<[string, string]> = [
     ['PORT', 'abc'], ['PORT', '70000'], ['ATTACHMENTS_ALLOW_PRIVATE', 'sometimes'], ['RATE_LIMIT_PER_MINUTE', '1.5'],
     ['LOG_LEVEL', 'verbose'], ['SESSION_SECRET', 'short'], ['OPENAI_BASE_URL', 'ftp://models.local'], ['OPENAI_BASE_URL', 'not a url'],
-    ['OPENAI_TIMEOUT_MS', 'soon'], ['OPENAI_MAX_RETRIES', '-1'], ['RETENTION_SESSION_DAYS', '0'], ['RETENTION_ORPHAN_FILES', 'maybe'],
+    ['OPENAI_TIMEOUT_MS', 'soon'], ['OPENAI_MAX_RETRIES', '-1'], ['RETENTION_SESSION_DAYS', '0'], ['RETENTION_ORPHAN_FILES', 'maybe'], ['LOG_FORMAT', 'xml'],
   ];
   for (const [name, value] of bad) {
     it(`rejects ${name}=${value}, naming the variable`, () => {
