@@ -61,6 +61,9 @@ export async function startServer(config: Config, logger: Logger, options: Servi
 }
 
 async function closeServer(server: http.Server): Promise<void> {
+  // Answers from now on tell keep-alive clients to hang up, so busy connections end after
+  // their current request instead of holding the drain open until the timeout.
+  server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => res.setHeader('Connection', 'close'));
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const timer = setTimeout(() => server.closeAllConnections(), DRAIN_TIMEOUT_MS);
