@@ -30,14 +30,14 @@ export interface Server {
 }
 
 /** Starts a server process on a free port; ready once GET `readyPath` answers. */
-export async function startServer(command: string[], env: Record<string, string>, readyPath = '/healthz'): Promise<Server> {
+export async function startServer(command: string[], env: Record<string, string>, readyPath = '/healthz', { quiet = false } = {}): Promise<Server> {
   const port = await new Promise<number>((resolve) => {
     const probe = net.createServer().listen(0, '127.0.0.1', () => {
       const { port } = probe.address() as net.AddressInfo;
       probe.close(() => resolve(port));
     });
   });
-  const child = spawn(process.execPath, command, { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port) }, stdio: 'inherit' });
+  const child = spawn(process.execPath, command, { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port) }, stdio: quiet ? ['ignore', 'ignore', 'inherit'] : 'inherit' });
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
     if (child.exitCode !== null) return;
