@@ -25,8 +25,8 @@ export const messages = {
   adminOnly: 'Only admins can change this.',
 };
 
-/** Failed sign-ins allowed per address and email in the window, before 429. */
-export const LOGIN_ATTEMPTS = { limit: 10, windowMs: 15 * 60_000 };
+/** Failed sign-ins allowed per address and email in the window, before 429; and per address, whatever the email. */
+export const LOGIN_ATTEMPTS = { limit: 10, perAddress: 50, windowMs: 15 * 60_000 };
 
 export class ForbiddenError extends HttpError {
   constructor(message = messages.adminOnly) {
@@ -70,29 +70,34 @@ function safeNext(value: unknown): string {
   return typeof value === 'string' && /^\/(?![/\\])/.test(value) ? value : '/';
 }
 
-export function authRoutes(services: Services, { limit = LOGIN_ATTEMPTS.limit } = {}): Router {
+export function authRoutes(services: Services, { limit = LOGIN_ATTEMPTS.limit, perAddress = LOGIN_ATTEMPTS.perAddress } = {}): Router {
   const router = Router();
 
   const loginPage = (res: Response, status: number, locals: { email?: string; error?: string; next?: string }) =>
     res.status(status).render('login', { title: 'Sign in', email: '', error: null, next: '/', ...locals });
 
-  // Counted per address and email; a successful sign-in does not count.
-  const throttle = rateLimit({
-    windowMs: LOGIN_ATTEMPTS.windowMs,
-    limit,
-    skipSuccessfulRequests: true,
-    standardHeaders: 'draft-8',
-    legacyHeaders: false,
-    keyGenerator: (req) => `${ipKeyGenerator(req.ip ?? '')}|${String(req.body?.email ?? '').trim().toLowerCase()}`,
-    handler: (req, res) => loginPage(res, 429, { email: String(req.body?.email ?? ''), error: messages.throttled, next: safeNext(req.body?.next) }),
-  });
+  // Failed sign-ins are counted per address and email (guessing one password), and per
+  // address alone (trying many accounts); a successful sign-in does not count.
+  const throttle = (max: number, key: (req: Request) => string) =>
+    rateLimit({
+      windowMs: LOGIN_ATTEMPTS.windowMs,
+      limit: max,
+      skipSuccessfulRequests: true,
+      standardHeaders: 'draft-8',
+      legacyHeaders: false,
+      keyGenerator: key,
+      handler: (req, res) => loginPage(res, 429, { email: String(req.body?.email ?? ''), error: messages.throttled, next: safeNext(req.body?.next) }),
+    });
+  const address = (req: Request) => ipKeyGenerator(req.ip ?? '');
+  const perAccount = throttle(limit, (req) => `${address(req)}|${String(req.body?.email ?? '').trim().toLowerCase()}`);
+  const perClient = throttle(perAddress, address);
 
   router.get('/login', (req, res) => {
     if (req.user) return res.redirect(303, safeNext(req.query.next));
     loginPage(res, 200, { next: safeNext(req.query.next) });
   });
 
-  router.post('/login', throttle, async (req: Request, res: Response, next: NextFunction) => {
+  router.post('/login', perClient, perAccount, async (req: Request, res: Response, next: NextFunction) => {
     const email = String(req.body?.email ?? '');
     const user = await services.users.verify(email, String(req.body?.password ?? ''));
     if (!user) return loginPage(res, 401, { email, error: messages.badLogin, next: safeNext(req.body?.next) });

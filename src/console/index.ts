@@ -23,6 +23,8 @@ export const SESSION_IDLE_MS = 8 * 3_600_000;
 export interface ConsoleOptions {
   /** Failed sign-ins per address and email before 429 (tests lower it). */
   loginAttempts?: number;
+  /** Failed sign-ins per address, whatever the email, before 429. */
+  loginAttemptsPerAddress?: number;
 }
 
 /**
@@ -77,7 +79,7 @@ export function consoleRouter({
   });
   router.use(csrf.csrfSynchronisedProtection);
 
-  router.use(authRoutes(services, { limit: options.loginAttempts }));
+  router.use(authRoutes(services, { limit: options.loginAttempts, perAddress: options.loginAttemptsPerAddress }));
   router.use(requireUser);
   router.use(dashboardRoutes(services));
   router.use(scribeRoutes(services));

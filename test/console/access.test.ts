@@ -120,6 +120,20 @@ describe('console access', () => {
       }
     });
 
+    it('throttles sign-in per address across emails too', async () => {
+      const strict = await createHarness({ consoleOptions: { loginAttempts: 100, loginAttemptsPerAddress: 4 } });
+      try {
+        const agent = supertest.agent(strict.app);
+        const token = csrfTokenOf((await agent.get('/login')).text);
+        for (let i = 0; i < 4; i++) expect((await agent.post('/login').type('form').send({ _csrf: token, email: `guess${i}@example.com`, password: 'x' })).status).to.equal(401);
+        const blocked = await agent.post('/login').type('form').send({ _csrf: token, email: 'another@example.com', password: 'x' });
+        expect(blocked.status).to.equal(429);
+        expect(blocked.text).to.include('Too many sign-in attempts.');
+      } finally {
+        await strict.close();
+      }
+    });
+
     it('throttles sign-in after repeated failures for one address and email, with RateLimit headers', async () => {
       await h.services.users.create({ organizationId: t.organizationId, email: 'throttled@example.com', password: PASSWORD });
       const agent = supertest.agent(h.app);
