@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { spawn } from 'node:child_process';
 import { expect } from 'chai';
 import { openDatabase } from '../../src/db/knex.js';
 import { eventually, tempDir } from '../helpers/harness.js';
@@ -161,6 +162,22 @@ describe('the server process', function () {
         await fake.close();
       }
     });
+  });
+
+  it('logs for people with LOG_FORMAT=pretty', async () => {
+    const file = new URL('../../src/main.ts', import.meta.url).pathname;
+    const child = spawn(process.execPath, ['--import', 'tsx', file], { env: { PATH: process.env.PATH ?? '', DATA_DIR: tempDir(), PORT: '0', LOG_FORMAT: 'pretty' } });
+    let output = '';
+    child.stdout.on('data', (c) => (output += c));
+    try {
+      await eventually(async () => (output.includes('scribe is listening') ? true : undefined), 20_000);
+      const line = output.split('\n').find((l) => l.includes('scribe is listening'))!;
+      expect(line.trimStart().startsWith('{'), line).to.equal(false);
+      expect(line).to.match(/INFO/);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => child.once('exit', resolve));
+    }
   });
 
   it('refuses to start with a bad variable, naming it', async () => {
