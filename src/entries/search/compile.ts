@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../../db/knex.js';
-import { whereIdIn } from '../../db/id-list.js';
+import { readIdList, whereIdIn } from '../../db/id-list.js';
 import { BadRequestError } from '../../http/errors.js';
 import type { EntryTypeWithFields } from '../entry-type-service.js';
 import { SearchSyntaxError, parseSearch } from './parser.js';
@@ -107,7 +107,7 @@ class Planner {
       result = { ids: await listEntriesWithText(this.db, predicate.text, this.limit, predicate.field.id), exact: false };
     } else {
       const ids = this.ids(predicate);
-      result = { ids: await list(ids, this.limit), exact: ids !== null };
+      result = { ids: await list(this.db, ids, this.limit), exact: ids !== null };
     }
     this.matches.set(predicate, result);
     return result;
@@ -202,8 +202,8 @@ function whereAll(query: Knex.QueryBuilder, column: string, conditions: Readonly
 }
 
 /** The distinct entry ids of a subquery, or undefined when there are more than `limit` (or no subquery). */
-async function list(ids: Knex.QueryBuilder | null, limit: number): Promise<string[] | undefined> {
+async function list(db: Db, ids: Knex.QueryBuilder | null, limit: number): Promise<string[] | undefined> {
   if (!ids) return undefined;
-  const rows = (await ids.clone().distinct().limit(limit + 1)) as Array<{ entry_id: string }>;
-  return rows.length > limit ? undefined : rows.map((row) => row.entry_id);
+  const listed = await readIdList<string>(db, ids.clone().distinct().limit(limit + 1), 'entry_id');
+  return listed.length > limit ? undefined : listed;
 }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../../db/knex.js';
-import { whereIdIn } from '../../db/id-list.js';
+import { readIdList, whereIdIn } from '../../db/id-list.js';
 
 /**
  * The one place that decides how "contains this text" becomes SQL. Text is folded to lower
@@ -29,13 +29,12 @@ export async function listEntriesWithText(db: Db, foldedText: string, limit: num
     // list; this only decides the plan, results are the same either way.
     // One string of ids from SQLite rather than a row object per id.
     const found = db('entry_values_fts').select('rowid').whereRaw('entry_values_fts match ?', [phrase(word)]).limit(limit + 1);
-    const { ids } = (await db.from(found.as('found')).first(db.raw('json_group_array(rowid) as ids'))) as { ids: string };
-    const rowids = JSON.parse(ids) as number[];
+    const rowids = await readIdList<number>(db, found, 'rowid');
     if (rowids.length > limit) continue;
     const values = db('entry_values').distinct('entry_id');
     whereIdIn(values, 'id', rowids);
     if (fieldId) values.where('field_id', fieldId);
-    return ((await values) as Array<{ entry_id: string }>).map((row) => row.entry_id);
+    return readIdList<string>(db, values, 'entry_id');
   }
   return undefined;
 }
