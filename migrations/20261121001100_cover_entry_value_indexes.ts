@@ -17,6 +17,9 @@ export async function up(knex: Knex): Promise<void> {
       t.index(['field_id', column, 'entry_id'], name);
     });
   }
+  // New indexes start without statistics, and without them the planner picks badly (a
+  // combined search went from 1.4 ms to 360 ms on the bench data): gather them now.
+  await knex.raw('analyze entry_values');
 }
 
 export async function down(knex: Knex): Promise<void> {
@@ -26,4 +29,5 @@ export async function down(knex: Knex): Promise<void> {
       t.index(['field_id', column], name);
     });
   }
+  await knex.raw('analyze entry_values');
 }

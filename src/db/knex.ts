@@ -93,3 +93,11 @@ export async function withMigrationLock<T>(db: Db, fn: () => Promise<T>): Promis
     lock.close();
   }
 }
+
+/**
+ * Keeps the query planner's statistics current as data grows (SQLite's `PRAGMA optimize`,
+ * which analyzes only tables that need it, with a bounded effort). Run at start and daily.
+ */
+export async function optimizeDatabase(db: Db): Promise<void> {
+  await db.raw('pragma optimize');
+}

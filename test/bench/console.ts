@@ -23,7 +23,7 @@ export async function benchConsole(dataDir: string): Promise<void> {
   await services.stop();
   await db.destroy();
 
-  const server = await startServer(['dist/src/main.js'], { DATA_DIR: dataDir, LOG_LEVEL: 'warn', SESSION_SECRET: 'bench-session-secret-0123456789' });
+  const server = await startServer(['dist/src/main.js'], { DATA_DIR: dataDir, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', SESSION_SECRET: 'bench-session-secret-0123456789' });
   const rows: string[] = [];
   try {
     const cookie = await signIn(server.url, demo.email, demo.password);
