@@ -10,7 +10,9 @@ export type Metrics = ReturnType<typeof createMetrics>;
  */
 export function createMetrics(db: Db) {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  // Process metrics start with the first scrape: the admin CLI and seeding build services too
+  // and have no use for the event-loop and GC observers these start.
+  let processMetrics = false;
 
   const httpRequests = new Counter({
     name: 'scribe_http_requests_total',
@@ -57,7 +59,14 @@ export function createMetrics(db: Db) {
   });
 
   return {
-    registry,
+    /** The Prometheus text of every metric, with its content type. */
+    async scrape(): Promise<{ contentType: string; text: string }> {
+      if (!processMetrics) {
+        collectDefaultMetrics({ register: registry });
+        processMetrics = true;
+      }
+      return { contentType: registry.contentType, text: await registry.metrics() };
+    },
     /** Counts and times every request by its route pattern (not its path: ids would explode the label). */
     http(): RequestHandler {
       return (req, res, next) => {

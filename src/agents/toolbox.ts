@@ -31,9 +31,12 @@ export const SEARCH_LIMIT = 10;
 
 export function createToolbox(scribe: AgentScribe, services: { entryTypes: EntryTypeService; entries: EntryService; tasks: TaskService }): Toolbox {
   const org = scribe.organization_id;
+  // A toolbox serves one piece of work: the types are read once for all its searches.
+  let types: Promise<EntryTypeWithFields[]> | undefined;
+  const entryTypes = () => (types ??= services.entryTypes.list(org));
 
   async function resolveType(nameOrId: string): Promise<EntryTypeWithFields> {
-    const types = await services.entryTypes.list(org);
+    const types = await entryTypes();
     const wanted = nameOrId.trim().toLowerCase();
     const type = types.find((t) => t.id === nameOrId || t.name.toLowerCase() === wanted);
     if (!type) throw new AgentError(`There is no entry type "${nameOrId}" (there are: ${types.map((t) => t.name).join(', ') || 'none'})`);
@@ -42,7 +45,7 @@ export function createToolbox(scribe: AgentScribe, services: { entryTypes: Entry
 
   return {
     async entryTypes() {
-      return (await services.entryTypes.list(org)).map((t) => ({
+      return (await entryTypes()).map((t) => ({
         id: t.id,
         name: t.name,
         fields: t.fields.map((f) => ({ name: f.name, type: f.type, primary: Boolean(f.is_primary) })),
@@ -50,7 +53,7 @@ export function createToolbox(scribe: AgentScribe, services: { entryTypes: Entry
     },
 
     async searchEntries({ q, entryType, limit = SEARCH_LIMIT }) {
-      const types = entryType ? [await resolveType(entryType)] : await services.entryTypes.list(org);
+      const types = entryType ? [await resolveType(entryType)] : await entryTypes();
       const found: FoundEntry[] = [];
       for (const type of types) {
         if (found.length >= limit) break;

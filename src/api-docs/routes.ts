@@ -9,10 +9,11 @@ const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swag
 
 /** `/api/v1/openapi.json` (the document, no key needed) and `/docs`, a browsable reference. */
 export function apiDocsRoutes(): { document: Router; browser: Router } {
-  const text = JSON.stringify(openApiDocument());
+  // Built on first request, not with every app (tests build many), then kept.
+  let text: string | undefined;
   const document = Router();
   document.get('/openapi.json', (_req, res) => {
-    res.type('json').send(text);
+    res.type('json').send((text ??= JSON.stringify(openApiDocument())));
   });
 
   const browser = Router();

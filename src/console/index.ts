@@ -1,4 +1,4 @@
-import express, { Router, type ErrorRequestHandler } from 'express';
+import express, { Router, type ErrorRequestHandler, type Request } from 'express';
 import session from 'express-session';
 import { ConnectSessionKnexStore } from 'connect-session-knex';
 import { csrfSync } from 'csrf-sync';
@@ -68,12 +68,7 @@ export function consoleRouter({
   router.use(loadUser(services));
   // Locals first, so that even a refused request (CSRF) gets a whole error page.
   router.use((req, res, next) => {
-    res.locals.h = viewHelpers;
-    res.locals.user = req.user ?? null;
-    res.locals.path = req.path;
-    res.locals.csrfToken = csrf.generateToken(req);
-    res.locals.flash = req.session.flash ?? null;
-    res.locals.live = false;
+    Object.assign(res.locals, baseLocals(req), { user: req.user ?? null, csrfToken: csrf.generateToken(req), flash: req.session.flash ?? null });
     delete req.session.flash;
     next();
   });
@@ -94,6 +89,11 @@ export function consoleRouter({
   return router;
 }
 
+/** What every view reads, with the values of a page seen signed out. */
+function baseLocals(req: Request) {
+  return { h: viewHelpers, user: null, path: req.path, csrfToken: '', flash: null, live: false };
+}
+
 /** Errors as pages: what staff can act on is said; anything else is logged and shown as a plain 500. */
 function errorPage(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
@@ -102,7 +102,7 @@ function errorPage(logger: Logger): ErrorRequestHandler {
     const text = status === 500 ? 'Something went wrong on our side. It has been logged.' : String(err.message);
     const title = status === 404 ? 'Not found' : status === 403 ? 'Not allowed' : status === 500 ? 'Server error' : 'Cannot do that';
     // Errors raised before the locals were set (a missing asset) still get a whole page.
-    res.locals = { h: viewHelpers, user: null, path: req.path, csrfToken: '', flash: null, live: false, ...res.locals };
+    res.locals = { ...baseLocals(req), ...res.locals };
     res.status(status).render('error', { title, message: text, status });
   };
 }

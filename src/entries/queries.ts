@@ -71,8 +71,7 @@ const ENTRY_JSON_SQL = [
 ].join(' || ');
 
 /** The columns an entry is served from. */
-export const ENTRY_COLUMNS = ['id', 'entry_type_id', 'fields', 'draft', 'archived_at', 'created_at', 'updated_at'] as const;
-export type ServedEntryRow = Pick<EntryRow, (typeof ENTRY_COLUMNS)[number]>;
+export type ServedEntryRow = Pick<EntryRow, 'id' | 'entry_type_id' | 'fields' | 'draft' | 'archived_at' | 'created_at' | 'updated_at'>;
 
 export async function insertEntryType(db: Db, type: EntryTypeRow, fields: readonly FieldRow[]): Promise<void> {
   await db.transaction(async (trx) => {

@@ -40,7 +40,8 @@ export function healthRoutes({ config, services }: { config: Config; services: S
       res.status(401).set('WWW-Authenticate', 'Bearer').json({ error: 'Unauthorized' });
       return;
     }
-    res.type(services.metrics.registry.contentType).send(await services.metrics.registry.metrics());
+    const { contentType, text } = await services.metrics.scrape();
+    res.type(contentType).send(text);
   });
 
   return router;

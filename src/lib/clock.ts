@@ -10,5 +10,10 @@ export function isoNow(clock: Clock): string {
 
 /** Now, or 1 ms after `previous` if the clock has not moved past it: every move changes updated_at. */
 export function laterThan(clock: Clock, previous: string): string {
-  return new Date(Math.max(clock().getTime(), Date.parse(previous) + 1)).toISOString();
+  return atOrAfter(clock(), previous);
+}
+
+/** `now`, or 1 ms after `previous` when `now` is not later. */
+export function atOrAfter(now: Date, previous: string): string {
+  return new Date(Math.max(now.getTime(), Date.parse(previous) + 1)).toISOString();
 }

@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import { atOrAfter } from '../lib/clock.js';
 import type { SessionRow } from '../sessions/queries.js';
 import { insertTaskEvent, type WorkedTaskRow } from '../tasks/queries.js';
 
@@ -58,7 +59,7 @@ export async function claimTask(db: Db, id: string, terms: ClaimTerms): Promise<
   return db.transaction(async (trx) => {
     const before = await trx<WorkedTaskRow>('tasks').where({ id }).first('status', 'updated_at');
     if (!before) return undefined;
-    const at = before.updated_at < terms.now ? terms.now : new Date(Date.parse(before.updated_at) + 1).toISOString();
+    const at = atOrAfter(new Date(terms.now), before.updated_at);
     const [row] = await trx<WorkedTaskRow>('tasks')
       .where({ id, status: before.status })
       .whereIn('status', ['open', 'in_progress'])

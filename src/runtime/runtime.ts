@@ -159,11 +159,16 @@ export function createAgentRuntime({
   }
 
   async function workTask(task: WorkedTaskRow): Promise<void> {
+    const claim = { id: task.id, token: task.claim_token! };
     const scribe = await findScribe(task.scribe_id);
-    const done = { claim_token: null, lease_until: null, attempts: 0 };
-    const move = { id: task.id, from: 'in_progress' as const, claimToken: task.claim_token!, at: laterThan(clock, task.updated_at) };
-    const fail = (reason: string) =>
-      moveTask(db, { ...move, to: 'waiting', author: 'system', text: messages.taskFailed(reason) }, { ...done, last_error: reason });
+    /** Moves the task out of in_progress, releasing the claim, if the claim is still ours. */
+    const finish = (to: 'done' | 'waiting', author: 'scribe' | 'system', text: string, columns: Pick<WorkedTaskRow, 'last_error'> & Partial<Pick<WorkedTaskRow, 'result'>>) =>
+      moveTask(
+        db,
+        { id: task.id, from: 'in_progress', to, author, text, at: laterThan(clock, task.updated_at), claimToken: claim.token },
+        { claim_token: null, lease_until: null, attempts: 0, ...columns },
+      );
+    const fail = (reason: string) => finish('waiting', 'system', messages.taskFailed(reason), { last_error: reason });
     if (!scribe) return;
     if (task.attempts > options.maxAttempts) {
       await fail(messages.gaveUp(options.maxAttempts));
@@ -172,16 +177,11 @@ export function createAgentRuntime({
     try {
       const history = await findTaskEvents(db, task.id);
       const outcome = await agentFor(scribe.agent).work({ scribe, task, history, tools: toolboxFor(scribe), signal: abort.signal });
-      move.at = laterThan(clock, task.updated_at);
-      if (outcome.status === 'done') {
-        await moveTask(db, { ...move, to: 'done', author: 'scribe', text: outcome.result }, { ...done, result: outcome.result, last_error: null });
-      } else {
-        await moveTask(db, { ...move, to: 'waiting', author: 'scribe', text: outcome.question }, { ...done, last_error: null });
-      }
+      if (outcome.status === 'done') await finish('done', 'scribe', outcome.result, { result: outcome.result, last_error: null });
+      else await finish('waiting', 'scribe', outcome.question, { last_error: null });
     } catch (err) {
-      if (abort.signal.aborted) return queries.releaseClaim(db, 'tasks', { id: task.id, token: task.claim_token! });
+      if (abort.signal.aborted) return queries.releaseClaim(db, 'tasks', claim);
       logger.warn({ err, task: task.id }, 'agent failed to work a task');
-      move.at = laterThan(clock, task.updated_at);
       await fail(reasonOf(err));
     }
   }

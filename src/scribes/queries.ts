@@ -31,6 +31,11 @@ export async function findScribeBySlug(db: Db, organizationId: string, slug: str
   return db<ScribeRow>('scribes').where({ organization_id: organizationId, slug }).first('id', 'organization_id', 'slug', 'state');
 }
 
+/** The organization's scribes by slug: id, slug and name only (filters, pickers). */
+export async function listScribeNames(db: Db, organizationId: string): Promise<Array<Pick<ScribeRow, 'id' | 'slug' | 'name'>>> {
+  return db<ScribeRow>('scribes').where({ organization_id: organizationId }).orderBy('slug').select('id', 'slug', 'name');
+}
+
 export async function findScribesByIds(db: Db, ids: readonly string[]): Promise<ScribeRow[]> {
   return db<ScribeRow>('scribes').whereIn('id', ids);
 }

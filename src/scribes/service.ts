@@ -84,6 +84,11 @@ export function createScribeService({ db, clock, onActivated = () => {} }: { db:
       return { ...scribe, state };
     },
 
+    /** The organization's scribes by slug, names only. */
+    async listNames(organizationId: string) {
+      return queries.listScribeNames(db, organizationId);
+    },
+
     /** The whole scribe row, for the runtime and the console. */
     async find(id: string): Promise<ScribeRow | undefined> {
       return queries.findScribeById(db, id);

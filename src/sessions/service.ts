@@ -61,7 +61,7 @@ export function createSessionService({ db, clock, audit, onReplyDue = () => {} }
     async find(id: string): Promise<SessionRow & { messages: MessageRow[] }> {
       const session = UUID_PATTERN.test(id) ? await queries.findSessionById(db, id) : undefined;
       if (!session) throw new NotFoundError(messages.sessionNotFound);
-      return this.get(session.organization_id, id);
+      return { ...session, messages: await queries.findMessages(db, id) };
     },
 
     /** A scribe's sessions, newest first, with their first message. */

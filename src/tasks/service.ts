@@ -31,7 +31,7 @@ export function createTaskService({ db, clock, audit, onOpened = () => {} }: { d
     async find(id: string): Promise<WorkedTaskRow & { events: TaskEventRow[] }> {
       const task = UUID_PATTERN.test(id) ? await queries.findTaskById(db, id) : undefined;
       if (!task) throw new NotFoundError(messages.taskNotFound);
-      return this.get(task.organization_id, id);
+      return { ...task, events: await queries.findTaskEvents(db, id) };
     },
 
     async listForScribe(scribeId: string, options: { statuses?: readonly TaskStatus[]; limit?: number } = {}) {

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import type { Services } from '../../services.js';
-import { AGENT_KINDS, SCRIBE_STATES } from '../../scribes/queries.js';
+import { AGENT_KINDS } from '../../scribes/queries.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
 import { listReceipts, scribesWithCounts } from '../queries.js';
@@ -23,8 +23,8 @@ export function scribeRoutes(services: Services): Router {
       listReceipts(services.db, org, { scribeId: scribe.id, limit: 10 }),
       services.tasks.listForScribe(scribe.id, { limit: 10 }),
     ]);
-    const live = sessions.some((s) => s.reply_due) || tasks.some((t) => t.status === 'open' || t.status === 'in_progress') || receipts.items.some((r) => r.status === 'accepted' || r.status === 'dispatched');
-    res.render('scribes/show', { title: scribe.name, scribe, sessions, receipts: receipts.items, tasks, states: SCRIBE_STATES, agents: AGENT_KINDS, live });
+    // The page always polls (views/scribes/show.ejs): new sessions arrive from the API at any time.
+    res.render('scribes/show', { title: scribe.name, scribe, sessions, receipts: receipts.items, tasks, agents: AGENT_KINDS });
   });
 
   router.post(
