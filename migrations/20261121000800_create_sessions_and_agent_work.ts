@@ -71,12 +71,11 @@ export async function down(knex: Knex): Promise<void> {
   await knex.schema.alterTable('tasks', (t) => {
     t.dropIndex(['created_at'], 'tasks_work_queue');
   });
-  await knex.schema.alterTable('tasks', (t) => {
-    t.dropColumns('result', 'last_error', 'claim_token', 'lease_until', 'attempts');
-  });
+  // ALTER TABLE … DROP COLUMN, not Knex's dropColumns: on SQLite that rebuilds the table,
+  // and dropping the old scribes table inside the migration's transaction cascades to
+  // every request and task (see migration 20261121001200).
+  for (const column of ['result', 'last_error', 'claim_token', 'lease_until', 'attempts']) await knex.raw(`alter table tasks drop column ${column}`);
   await knex.schema.dropTable('session_messages');
   await knex.schema.dropTable('sessions');
-  await knex.schema.alterTable('scribes', (t) => {
-    t.dropColumns('agent', 'instructions');
-  });
+  for (const column of ['agent', 'instructions']) await knex.raw(`alter table scribes drop column ${column}`);
 }

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { openDatabase } from '../../src/db/knex.js';
 import { migrateToLatest, migrationConfig } from '../../src/db/migrate.js';
-import { tempDir } from '../helpers/harness.js';
+import { createHarness, tempDir } from '../helpers/harness.js';
 
 describe('migrations', () => {
   it('run all the way up and all the way down on a fresh database, twice', async () => {
@@ -22,6 +22,23 @@ describe('migrations', () => {
       }
     } finally {
       await db.destroy();
+    }
+  });
+
+  it('keep the rows of older tables on the way down (no table is rebuilt under its foreign keys)', async () => {
+    const h = await createHarness({ options: { dispatchOnAccept: false } });
+    try {
+      const t = await h.tenant();
+      const submitted = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/requests`).set(t.headers).send({ task: { summary: 'Keep me' } });
+      expect(submitted.status).to.equal(202);
+      // Down to the migration that made requests: every later one undone.
+      while (!(await h.db.migrate.currentVersion(migrationConfig())).startsWith('20261121000300')) await h.db.migrate.down(migrationConfig());
+      expect(await h.db('requests').pluck('summary')).to.deep.equal(['Keep me']);
+      expect(await h.db('scribes').pluck('id')).to.deep.equal([t.scribe.id]);
+      await migrateToLatest(h.db);
+      expect(await h.db('requests').pluck('summary')).to.deep.equal(['Keep me']);
+    } finally {
+      await h.close();
     }
   });
 
