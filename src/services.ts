@@ -46,7 +46,7 @@ export interface ServiceOptions {
   runOnNewWork?: boolean;
   /** Replaces the agents by kind (tests). */
   agents?: Partial<Record<AgentKind, Agent>>;
-  /** Most matches for which a search is read by id (see search/compile.ts); -1 always reads in page order. */
+  /** Most matches a search lists from its indexes (see driveLimitFor in search/compile.ts); -1 always reads in page order. */
   searchDriveLimit?: number;
 }
 

@@ -7,7 +7,8 @@ import type { EntryTypeService, EntryTypeWithFields } from './entry-type-service
 import { type FieldValue, messages as valueMessages, normalizeValues, searchRows } from './field-values.js';
 import * as queries from './queries.js';
 import type { EntryRow, ServedEntryRow } from './queries.js';
-import { compileSearch } from './search/compile.js';
+import { planSearch } from './search/compile.js';
+import { TrigramStats } from './search/text-match.js';
 
 export const messages = {
   entryNotFound: 'Entry not found',
@@ -62,9 +63,12 @@ export function createEntryService({
   db: Db;
   clock: Clock;
   entryTypes: EntryTypeService;
-  /** See DRIVE_LIMIT in search/compile.ts; tests force each plan with it. */
+  /** See driveLimitFor in search/compile.ts; tests force each plan with it. */
   searchDriveLimit?: number;
 }) {
+  // Trigram estimates choose search plans; a minute-old one is good enough for that.
+  const trigramStats = new TrigramStats(db, { sample: 1000, ttlMs: 60_000, maxEntries: 50_000 });
+
   /** Validates values against the type, including that links point at entries of the target type in the same organization. */
   async function resolveValues(type: EntryTypeWithFields, current: Record<string, FieldValue>, input: unknown) {
     const changes = normalizeValues(type.fields, input);
@@ -89,7 +93,8 @@ export function createEntryService({
   }
 
   async function save(type: EntryTypeWithFields, id: string, values: Record<string, FieldValue>, flags: { draft: boolean; archivedAt: string | null; createdAt: string; now: string }, isNew: boolean) {
-    const { valueRows, links, searchText, primaryText } = searchRows(id, type.fields, values);
+    const key = { entry_id: id, entry_created_at: flags.createdAt, entry_draft: flags.draft, entry_archived: flags.archivedAt !== null };
+    const { valueRows, links, searchText, primaryText } = searchRows(key, type.fields, values);
     const row: EntryRow = {
       id,
       organization_id: type.organization_id,
@@ -161,22 +166,23 @@ export function createEntryService({
      * no further entry exists.
      */
     async listJson(type: EntryTypeWithFields, options: ListOptions): Promise<{ entries: string[]; nextCursor: string | null }> {
+      const rows = await queries.listEntries(db, await this.planPage(type, options));
+      const page = keysetPage(rows, options.limit, (json) => JSON.parse(json) as ApiEntry);
+      return { entries: page.items, nextCursor: page.nextCursor };
+    },
+
+    /** What `listJson` reads: its page and one entry more, under the search's plan (the bench explains it). */
+    async planPage(type: EntryTypeWithFields, options: ListOptions): Promise<queries.EntryListOptions> {
       const after = decodeAfter(options.after, (id) => UUID_PATTERN.test(id));
-      const filter = await compileSearch(db, type, options.q ?? '', { driveLimit: searchDriveLimit });
-      const rows = await queries.listEntries(db, {
+      const plan = await planSearch(db, type, options.q ?? '', { stats: trigramStats, driveLimit: searchDriveLimit });
+      return {
         entryTypeId: type.id,
         includeDrafts: options.includeDrafts,
         includeArchived: options.includeArchived,
-        filter,
+        plan,
         after,
         limit: options.limit + 1,
-      });
-      const page = keysetPage(
-        rows.map((row) => row.json),
-        options.limit,
-        (json) => JSON.parse(json) as ApiEntry,
-      );
-      return { entries: page.items, nextCursor: page.nextCursor };
+      };
     },
   };
 }

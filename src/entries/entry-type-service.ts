@@ -121,7 +121,7 @@ export function createEntryTypeService({ db, clock }: { db: Db; clock: Clock }) 
 
       const now = isoNow(clock);
       // An id may be given by seeds (the demo's types have fixed ids its README relies on).
-      const type: EntryTypeRow = { id: input.id ?? newId(), organization_id: organizationId, name, created_at: now, updated_at: now };
+      const type: EntryTypeRow = { id: input.id ?? newId(), organization_id: organizationId, name, entry_count: 0, created_at: now, updated_at: now };
       const rows = fieldRows(type.id, fields, 0);
       try {
         await queries.insertEntryType(db, type, rows);

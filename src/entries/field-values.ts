@@ -1,5 +1,5 @@
 import { ValidationError } from '../http/errors.js';
-import type { FieldRow, LinkRow, ValueRow } from './queries.js';
+import type { FieldRow, LinkRow, PostingKey, ValueRow } from './queries.js';
 
 export const messages = {
   fieldsNotObject: 'fields must be an object keyed by field name',
@@ -62,8 +62,11 @@ function checkValue(field: FieldRow, raw: unknown): FieldValue {
   }
 }
 
-/** The rows that make an entry searchable: typed values, links, folded text and primary value. */
-export function searchRows(entryId: string, fields: readonly FieldRow[], values: Record<string, FieldValue>) {
+/**
+ * The rows that make an entry searchable: typed values and links (each carrying the entry's
+ * `key`), folded text and primary value.
+ */
+export function searchRows(key: PostingKey, fields: readonly FieldRow[], values: Record<string, FieldValue>) {
   const valueRows: ValueRow[] = [];
   const links: LinkRow[] = [];
   const texts: string[] = [];
@@ -71,7 +74,7 @@ export function searchRows(entryId: string, fields: readonly FieldRow[], values:
   for (const field of fields) {
     const value = values[field.name];
     if (value === undefined) continue;
-    const row: ValueRow = { entry_id: entryId, field_id: field.id, text_folded: null, number_value: null, bool_value: null, date_value: null };
+    const row: ValueRow = { ...key, field_id: field.id, text_folded: null, number_value: null, bool_value: null, date_value: null };
     switch (field.type) {
       case 'text':
         row.text_folded = fold(value as string);
@@ -88,7 +91,7 @@ export function searchRows(entryId: string, fields: readonly FieldRow[], values:
         row.date_value = value as string;
         break;
       case 'relationship':
-        for (const target of value as string[]) links.push({ entry_id: entryId, field_id: field.id, target_entry_id: target });
+        for (const target of value as string[]) links.push({ ...key, field_id: field.id, target_entry_id: target });
         continue;
     }
     valueRows.push(row);

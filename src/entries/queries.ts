@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
-import type { Position } from '../http/cursor.js';
+import type { PageWindow, SearchPlan } from './search/compile.js';
 
 export const FIELD_TYPES = ['text', 'number', 'boolean', 'date', 'relationship'] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
@@ -9,6 +9,8 @@ export interface EntryTypeRow {
   id: string;
   organization_id: string;
   name: string;
+  /** Entries of this type, drafts and archived included; kept by saveEntry. */
+  entry_count: number;
   created_at: string;
   updated_at: string;
 }
@@ -37,8 +39,19 @@ export interface EntryRow {
   updated_at: string;
 }
 
-export interface ValueRow {
+/**
+ * What every search row (typed value, link) carries of its entry: the page key and the
+ * visibility, so a search filters and sorts its matches on their index alone (migration
+ * 20261121001200). Written with the row, from the entry, on every save.
+ */
+export interface PostingKey {
   entry_id: string;
+  entry_created_at: string;
+  entry_draft: boolean;
+  entry_archived: boolean;
+}
+
+export interface ValueRow extends PostingKey {
   field_id: string;
   text_folded: string | null;
   number_value: number | null;
@@ -46,8 +59,7 @@ export interface ValueRow {
   date_value: string | null;
 }
 
-export interface LinkRow {
-  entry_id: string;
+export interface LinkRow extends PostingKey {
   field_id: string;
   target_entry_id: string;
 }
@@ -126,6 +138,7 @@ export async function saveEntry(db: Db, entry: EntryRow, values: readonly ValueR
   await db.transaction(async (trx) => {
     if (isNew) {
       await trx('entries').insert(entry);
+      await trx('entry_types').where({ id: entry.entry_type_id }).increment('entry_count', 1);
     } else {
       await trx('entries').where({ id: entry.id }).update(entry);
       await trx('entry_values').where({ entry_id: entry.id }).delete();
@@ -136,33 +149,52 @@ export async function saveEntry(db: Db, entry: EntryRow, values: readonly ValueR
   });
 }
 
-export interface EntryListOptions {
+export interface EntryListOptions extends PageWindow {
   entryTypeId: string;
-  includeDrafts: boolean;
-  includeArchived: boolean;
-  filter?: (query: Knex.QueryBuilder) => void;
-  after?: Position;
+  plan: SearchPlan;
   limit: number;
 }
 
+/** Page order: oldest first, ties by id. */
+function pageOrder(createdAt: string, id: string) {
+  return [
+    { column: createdAt, order: 'asc' as const },
+    { column: id, order: 'asc' as const },
+  ];
+}
+
 /**
- * A page of one entry type's entries, oldest first, strictly after `after` (keyset paging
- * on entries_type_created). `filter` adds the compiled search, on the alias `e`.
+ * A page of one entry type's entries, oldest first, strictly after `after`, read as the
+ * search plan says (search/compile.ts): in page order from entries_type_created, each entry
+ * checked with the plan's filter (alias `e`); or the plan's candidates sorted on their page
+ * keys and cut to a page first, so that only the page's entries are read. Selects each
+ * entry's API JSON as `json`.
  */
 export function listEntriesQuery(db: Db, options: EntryListOptions): Knex.QueryBuilder {
+  const { plan } = options;
+  if (plan.kind === 'postings') {
+    const page = db.from(plan.candidates(options).as('c')).select('c.entry_id', 'c.entry_created_at').orderBy(pageOrder('c.entry_created_at', 'c.entry_id')).limit(options.limit);
+    return db
+      .from(page.as('p'))
+      .join('entries as e', 'e.id', 'p.entry_id')
+      .where('e.entry_type_id', options.entryTypeId)
+      .select(db.raw(`${ENTRY_JSON_SQL} as json`))
+      .orderBy(pageOrder('p.entry_created_at', 'p.entry_id'));
+  }
   const query = db('entries as e')
     .select(db.raw(`${ENTRY_JSON_SQL} as json`))
     .where('e.entry_type_id', options.entryTypeId);
   if (!options.includeDrafts) query.where('e.draft', false);
   if (!options.includeArchived) query.whereNull('e.archived_at');
   if (options.after) query.whereRaw('(e.created_at, e.id) > (?, ?)', [options.after.createdAt, options.after.id]);
-  if (options.filter) query.where(options.filter);
-  return query.orderBy([{ column: 'e.created_at', order: 'asc' }, { column: 'e.id', order: 'asc' }]).limit(options.limit);
+  if (plan.filter) query.where(plan.filter);
+  return query.orderBy(pageOrder('e.created_at', 'e.id')).limit(options.limit);
 }
 
-/** The page's entries as the API's JSON text, one string each. */
-export async function listEntries(db: Db, options: EntryListOptions): Promise<Array<{ json: string }>> {
-  return listEntriesQuery(db, options);
+/** The page's entries as the API's JSON text, one string each, in page order. */
+export async function listEntries(db: Db, options: EntryListOptions): Promise<string[]> {
+  const rows: Array<{ json: string }> = await listEntriesQuery(db, options);
+  return rows.map((row) => row.json);
 }
 
 /** Each entry's primary field value, for labels and links (console, agents). */
@@ -180,6 +212,6 @@ export async function findEntryTitles(db: Db, organizationId: string, filter: { 
 
 /** How many entries each entry type of the organization has, drafts and archived included. */
 export async function countEntriesByType(db: Db, organizationId: string): Promise<Record<string, number>> {
-  const rows: Array<{ entry_type_id: string; n: number }> = await db('entries').where({ organization_id: organizationId }).groupBy('entry_type_id').select('entry_type_id').count({ n: '*' });
-  return Object.fromEntries(rows.map((r) => [r.entry_type_id, Number(r.n)]));
+  const rows: Array<{ id: string; entry_count: number }> = await db('entry_types').where({ organization_id: organizationId }).select('id', 'entry_count');
+  return Object.fromEntries(rows.map((r) => [r.id, Number(r.entry_count)]));
 }

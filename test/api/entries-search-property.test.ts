@@ -7,7 +7,7 @@ import { entriesFixture } from '../helpers/entries-fixture.js';
  * No `q`, however random or hostile, may produce a 500 or reach SQL as text: every answer is
  * a 200 page or a 400 `Invalid search query: …` in form B, and the data is untouched.
  */
-for (const plan of [{ name: 'read by id', driveLimit: undefined }, { name: 'read in page order', driveLimit: -1 }]) {
+for (const plan of [{ name: 'postings', driveLimit: undefined }, { name: 'read in page order', driveLimit: -1 }]) {
   describe(`entry search with random and adversarial q (property), ${plan.name}`, function () {
     this.timeout(120_000);
     let h: Harness;

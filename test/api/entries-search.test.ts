@@ -2,9 +2,9 @@ import { expect } from 'chai';
 import { createHarness, testClock, type Harness, type Tenant } from '../helpers/harness.js';
 import { entriesFixture } from '../helpers/entries-fixture.js';
 
-// Every case runs under both plans a search can take (search/compile.ts): matches read by id,
-// and entries read in page order with each checked.
-for (const plan of [{ name: 'read by id', driveLimit: undefined }, { name: 'read in page order', driveLimit: -1 }]) {
+// Every case runs under both plans a search can take (search/compile.ts): matches listed from
+// their postings and sorted on their page keys, and entries read in page order, each checked.
+for (const plan of [{ name: 'postings', driveLimit: undefined }, { name: 'read in page order', driveLimit: -1 }]) {
   describe(`entry search: q on GET /api/v1/entry_types/:id/entries (contract "Search"), ${plan.name}`, () => {
     let h: Harness;
     let t: Tenant;

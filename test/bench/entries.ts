@@ -9,7 +9,9 @@ import { openDatabase, type Db } from '../../src/db/knex.js';
 import { encodeCursor } from '../../src/http/cursor.js';
 import { searchRows } from '../../src/entries/field-values.js';
 import { listEntriesQuery, type EntryRow, type LinkRow, type ValueRow } from '../../src/entries/queries.js';
-import { compileSearch } from '../../src/entries/search/compile.js';
+import { planSearch } from '../../src/entries/search/compile.js';
+import { TrigramStats } from '../../src/entries/search/text-match.js';
+import type { Services } from '../../src/services.js';
 import type { EntryTypeWithFields } from '../../src/entries/entry-type-service.js';
 import { provision } from '../helpers/provision.js';
 import { CONNECTIONS, DURATION_S, load, machineLine, startServer, writeSection, type Row } from './lib.js';
@@ -37,10 +39,11 @@ async function bulkLoad(db: Db, organizationId: string, contacts: EntryTypeWithF
         Joined: new Date(base + (i % 3650) * 86_400_000).toISOString().slice(0, 10),
         Company: [companyIds[i % COMPANIES]!],
       };
-      const rows = searchRows(id, contacts.fields, fields);
       const at = new Date(base + i * 1000).toISOString();
+      const draft = i % 50 === 1;
+      const rows = searchRows({ entry_id: id, entry_created_at: at, entry_draft: draft, entry_archived: false }, contacts.fields, fields);
       entries.push({
-        id, organization_id: organizationId, entry_type_id: contacts.id, fields: JSON.stringify(fields), draft: i % 50 === 1, archived_at: null,
+        id, organization_id: organizationId, entry_type_id: contacts.id, fields: JSON.stringify(fields), draft, archived_at: null,
         search_text: rows.searchText, primary_text: rows.primaryText, created_at: at, updated_at: at,
       });
       values.push(...rows.valueRows);
@@ -50,15 +53,18 @@ async function bulkLoad(db: Db, organizationId: string, contacts: EntryTypeWithF
       await trx.batchInsert('entries', entries, 500);
       await trx.batchInsert('entry_values', values, 500);
       await trx.batchInsert('entry_links', links, 500);
+      await trx('entry_types').where({ id: contacts.id }).increment('entry_count', entries.length);
     });
   }
   await db.raw('analyze');
   return (Date.now() - started) / 1000;
 }
 
-async function plan(db: Db, type: EntryTypeWithFields, q: string, after?: { createdAt: string; id: string }) {
-  const query = listEntriesQuery(db, { entryTypeId: type.id, includeDrafts: false, includeArchived: false, filter: await compileSearch(db, type, q), after, limit: 101 });
+/** The page query's plan, as the server would run it. */
+async function plan(services: Services, type: EntryTypeWithFields, q: string, after?: { createdAt: string; id: string }) {
+  const query = listEntriesQuery(services.db, await services.entries.planPage(type, { q, after: after && encodeCursor(after), limit: 100, includeDrafts: false, includeArchived: false }));
   const { sql, bindings } = query.toSQL();
+  const db = services.db;
   return db.raw(`explain query plan ${sql}`, bindings as Knex.RawBinding[]).then((rows: Array<{ detail: string }>) => rows.map((r) => r.detail).join('; '));
 }
 
@@ -103,9 +109,13 @@ export async function benchEntries(dataDir: string, n: number): Promise<void> {
   const { services, key, contacts, scenarios, loadSeconds, close } = await prepareEntries(dataDir, n);
   const plans = new Map<string, string>();
   const matches = new Map<string, number>();
+  const stats = new TrigramStats(services.db, { sample: 1, ttlMs: 0, maxEntries: 0 });
+  const type = await services.entryTypes.get(contacts.organization_id, contacts.id);
   for (const s of scenarios) {
-    plans.set(s.name, await plan(services.db, contacts, s.q ?? '', s.after));
-    const all = await listEntriesQuery(services.db, { entryTypeId: contacts.id, includeDrafts: false, includeArchived: false, filter: await compileSearch(services.db, contacts, s.q ?? ''), limit: n + 1 }).clearSelect().count({ c: '*' }).clearOrder();
+    plans.set(s.name, await plan(services, type, s.q ?? '', s.after));
+    // Every match, counted in page order.
+    const scan = await planSearch(services.db, type, s.q ?? '', { stats, driveLimit: -1 });
+    const all = await listEntriesQuery(services.db, { entryTypeId: contacts.id, includeDrafts: false, includeArchived: false, plan: scan, limit: n + 1 }).clearSelect().count({ c: '*' }).clearOrder();
     matches.set(s.name, Number((all as Array<{ c: number }>)[0]!.c));
   }
   await close();

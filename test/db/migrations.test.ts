@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { openDatabase } from '../../src/db/knex.js';
 import { migrateToLatest, migrationConfig } from '../../src/db/migrate.js';
 import { createHarness, tempDir } from '../helpers/harness.js';
+import { entriesFixture } from '../helpers/entries-fixture.js';
 
 describe('migrations', () => {
   it('run all the way up and all the way down on a fresh database, twice', async () => {
@@ -22,6 +23,41 @@ describe('migrations', () => {
       }
     } finally {
       await db.destroy();
+    }
+  });
+
+  it('give existing entries their search postings, counts and trigram index when moving to postings (20261121001200)', async () => {
+    const h = await createHarness({ options: { dispatchOnAccept: false } });
+    try {
+      const t = await h.tenant();
+      const fx = await entriesFixture(h, t);
+      const acme = await fx.company({ Name: 'Acme', City: 'Zurich', Employees: 5 });
+      const ada = await fx.contact({ Name: 'Ada', Company: [acme.id], Score: 2 }, { draft: true });
+      await fx.company({ Name: 'Globex', City: 'Geneva' }, { archived: true });
+      const [last] = (await h.db.migrate.list(migrationConfig()))[0].slice(-1);
+      expect(last.name ?? last.file ?? last).to.match(/20261121001200_entry_search_postings/);
+      await h.db.migrate.down(migrationConfig());
+      expect(await h.db.schema.hasColumn('entry_values', 'entry_created_at')).to.equal(false);
+      expect(await h.db.schema.hasColumn('entry_types', 'entry_count')).to.equal(false);
+      // The older trigram index (with positions) still follows writes after the way down.
+      await h.db.raw(`insert into entry_values (entry_id, field_id, text_folded) values (?, ?, 'zurich west')`, [ada.id, fx.contacts.fields.find((f) => f.name === 'Job Title')!.id]);
+
+      await migrateToLatest(h.db);
+      expect(await h.db('entry_values').where({ entry_id: ada.id }).whereNotNull('number_value').first('entry_created_at', 'entry_draft', 'entry_archived')).to.deep.equal({
+        entry_created_at: ada.created_at,
+        entry_draft: 1,
+        entry_archived: 0,
+      });
+      expect(await h.db('entry_links').where({ entry_id: ada.id }).first('entry_created_at', 'entry_draft')).to.deep.equal({ entry_created_at: ada.created_at, entry_draft: 1 });
+      expect((await h.db('entry_types').where({ id: fx.companies.id }).first('entry_count')).entry_count).to.equal(2);
+      expect((await h.db('entry_types').where({ id: fx.contacts.id }).first('entry_count')).entry_count).to.equal(1);
+      const search = async (typeId: string, q: string) =>
+        (await h.api.get(`/api/v1/entry_types/${typeId}/entries?q=${encodeURIComponent(q)}&include_drafts=1&include_archived=1`).set(t.headers)).body.data.map((e: { id: string }) => e.id);
+      expect(await search(fx.contacts.id, 'relationship:acme && Score:2')).to.deep.equal([ada.id]);
+      expect(await search(fx.contacts.id, 'Job Title:zurich')).to.deep.equal([ada.id]);
+      expect(await search(fx.companies.id, 'zurich')).to.deep.equal([acme.id]);
+    } finally {
+      await h.close();
     }
   });
 

@@ -1,4 +1,5 @@
-import type { Harness, Tenant } from './harness.js';
+import type { ServiceOptions } from '../../src/services.js';
+import { createHarness, type Harness, type Tenant } from './harness.js';
 
 /**
  * Two related entry types of one tenant: Companies (every scalar field type) and Contacts
@@ -30,4 +31,21 @@ export async function entriesFixture(h: Harness, t: Tenant) {
   const contact = (fields: Record<string, unknown>, flags: { draft?: boolean; archived?: boolean } = {}) =>
     h.services.entries.create(org, contacts.id, { fields, ...flags });
   return { companies, contacts, company, contact };
+}
+
+export type EntriesFixture = Awaited<ReturnType<typeof entriesFixture>>;
+
+/**
+ * For a describe block: a harness (dispatch off), a tenant and the entries fixture, made
+ * before its tests and closed after; read them from the returned object inside tests.
+ */
+export function entriesSuite(options: ServiceOptions = {}) {
+  const suite = {} as { h: Harness; t: Tenant; fx: EntriesFixture };
+  before(async () => {
+    suite.h = await createHarness({ options: { dispatchOnAccept: false, ...options } });
+    suite.t = await suite.h.tenant();
+    suite.fx = await entriesFixture(suite.h, suite.t);
+  });
+  after(() => suite.h.close());
+  return suite;
 }

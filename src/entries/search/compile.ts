@@ -1,11 +1,11 @@
 import type { Knex } from 'knex';
 import type { Db } from '../../db/knex.js';
-import { readIdList, whereIdIn } from '../../db/id-list.js';
+import type { Position } from '../../http/cursor.js';
 import { BadRequestError } from '../../http/errors.js';
 import type { EntryTypeWithFields } from '../entry-type-service.js';
 import { SearchSyntaxError, parseSearch } from './parser.js';
 import { type Predicate, resolveSearch } from './resolve.js';
-import { listEntriesWithText, whereEntryHasText } from './text-match.js';
+import { type TextLookup, type TrigramStats, whereEntryHasText, whereTextContains, whereValueHasText } from './text-match.js';
 
 export const messages = {
   invalidQuery: (reason: string) => `Invalid search query: ${reason}`,
@@ -15,195 +15,279 @@ export const messages = {
 const MAX_QUERY_LENGTH = 2000;
 
 /**
- * How many matching entries a query may have for their ids to drive it. Up to this, the ids
- * come from the indexes (trigram, typed values, links), the page is read by id, what the ids
- * do not guarantee is checked on those candidates, and they are sorted; above it, entries
- * are read in page order and each is checked, which stops as soon as the page is full.
- * At 100,000 entries the two plans cost about the same near 2,000 matches.
+ * The most matches a search lists from its indexes, for a type of `entryCount` entries.
+ * Listing k matches sorts k index rows; reading in page order checks about 100 · N / k
+ * entries for a page. The two meet near √(100 · N): about 3,000 at 100,000 entries and
+ * 10,000 at 1,000,000 (docs/performance.md, "How a search runs").
  */
-export const DRIVE_LIMIT = 2000;
+export function driveLimitFor(entryCount: number): number {
+  return Math.min(20_000, Math.max(1000, Math.round(Math.sqrt(100 * entryCount))));
+}
 
-export type SearchFilter = (query: Knex.QueryBuilder) => void;
+/** What a page of entries is read under: the visibility flags and the keyset position. */
+export interface PageWindow {
+  includeDrafts: boolean;
+  includeArchived: boolean;
+  after?: Position;
+}
 
 /**
- * Turns `q` into a filter on the entries query (alias `e`), or undefined for no filter.
- * Every value travels as a bound parameter; nothing from `q` is spliced into SQL.
- * Throws 400 `Invalid search query: <reason>`.
+ * How a page of a search is read:
+ * - `scan`: the type's entries in page order from the cursor (entries_type_created), each
+ *   checked with `filter` on the alias `e`, until the page is full. For no search, or many
+ *   matches.
+ * - `postings`: the matches' search rows (typed values, links, text values), which carry
+ *   their entry's page key and visibility, filtered and sorted on their indexes;
+ *   `candidates(window)` selects their `entry_id, entry_created_at`, and only the page's
+ *   entries are then read. For few matches.
  */
-export async function compileSearch(
-  db: Db,
-  type: EntryTypeWithFields,
-  q: string,
-  { driveLimit = DRIVE_LIMIT }: { driveLimit?: number } = {},
-): Promise<SearchFilter | undefined> {
+export type SearchPlan =
+  | { kind: 'scan'; filter?: (query: Knex.QueryBuilder) => void }
+  | { kind: 'postings'; candidates: (window: PageWindow) => Knex.QueryBuilder };
+
+export interface PlanOptions {
+  stats: TrigramStats;
+  /** Overrides `driveLimitFor`; negative: always scan (tests force each plan with it). */
+  driveLimit?: number;
+}
+
+/**
+ * Turns `q` into a plan for reading a page of `type`'s entries. Every value travels as a
+ * bound parameter; nothing from `q` is spliced into SQL. Throws 400
+ * `Invalid search query: <reason>`.
+ */
+export async function planSearch(db: Db, type: EntryTypeWithFields, q: string, options: PlanOptions): Promise<SearchPlan> {
   if (q.length > MAX_QUERY_LENGTH) throw new BadRequestError(messages.invalidQuery(messages.tooLong));
   let predicate: Predicate;
   try {
     const ast = parseSearch(q);
-    if (!ast) return undefined;
+    if (!ast) return { kind: 'scan' };
     predicate = resolveSearch(ast, type.fields);
   } catch (err) {
     if (err instanceof SearchSyntaxError) throw new BadRequestError(messages.invalidQuery(err.message));
     throw err;
   }
-  // A negative limit (tests) means: always read in page order.
-  const planner = new Planner(db, type, Math.max(driveLimit, 0));
-  const matches = await planner.match(predicate);
-  return (query) => {
-    if (matches.ids && driveLimit >= 0) planner.drive(query, predicate);
-    else planner.check(query, predicate);
-  };
+  const limit = options.driveLimit ?? driveLimitFor(type.entry_count);
+  if (limit >= 0) {
+    const planner = new Planner(db, options.stats, type, limit);
+    const estimate = await planner.estimate(predicate);
+    if (estimate !== undefined && estimate <= limit) return { kind: 'postings', candidates: (window) => planner.candidates(predicate, window) };
+  }
+  return { kind: 'scan', filter: (query) => check(db, query, predicate, { entryId: 'e.id', organizationId: type.organization_id }) };
 }
 
-/** What an index says a part of the query matches: the entry ids, when there are at most the limit. */
-interface Matches {
-  /** Undefined when there are more than the limit, or no index can list them. */
-  ids?: string[];
-  /** True when the ids are exactly the matches; false when a superset (text from the trigram index). */
-  exact: boolean;
-  /** For an `&&`: the branch whose ids these are. */
-  driver?: Predicate;
-}
+type Leaf = Exclude<Predicate, { kind: 'and' | 'or' | 'words' }>;
+
+/** Kinds whose estimates are remembered (trigram estimates): asked first in an `&&`, as they are cheapest. */
+const TEXT_KINDS = new Set<Predicate['kind']>(['words', 'text-contains']);
 
 class Planner {
-  private readonly matches = new Map<Predicate, Matches>();
+  /** For an `&&`, the branch that lists the fewest matches; for general text, its rarest word. */
+  private readonly drivers = new Map<Predicate, Predicate | string>();
+  private readonly lookups = new Map<Predicate | string, TextLookup>();
 
   constructor(
     private readonly db: Db,
+    private readonly stats: TrigramStats,
     private readonly type: EntryTypeWithFields,
     private readonly limit: number,
   ) {}
 
   /**
-   * Looks up, bottom-up, which parts of the query have few enough matches to list: a leaf
-   * when its index yields at most `limit` ids, an `&&` when any branch does (the
-   * smallest), an `||` when all branches do (their union).
+   * About how many entries the predicate matches, from its indexes, when they can list them
+   * (an upper bound; more than `limit` means too many to list); undefined when they cannot
+   * (created_at / updated_at, text shorter than a trigram, or an `||` with such a branch).
    */
-  async match(predicate: Predicate): Promise<Matches> {
-    let result: Matches;
-    if (predicate.kind === 'and' || predicate.kind === 'or') {
-      const parts: Array<{ item: Predicate; matches: Matches }> = [];
-      for (const item of predicate.items) {
-        const matches = await this.match(item);
-        parts.push({ item, matches });
-        // In an &&, once a branch lists few ids the others need only be checked on them,
-        // not listed: listing a common branch is what costs (it reads up to `limit` ids).
-        if (predicate.kind === 'and' && matches.ids && matches.ids.length <= this.limit / 10) break;
+  async estimate(predicate: Predicate): Promise<number | undefined> {
+    switch (predicate.kind) {
+      case 'and': {
+        let best: { item: Predicate; estimate: number } | undefined;
+        const ordered = [...predicate.items].sort((a, b) => Number(TEXT_KINDS.has(b.kind)) - Number(TEXT_KINDS.has(a.kind)));
+        for (const item of ordered) {
+          const estimate = await this.estimate(item);
+          if (estimate !== undefined && (!best || estimate < best.estimate)) best = { item, estimate };
+          // The other branches are only checked on these few; counting them would cost more.
+          if (best && best.estimate <= this.limit / 10) break;
+        }
+        if (best) this.drivers.set(predicate, best.item);
+        return best?.estimate;
       }
-      const listed = parts.filter((p) => p.matches.ids !== undefined);
-      if (predicate.kind === 'and') {
-        const smallest = listed.sort((a, b) => a.matches.ids!.length - b.matches.ids!.length)[0];
-        result = smallest ? { ids: smallest.matches.ids, exact: false, driver: smallest.item } : { exact: false };
-      } else {
-        const union = new Set(listed.flatMap((p) => p.matches.ids!));
-        const complete = listed.length === parts.length && union.size <= this.limit;
-        result = complete ? { ids: [...union], exact: parts.every((p) => p.matches.exact) } : { exact: false };
+      case 'or': {
+        let sum = 0;
+        for (const item of predicate.items) {
+          const estimate = await this.estimate(item);
+          if (estimate === undefined) return undefined;
+          sum += estimate;
+          if (sum > this.limit) return sum;
+        }
+        return sum;
       }
-    } else if (predicate.kind === 'words') {
-      const parts = await Promise.all(predicate.words.map((word) => listEntriesWithText(this.db, word, this.limit)));
-      const listed = parts.filter((ids): ids is string[] => ids !== undefined);
-      result = { ids: listed.length > 0 ? listed.reduce((a, b) => (b.length < a.length ? b : a)) : undefined, exact: false };
-    } else if (predicate.kind === 'text-contains') {
-      result = { ids: await listEntriesWithText(this.db, predicate.text, this.limit, predicate.field.id), exact: false };
-    } else {
-      const ids = this.ids(predicate);
-      result = { ids: await list(this.db, ids, this.limit), exact: ids !== null };
+      case 'words': {
+        let best: { word: string; estimate: number } | undefined;
+        for (const word of predicate.words) {
+          const lookup = await this.stats.lookup(word);
+          if (!lookup) continue;
+          this.lookups.set(word, lookup);
+          if (!best || lookup.estimate < best.estimate) best = { word, estimate: lookup.estimate };
+        }
+        if (best) this.drivers.set(predicate, best.word);
+        return best?.estimate;
+      }
+      case 'text-contains': {
+        const lookup = await this.stats.lookup(predicate.text);
+        if (lookup) this.lookups.set(predicate, lookup);
+        return lookup?.estimate;
+      }
+      case 'timestamp':
+        return undefined;
+      default: {
+        const found = this.postings(predicate).select(this.db.raw('1')).limit(this.limit + 1);
+        const row = (await this.db.from(found.as('found')).count({ n: '*' }).first()) as { n: number };
+        return Number(row.n);
+      }
     }
-    this.matches.set(predicate, result);
-    return result;
   }
 
   /**
-   * Reads the page by id from the listed matches, and checks on those candidates whatever
-   * the ids do not already guarantee: in an `&&`, the other branches (and the driving one
-   * when its ids are a superset); elsewhere, the part itself unless its ids are exact.
+   * The entries the predicate matches within the window, as `entry_id, entry_created_at`
+   * (unordered; the caller sorts and takes a page). Only for a predicate `estimate` listed.
    */
-  drive(query: Knex.QueryBuilder, predicate: Predicate): void {
-    const matches = this.matches.get(predicate)!;
-    whereIdIn(query, 'e.id', matches.ids!);
-    if (predicate.kind === 'and') {
-      const driverExact = this.matches.get(matches.driver!)!.exact;
-      for (const item of predicate.items) if (item !== matches.driver || !driverExact) this.check(query, item);
-    } else if (!matches.exact) {
-      this.check(query, predicate);
+  candidates(predicate: Predicate, window: PageWindow): Knex.QueryBuilder {
+    const { db } = this;
+    switch (predicate.kind) {
+      case 'or': {
+        const [first, ...rest] = predicate.items.map((item) => this.candidates(item, window));
+        return rest.length ? first!.union(rest) : first!;
+      }
+      case 'and': {
+        const driver = this.drivers.get(predicate) as Predicate;
+        const others = predicate.items.filter((item) => item !== driver);
+        return others.length ? this.checked(this.candidates(driver, window), others) : this.candidates(driver, window);
+      }
+      case 'words': {
+        const word = this.drivers.get(predicate) as string;
+        const values = db('entry_values as p').whereIn('p.field_id', this.type.fields.filter((f) => f.type === 'text').map((f) => f.id));
+        whereValueHasText(db, values, 'p', word, this.lookups.get(word)!);
+        const driven = inWindow(values, window).distinct('p.entry_id', 'p.entry_created_at');
+        const others = predicate.words.filter((w) => w !== word);
+        return others.length ? this.checked(driven, [{ kind: 'words', words: others }]) : driven;
+      }
+      default: {
+        // An entry has one value per field, but may link to several entries of one name.
+        const postings = inWindow(this.postings(predicate), window);
+        return predicate.kind === 'relationship' ? postings.distinct('p.entry_id', 'p.entry_created_at') : postings.select('p.entry_id', 'p.entry_created_at');
+      }
     }
   }
 
-  /** Checks each entry read in page order (correlated on `e`); cheap per entry. */
-  check(query: Knex.QueryBuilder, predicate: Predicate): void {
+  /**
+   * Keeps the candidates (alias `d`) for which every one of `checks` holds. Typed values and
+   * links are looked up by the candidate's id; the entry itself (`e`) is read only when a
+   * check needs its text or timestamps.
+   */
+  private checked(candidates: Knex.QueryBuilder, checks: Predicate[]): Knex.QueryBuilder {
     const { db } = this;
-    const valueOf = (fieldId: string) => db('entry_values as v').select(db.raw('1')).whereRaw('v.entry_id = e.id').where('v.field_id', fieldId);
+    const query = db.from(candidates.as('d')).select('d.entry_id', 'd.entry_created_at');
+    if (checks.some(needsEntryRow)) query.join('entries as e', 'e.id', 'd.entry_id');
+    const context = { entryId: 'd.entry_id', organizationId: this.type.organization_id };
+    return query.where((outer) => {
+      for (const item of checks) outer.where((inner) => check(db, inner, item, context));
+    });
+  }
+
+  /** The search rows (alias `p`) of a leaf's matches: typed values or links, which carry their entry's page key. */
+  private postings(predicate: Leaf): Knex.QueryBuilder {
+    const { db } = this;
+    const values = (fieldId: string) => db('entry_values as p').where('p.field_id', fieldId);
     switch (predicate.kind) {
-      case 'and':
-        for (const item of predicate.items) query.where((inner) => this.check(inner, item));
-        return;
-      case 'or':
-        query.where((group) => {
-          for (const item of predicate.items) group.orWhere((inner) => this.check(inner, item));
-        });
-        return;
-      case 'words':
-        for (const word of predicate.words) whereEntryHasText(db, query, word);
-        return;
-      case 'text-contains':
-        whereEntryHasText(db, query, predicate.text, predicate.field.id);
-        return;
       case 'number':
-        query.whereExists(whereAll(valueOf(predicate.field.id), 'v.number_value', predicate.conditions));
-        return;
+        return whereAll(values(predicate.field.id), 'p.number_value', predicate.conditions);
       case 'date':
-        query.whereExists(whereAll(valueOf(predicate.field.id), 'v.date_value', predicate.conditions));
-        return;
+        return whereAll(values(predicate.field.id), 'p.date_value', predicate.conditions);
       case 'boolean':
-        query.whereExists(valueOf(predicate.field.id).where('v.bool_value', predicate.value));
-        return;
+        return values(predicate.field.id).where('p.bool_value', predicate.value);
+      case 'text-contains': {
+        const query = values(predicate.field.id);
+        whereValueHasText(db, query, 'p', predicate.text, this.lookups.get(predicate)!);
+        return query;
+      }
+      case 'relationship': {
+        const fieldIds = predicate.field ? [predicate.field.id] : this.type.fields.filter((f) => f.type === 'relationship').map((f) => f.id);
+        return db('entry_links as p')
+          .join('entries as t', 't.id', 'p.target_entry_id')
+          .where('t.organization_id', this.type.organization_id)
+          .where('t.primary_text', predicate.primary)
+          .whereIn('p.field_id', fieldIds);
+      }
       case 'timestamp':
-        query.where(`e.${predicate.column}`, predicate.operator, predicate.value);
-        if (predicate.before) query.where(`e.${predicate.column}`, '<', predicate.before);
-        return;
-      case 'relationship':
-        query.whereExists(this.links(predicate).whereRaw('l.entry_id = e.id'));
-        return;
+        throw new Error('created_at and updated_at have no postings');
     }
   }
+}
 
-  /** A subquery of the entry ids a leaf matches, where an index can produce them. */
-  private ids(predicate: Predicate): Knex.QueryBuilder | null {
-    const { db } = this;
-    const values = (fieldId: string) => db('entry_values').select('entry_id').where('field_id', fieldId);
-    switch (predicate.kind) {
-      case 'number':
-        return whereAll(values(predicate.field.id), 'number_value', predicate.conditions);
-      case 'date':
-        return whereAll(values(predicate.field.id), 'date_value', predicate.conditions);
-      case 'boolean':
-        return values(predicate.field.id).where('bool_value', predicate.value);
-      case 'relationship':
-        return this.links(predicate).select('l.entry_id');
-      default:
-        return null;
+/** Search rows (alias `p`) of entries inside the window: visible under its flags, after its position. */
+function inWindow(query: Knex.QueryBuilder, window: PageWindow): Knex.QueryBuilder {
+  if (!window.includeDrafts) query.where('p.entry_draft', false);
+  if (!window.includeArchived) query.where('p.entry_archived', false);
+  if (window.after) query.whereRaw('(p.entry_created_at, p.entry_id) > (?, ?)', [window.after.createdAt, window.after.id]);
+  return query;
+}
+
+/** Whether checking the predicate reads the entry row `e` (its text or timestamps), not only its typed values and links. */
+function needsEntryRow(predicate: Predicate): boolean {
+  if (predicate.kind === 'and' || predicate.kind === 'or') return predicate.items.some(needsEntryRow);
+  return predicate.kind === 'words' || predicate.kind === 'timestamp';
+}
+
+/**
+ * Checks the predicate on one entry: its typed values and links by `entryId` (a column),
+ * its text and timestamps on its row `e`. Correlated index lookups, cheap per entry.
+ */
+function check(db: Db, query: Knex.QueryBuilder, predicate: Predicate, context: { entryId: string; organizationId: string }): void {
+  const valueOf = (fieldId: string) => db('entry_values as v').select(db.raw('1')).whereRaw('v.entry_id = ??', [context.entryId]).where('v.field_id', fieldId);
+  switch (predicate.kind) {
+    case 'and':
+      for (const item of predicate.items) query.where((inner) => check(db, inner, item, context));
+      return;
+    case 'or':
+      query.where((group) => {
+        for (const item of predicate.items) group.orWhere((inner) => check(db, inner, item, context));
+      });
+      return;
+    case 'words':
+      for (const word of predicate.words) whereEntryHasText(query, word);
+      return;
+    case 'text-contains':
+      query.whereExists(valueOf(predicate.field.id).where((inner) => whereTextContains(inner, 'v', predicate.text)));
+      return;
+    case 'number':
+      query.whereExists(whereAll(valueOf(predicate.field.id), 'v.number_value', predicate.conditions));
+      return;
+    case 'date':
+      query.whereExists(whereAll(valueOf(predicate.field.id), 'v.date_value', predicate.conditions));
+      return;
+    case 'boolean':
+      query.whereExists(valueOf(predicate.field.id).where('v.bool_value', predicate.value));
+      return;
+    case 'timestamp':
+      query.where(`e.${predicate.column}`, predicate.operator, predicate.value);
+      if (predicate.before) query.where(`e.${predicate.column}`, '<', predicate.before);
+      return;
+    case 'relationship': {
+      const links = db('entry_links as l')
+        .join('entries as t', 't.id', 'l.target_entry_id')
+        .whereRaw('l.entry_id = ??', [context.entryId])
+        .where('t.organization_id', context.organizationId)
+        .where('t.primary_text', predicate.primary)
+        .select(db.raw('1'));
+      if (predicate.field) links.where('l.field_id', predicate.field.id);
+      query.whereExists(links);
+      return;
     }
-  }
-
-  /** Links from an entry to an entry of the organization whose primary value is the one searched. */
-  private links(predicate: Extract<Predicate, { kind: 'relationship' }>): Knex.QueryBuilder {
-    const links = this.db('entry_links as l')
-      .join('entries as t', 't.id', 'l.target_entry_id')
-      .where('t.organization_id', this.type.organization_id)
-      .where('t.primary_text', predicate.primary);
-    if (predicate.field) links.where('l.field_id', predicate.field.id);
-    return links;
   }
 }
 
 function whereAll(query: Knex.QueryBuilder, column: string, conditions: ReadonlyArray<{ operator: string; value: number | string }>): Knex.QueryBuilder {
   for (const { operator, value } of conditions) query.where(column, operator, value);
   return query;
-}
-
-/** The distinct entry ids of a subquery, or undefined when there are more than `limit` (or no subquery). */
-async function list(db: Db, ids: Knex.QueryBuilder | null, limit: number): Promise<string[] | undefined> {
-  if (!ids) return undefined;
-  const listed = await readIdList<string>(db, ids.clone().distinct().limit(limit + 1), 'entry_id');
-  return listed.length > limit ? undefined : listed;
 }

@@ -1,67 +1,118 @@
 import type { Knex } from 'knex';
 import type { Db } from '../../db/knex.js';
-import { readIdList, whereIdIn } from '../../db/id-list.js';
 
 /**
  * The one place that decides how "contains this text" becomes SQL. Text is folded to lower
- * case when stored and when searched (see `fold`). Pieces of 3 or more characters can be
- * looked up in the FTS5 trigram index over text values (migration 20261121000700;
- * SQLite-specific, as is only this module); every piece can be checked with LIKE.
+ * case when stored and when searched (see `fold`). Text values are indexed by FTS5's trigram
+ * tokenizer without positions (migrations 20261121000700 and 20261121001200; SQLite-specific,
+ * as is only this module; PostgreSQL would use pg_trgm on entry_values.text_folded): the
+ * index says which values hold all of some trigrams, and LIKE then checks the text itself.
+ *
+ * A trigram lookup costs as much as its trigrams' postings (measured at 100,000 entries:
+ * "004" AND "042" 53 µs; any lookup that includes "cit" 2.2 ms, as "cit" is in every city),
+ * so a text asks only for its rarest trigrams, found from the estimates of `TrigramStats`.
  */
+
+/** How a text is looked up: its rarest trigrams, and about how many values hold them all. */
+export interface TextLookup {
+  trigrams: string[];
+  /** About how many values hold all the trigrams: an upper bound on the values that contain the text. */
+  estimate: number;
+}
+
+/** Trigrams this close in rarity to the rarest are asked for too: each one read narrows what LIKE must check. */
+const RARITY_SPREAD = 4;
+const MAX_TRIGRAMS = 4;
 
 /**
- * The entries having a text value (in field `fieldId`, or any) that may contain `foldedText`,
- * when there are at most `limit`; undefined when there are more, or the index cannot tell.
- * A superset: callers check the exact text with `whereEntryHasText`.
- *
- * A trigram lookup costs as much as its most common trigram, so the text is looked up a word
- * at a time (measured at 100,000 values: "city 0042" as a phrase 2.2 ms, "0042" alone
- * 0.2 ms), rarest-looking first (with digits, then longer), stopping at the first word whose
- * entries fit in `limit`.
+ * About how many text values hold some trigrams, remembered for a while. Each estimate reads
+ * at most `sample` postings, in rowid order: fewer means that is the count; otherwise the
+ * `sample`-th posting's place in the rowid range says how dense they are (reading 1,000
+ * postings takes about 80 µs; counting all of a common trigram's 2.3 ms at 100,000 entries,
+ * ten times that at 1,000,000). The estimates only choose a plan (which trigrams to ask for,
+ * whether to list matches or read in page order), never the results: stale or skewed ones
+ * (values of a trigram bunched in time) cost speed at most.
  */
-export async function listEntriesWithText(db: Db, foldedText: string, limit: number, fieldId?: string): Promise<string[] | undefined> {
-  const words = foldedText
-    .split(/\s+/)
-    .filter(indexable)
-    .sort((a, b) => Number(/\d/.test(b)) - Number(/\d/.test(a)) || [...b].length - [...a].length);
-  for (const word of words) {
-    // The index alone first (no join): a word in more values than `limit` is too common to
-    // list; this only decides the plan, results are the same either way.
-    // One string of ids from SQLite rather than a row object per id.
-    const found = db('entry_values_fts').select('rowid').whereRaw('entry_values_fts match ?', [phrase(word)]).limit(limit + 1);
-    const rowids = await readIdList<number>(db, found, 'rowid');
-    if (rowids.length > limit) continue;
-    const values = db('entry_values').distinct('entry_id');
-    whereIdIn(values, 'id', rowids);
-    if (fieldId) values.where('field_id', fieldId);
-    return readIdList<string>(db, values, 'entry_id');
+export class TrigramStats {
+  private readonly estimates = new Map<string, { estimate: number; at: number }>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: { sample: number; ttlMs: number; maxEntries: number; now?: () => number },
+  ) {}
+
+  /** About how many values hold all these trigrams. */
+  async estimate(trigrams: readonly string[]): Promise<number> {
+    const now = (this.options.now ?? Date.now)();
+    const key = trigrams.join('\u0000'); // no trigram holds a NUL (see trigramsOf)
+    const known = this.estimates.get(key);
+    if (known && now - known.at < this.options.ttlMs) return known.estimate;
+    const { sample } = this.options;
+    const postings = this.db('entry_values_fts').select({ value_id: 'rowid' }).whereRaw('entry_values_fts match ?', [matchAll(trigrams)]).orderBy('rowid').limit(sample);
+    const read = (await this.db.from(postings.as('p')).first(this.db.raw('count(*) as n, max(p.value_id) as last'))) as { n: number; last: number | null };
+    let estimate = Number(read.n);
+    if (estimate >= sample) {
+      // Two subqueries: SQLite answers a lone min() or max() from the index, both together by a scan.
+      const range = (await this.db.first(this.db.raw('(select min(id) from entry_values) as first, (select max(id) from entry_values) as last'))) as { first: number; last: number };
+      estimate = Math.round((sample * (range.last - range.first + 1)) / (read.last! - range.first + 1));
+    }
+    if (this.estimates.size >= this.options.maxEntries) this.estimates.clear();
+    this.estimates.set(key, { estimate, at: now });
+    return estimate;
   }
-  return undefined;
-}
 
-/** The trigram index needs 3 characters; FTS5's query parser stops at a NUL, so no control characters either. */
-function indexable(word: string): boolean {
-  return [...word].length >= 3 && !/[\u0000-\u001f]/.test(word);
-}
-
-/** Checks, for the entry `e` at hand, that its text (field `fieldId`, or any) contains `foldedText`. */
-export function whereEntryHasText(db: Db, query: Knex.QueryBuilder, foldedText: string, fieldId?: string): void {
-  if (!fieldId) {
-    query.whereRaw(`e.search_text like ? escape '\\'`, [containsPattern(foldedText)]);
-    return;
+  /**
+   * How to look `foldedText` up in the index; undefined when it has no trigram the index can
+   * take. The chosen trigrams are estimated together too, as a text can be much rarer than
+   * each of its trigrams ("0042": 1,489 values hold "004", 119 hold "004" and "042").
+   */
+  async lookup(foldedText: string): Promise<TextLookup | undefined> {
+    const trigrams = trigramsOf(foldedText);
+    if (trigrams.length === 0) return undefined;
+    const estimated = await Promise.all(trigrams.map(async (trigram) => ({ trigram, estimate: await this.estimate([trigram]) })));
+    estimated.sort((a, b) => a.estimate - b.estimate);
+    const rarest = estimated[0]!.estimate;
+    const chosen = estimated.filter((e, i) => i === 0 || e.estimate <= rarest * RARITY_SPREAD).slice(0, MAX_TRIGRAMS).map((e) => e.trigram);
+    return { trigrams: chosen, estimate: chosen.length > 1 ? await this.estimate(chosen) : rarest };
   }
-  query.whereExists(
-    db('entry_values as v')
-      .select(db.raw('1'))
-      .whereRaw('v.entry_id = e.id')
-      .where('v.field_id', fieldId)
-      .whereRaw(`v.text_folded like ? escape '\\'`, [containsPattern(foldedText)]),
-  );
 }
 
-/** An FTS5 phrase: the text in double quotes (doubled inside), so no character is query syntax. */
-function phrase(text: string): string {
-  return `"${text.replace(/"/g, '""')}"`;
+/**
+ * The distinct trigrams of a text, as the tokenizer makes them (three characters each).
+ * Trigrams with control characters are left out: FTS5's query parser stops at a NUL.
+ */
+export function trigramsOf(foldedText: string): string[] {
+  const chars = [...foldedText];
+  const trigrams = new Set<string>();
+  for (let i = 0; i + 3 <= chars.length; i++) {
+    const trigram = chars.slice(i, i + 3).join('');
+    if (!/[\u0000-\u001f]/.test(trigram)) trigrams.add(trigram);
+  }
+  return [...trigrams];
+}
+
+/**
+ * Restricts value rows (alias `alias`) to those whose text contains `foldedText`: the index
+ * narrows them to values holding the looked-up trigrams, LIKE checks the text.
+ */
+export function whereValueHasText(db: Db, query: Knex.QueryBuilder, alias: string, foldedText: string, lookup: TextLookup): void {
+  const matching = db('entry_values_fts').select('rowid').whereRaw('entry_values_fts match ?', [matchAll(lookup.trigrams)]);
+  whereTextContains(query.whereIn(`${alias}.id`, matching), alias, foldedText);
+}
+
+/** Checks that the value row `alias` contains `foldedText` (no index: for rows already found). */
+export function whereTextContains(query: Knex.QueryBuilder, alias: string, foldedText: string): Knex.QueryBuilder {
+  return query.whereRaw(`??.text_folded like ? escape '\\'`, [alias, containsPattern(foldedText)]);
+}
+
+/** Checks that the entry row `e` has a text value containing `foldedText`. */
+export function whereEntryHasText(query: Knex.QueryBuilder, foldedText: string): void {
+  query.whereRaw(`e.search_text like ? escape '\\'`, [containsPattern(foldedText)]);
+}
+
+/** An FTS5 query for values holding all the trigrams, each a quoted string (quotes doubled inside), so no character is query syntax. */
+function matchAll(trigrams: readonly string[]): string {
+  return trigrams.map((t) => `"${t.replace(/"/g, '""')}"`).join(' AND ');
 }
 
 /** `%text%` with LIKE's own wildcards escaped, so `50%` and `a_b` mean themselves. */
