@@ -181,13 +181,22 @@ class Planner {
   }
 
   /**
-   * Keeps the candidates (alias `d`) for which every one of `checks` holds. Typed values and
-   * links are looked up by the candidate's id; the entry itself (`e`) is read only when a
-   * check needs its text or timestamps.
+   * Keeps the candidates (alias `d`) for which every one of `checks` holds, checking them in
+   * page order so that reading stops once a page is full (the caller orders by the same key,
+   * which SQLite then need not sort again). Typed values and links are looked up by the
+   * candidate's id; the entry itself (`e`) is read only when a check needs its text or
+   * timestamps.
    */
   private checked(candidates: Knex.QueryBuilder, checks: Predicate[]): Knex.QueryBuilder {
     const { db } = this;
-    const query = db.from(candidates.as('d')).select('d.entry_id', 'd.entry_created_at');
+    // The LIMIT keeps SQLite from flattening the sorted candidates into the checks, which
+    // would check every candidate before sorting (2,000 at 1,000,000 entries: 8.6 → 3.1 ms).
+    const sorted = db
+      .from(candidates.as('c'))
+      .select('c.entry_id', 'c.entry_created_at')
+      .orderBy([{ column: 'c.entry_created_at' }, { column: 'c.entry_id' }])
+      .limit(Number.MAX_SAFE_INTEGER);
+    const query = db.from(sorted.as('d')).select('d.entry_id', 'd.entry_created_at');
     if (checks.some(needsEntryRow)) query.join('entries as e', 'e.id', 'd.entry_id');
     const context = { entryId: 'd.entry_id', organizationId: this.type.organization_id };
     return query.where((outer) => {
