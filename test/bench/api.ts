@@ -7,7 +7,7 @@ import { createServices } from '../../src/services.js';
 import { createDispatcher } from '../../src/requests/dispatcher.js';
 import { newRequestId } from '../../src/lib/ids.js';
 import { provision } from '../helpers/provision.js';
-import { CONNECTIONS, DURATION_S, load, machineLine, startServer, writeSection, type Row } from './lib.js';
+import { LOAD_LINE, load, machineLine, startServer, writeSection, type Row } from './lib.js';
 
 /** A data dir with an org, key and scribe `bench`, and 200 receipts for list and poll to read. */
 async function provisionBench(dataDir: string) {
@@ -151,7 +151,7 @@ export async function benchApi(dataDir: string): Promise<void> {
   writeSection('api', [
     '## Task-dispatch API',
     '',
-    `One run: ${machineLine()}; ${CONNECTIONS} connections, ${DURATION_S} s per row.`,
+    `One run: ${machineLine()}; ${LOAD_LINE}.`,
     '',
     '| scenario | req/s | p50 ms | p99 ms | of bare Express | errors |',
     '|---|---:|---:|---:|---:|---:|',

@@ -14,7 +14,7 @@ import { TrigramStats } from '../../src/entries/search/text-match.js';
 import type { Services } from '../../src/services.js';
 import type { EntryTypeWithFields } from '../../src/entries/entry-type-service.js';
 import { provision } from '../helpers/provision.js';
-import { CONNECTIONS, DURATION_S, load, machineLine, startServer, writeSection, type Row } from './lib.js';
+import { LOAD_LINE, load, machineLine, startServer, writeSection, type Row } from './lib.js';
 
 const COMPANIES = 1000;
 const CITIES = 1000;
@@ -139,7 +139,7 @@ export async function benchEntries(dataDir: string, n: number): Promise<void> {
   writeSection(`entries-${n}`, [
     `## Entries: ${n.toLocaleString('en')} entries of one type`,
     '',
-    `One run: ${machineLine()}; ${CONNECTIONS} connections, ${DURATION_S} s per row; 100 entries per page; logging at warn, rate limits off.`,
+    `One run: ${machineLine()}; ${LOAD_LINE}; 100 entries per page; logging at warn, rate limits off.`,
     `Bulk load (${n.toLocaleString('en')} entries, their typed values and links, then ANALYZE): ${loadSeconds.toFixed(1)} s.`,
     '',
     '| scenario | q | matches | req/s | p50 ms | p99 ms | errors |',

@@ -10,6 +10,10 @@ import autocannon, { type Result } from 'autocannon';
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CONNECTIONS = 50;
 export const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
+/** Load before each measured row, so that it measures the warm server (caches, statistics, JIT), not its first requests. */
+export const WARMUP_S = 2;
+/** How each row's load is run, for the sections' first line. */
+export const LOAD_LINE = `${CONNECTIONS} connections, ${DURATION_S} s per row after ${WARMUP_S} s of warm-up`;
 const REPORT = path.join(ROOT, 'docs/benchmarks.md');
 
 export interface Row {
@@ -56,7 +60,14 @@ export async function startServer(command: string[], env: Record<string, string>
 
 /** One autocannon run; responses that were not 2xx, errors and timeouts are counted in `errors`. */
 export async function load(name: string, options: autocannon.Options): Promise<Row> {
-  const result: Result = await autocannon({ connections: CONNECTIONS, duration: DURATION_S, ...options });
+  // autocannon takes `warmup` (lib/init.js); its type definitions do not list it yet.
+  const run: autocannon.Options & { warmup: { connections: number; duration: number } } = {
+    connections: CONNECTIONS,
+    duration: DURATION_S,
+    warmup: { connections: CONNECTIONS, duration: WARMUP_S },
+    ...options,
+  };
+  const result: Result = await autocannon(run);
   const errors = result.non2xx + result.errors + result.timeouts;
   const row = { name, rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, errors };
   console.log(`${name.padEnd(34)} ${String(row.rps).padStart(7)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  errors ${errors}`);
