@@ -156,7 +156,7 @@ export interface EntryListOptions extends PageWindow {
 }
 
 /** Page order: oldest first, ties by id. */
-function pageOrder(createdAt: string, id: string) {
+export function pageOrder(createdAt: string, id: string) {
   return [
     { column: createdAt, order: 'asc' as const },
     { column: id, order: 'asc' as const },
@@ -173,9 +173,8 @@ function pageOrder(createdAt: string, id: string) {
 export function listEntriesQuery(db: Db, options: EntryListOptions): Knex.QueryBuilder {
   const { plan } = options;
   if (plan.kind === 'postings') {
-    const page = db.from(plan.candidates(options).as('c')).select('c.entry_id', 'c.entry_created_at').orderBy(pageOrder('c.entry_created_at', 'c.entry_id')).limit(options.limit);
     return db
-      .from(page.as('p'))
+      .from(plan.page(options, options.limit).as('p'))
       .join('entries as e', 'e.id', 'p.entry_id')
       .where('e.entry_type_id', options.entryTypeId)
       .select(db.raw(`${ENTRY_JSON_SQL} as json`))
