@@ -96,17 +96,14 @@ export function entryRoutes(services: Services): Router {
 
   router.get('/entries/:id', async (req, res) => {
     const org = req.user!.organization_id;
-    const entry = await services.entries.get(org, String(req.params.id));
-    const type = await services.entryTypes.get(org, entry.entry_type_id);
+    const { entry, type } = await entryWithType(services, org, String(req.params.id));
     const linkedIds = type.fields.filter((f) => f.type === 'relationship').flatMap((f) => (entry.fields[f.name] as string[] | undefined) ?? []);
     const titles = new Map((await services.entries.titles(org, linkedIds)).map((t) => [t.id, t.title]));
     res.render('entries/show', { title: String(entry.fields[primaryOf(type)] ?? 'Entry'), entry, type, titles });
   });
 
   router.get('/entries/:id/edit', requireAdmin, async (req, res) => {
-    const org = req.user!.organization_id;
-    const entry = await services.entries.get(org, String(req.params.id));
-    const type = await services.entryTypes.get(org, entry.entry_type_id);
+    const { entry, type } = await entryWithType(services, req.user!.organization_id, String(req.params.id));
     res.render('entries/form', { title: 'Edit entry', type, entry, pickers: await pickersFor(services, req, type) });
   });
 
@@ -115,8 +112,7 @@ export function entryRoutes(services: Services): Router {
     requireAdmin,
     action(async (req) => {
       const org = req.user!.organization_id;
-      const current = await services.entries.get(org, String(req.params.id));
-      const type = await services.entryTypes.get(org, current.entry_type_id);
+      const { entry: current, type } = await entryWithType(services, org, String(req.params.id));
       const entry = await services.entries.update(org, current.id, {
         fields: valuesFromForm(req, type, 'update'),
         draft: req.body.draft === '1',
@@ -129,6 +125,12 @@ export function entryRoutes(services: Services): Router {
   );
 
   return router;
+}
+
+/** An entry of the organization with its type (404 for either as the services answer). */
+async function entryWithType(services: Services, organizationId: string, id: string) {
+  const entry = await services.entries.get(organizationId, id);
+  return { entry, type: await services.entryTypes.get(organizationId, entry.entry_type_id) };
 }
 
 function primaryOf(type: EntryTypeWithFields): string {
