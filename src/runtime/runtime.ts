@@ -136,30 +136,46 @@ export function createAgentRuntime({
     return started;
   }
 
+  /**
+   * Runs one claimed piece of work: gives up once it has been claimed more than
+   * `maxAttempts` times; if the agent fails, records that with `fail`, or hands the work
+   * back at once when the runtime is stopping (the abort is why it failed).
+   */
+  async function runClaimed(
+    claim: { table: 'sessions' | 'tasks'; id: string; token: string; attempts: number },
+    fail: (reason: string) => Promise<unknown>,
+    work: () => Promise<void>,
+    failure: { log: Record<string, string>; message: string },
+  ): Promise<void> {
+    if (claim.attempts > options.maxAttempts) {
+      await fail(messages.gaveUp(options.maxAttempts));
+      return;
+    }
+    try {
+      await work();
+    } catch (err) {
+      if (abort.signal.aborted) return queries.releaseClaim(db, claim.table, claim);
+      logger.warn({ err, ...failure.log }, failure.message);
+      await fail(reasonOf(err));
+    }
+  }
+
   async function answerSession(session: SessionRow): Promise<void> {
-    const claim = { id: session.id, token: session.claim_token! };
+    const claim = { table: 'sessions' as const, id: session.id, token: session.claim_token!, attempts: session.attempts };
     const scribe = await findScribe(session.scribe_id);
     const at = () => laterThan(clock, session.updated_at);
     const fail = (reason: string) =>
       queries.finishSession(db, claim, { author: 'system', text: messages.sessionFailed(reason), end: false, errorMessage: reason }, at());
     if (!scribe) return;
-    if (session.attempts > options.maxAttempts) {
-      await fail(messages.gaveUp(options.maxAttempts));
-      return;
-    }
-    try {
+    await runClaimed(claim, fail, async () => {
       const transcript = await findMessages(db, session.id);
       const outcome = await agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), signal: abort.signal });
       await queries.finishSession(db, claim, { author: 'scribe', text: outcome.reply, end: outcome.end ?? false, errorMessage: null }, at());
-    } catch (err) {
-      if (abort.signal.aborted) return queries.releaseClaim(db, 'sessions', claim);
-      logger.warn({ err, session: session.id }, 'agent failed to answer a session');
-      await fail(reasonOf(err));
-    }
+    }, { log: { session: session.id }, message: 'agent failed to answer a session' });
   }
 
   async function workTask(task: WorkedTaskRow): Promise<void> {
-    const claim = { id: task.id, token: task.claim_token! };
+    const claim = { table: 'tasks' as const, id: task.id, token: task.claim_token!, attempts: task.attempts };
     const scribe = await findScribe(task.scribe_id);
     /** Moves the task out of in_progress, releasing the claim, if the claim is still ours. */
     const finish = (to: 'done' | 'waiting', author: 'scribe' | 'system', text: string, columns: Pick<WorkedTaskRow, 'last_error'> & Partial<Pick<WorkedTaskRow, 'result'>>) =>
@@ -170,20 +186,12 @@ export function createAgentRuntime({
       );
     const fail = (reason: string) => finish('waiting', 'system', messages.taskFailed(reason), { last_error: reason });
     if (!scribe) return;
-    if (task.attempts > options.maxAttempts) {
-      await fail(messages.gaveUp(options.maxAttempts));
-      return;
-    }
-    try {
+    await runClaimed(claim, fail, async () => {
       const history = await findTaskEvents(db, task.id);
       const outcome = await agentFor(scribe.agent).work({ scribe, task, history, tools: toolboxFor(scribe), signal: abort.signal });
       if (outcome.status === 'done') await finish('done', 'scribe', outcome.result, { result: outcome.result, last_error: null });
       else await finish('waiting', 'scribe', outcome.question, { last_error: null });
-    } catch (err) {
-      if (abort.signal.aborted) return queries.releaseClaim(db, 'tasks', claim);
-      logger.warn({ err, task: task.id }, 'agent failed to work a task');
-      await fail(reasonOf(err));
-    }
+    }, { log: { task: task.id }, message: 'agent failed to work a task' });
   }
 
   function fill(): void {
