@@ -83,11 +83,7 @@ export function entryRoutes(services: Services): Router {
     requireAdmin,
     action(async (req) => {
       const type = await services.entryTypes.get(req.user!.organization_id, String(req.params.id));
-      const entry = await services.entries.create(type.organization_id, type.id, {
-        fields: valuesFromForm(req, type, 'create'),
-        draft: req.body.draft === '1',
-        archived: req.body.archived === '1',
-      });
+      const entry = await services.entries.create(type.organization_id, type.id, inputFromForm(req, type, 'create'));
       await services.audit.record(userActor(req), 'entry.create', { type: 'entry', id: entry.id }, type.name);
       flash(req, 'notice', 'Entry created.');
       return entryPage(entry.id);
@@ -113,11 +109,7 @@ export function entryRoutes(services: Services): Router {
     action(async (req) => {
       const org = req.user!.organization_id;
       const { entry: current, type } = await entryWithType(services, org, String(req.params.id));
-      const entry = await services.entries.update(org, current.id, {
-        fields: valuesFromForm(req, type, 'update'),
-        draft: req.body.draft === '1',
-        archived: req.body.archived === '1',
-      });
+      const entry = await services.entries.update(org, current.id, inputFromForm(req, type, 'update'));
       await services.audit.record(userActor(req), 'entry.update', { type: 'entry', id: entry.id }, type.name);
       flash(req, 'notice', 'Entry saved.');
       return entryPage(entry.id);
@@ -145,6 +137,11 @@ async function pickersFor(services: Services, req: Request, type: EntryTypeWithF
     pickers[field.name] = options.length > PICKER_LIMIT ? null : options;
   }
   return pickers;
+}
+
+/** The entry form as the entry service's input: its field values and its two flag checkboxes. */
+function inputFromForm(req: Request, type: EntryTypeWithFields, mode: 'create' | 'update') {
+  return { fields: valuesFromForm(req, type, mode), draft: req.body.draft === '1', archived: req.body.archived === '1' };
 }
 
 /** The entry form's inputs (`f_<position>`) as field values; blank clears a field on update, is left out on create. */
