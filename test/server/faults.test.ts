@@ -163,11 +163,13 @@ describe('faults and load', function () {
           else await fetch(`${server.url}/api/v1/scribes/atlas/requests?limit=25`, { headers }).then((r) => r.text());
         }
       });
-      // 20 s in all: a warm-up, then a sample every second.
+      // 20 s in all: a warm-up, then a sample every 250 ms. The heap saws between collections
+      // (about 45 to 145 MB here), so each quarter's mean must span several of them: with one
+      // sample a second, four samples could all land near a peak or a trough.
       await new Promise((resolve) => setTimeout(resolve, 4000));
-      for (let s = 0; s < 16; s++) {
+      for (let s = 0; s < 64; s++) {
         samples.push(await heap());
-        await new Promise((resolve) => setTimeout(resolve, 1000));
+        await new Promise((resolve) => setTimeout(resolve, 250));
       }
       running = false;
       await Promise.all(loops);
