@@ -8,6 +8,7 @@ import { type FieldValue, messages as valueMessages, normalizeValues, searchRows
 import * as queries from './queries.js';
 import type { EntryRow, ServedEntryRow } from './queries.js';
 import { planSearch } from './search/compile.js';
+import { RememberedCounts } from './search/remembered-counts.js';
 import { TrigramStats } from './search/text-match.js';
 
 export const messages = {
@@ -66,8 +67,11 @@ export function createEntryService({
   /** See driveLimitFor in search/compile.ts; tests force each plan with it. */
   searchDriveLimit?: number;
 }) {
-  // Trigram estimates choose search plans; a minute-old one is good enough for that.
-  const trigramStats = new TrigramStats(db, { sample: 1000, ttlMs: 60_000, maxEntries: 50_000 });
+  // Estimates choose search plans; a minute-old one is good enough for that.
+  const estimates = {
+    stats: new TrigramStats(db, { sample: 1000, ttlMs: 60_000, maxEntries: 50_000 }),
+    counts: new RememberedCounts({ ttlMs: 60_000, maxEntries: 50_000 }),
+  };
 
   /** Validates values against the type, including that links point at entries of the target type in the same organization. */
   async function resolveValues(type: EntryTypeWithFields, current: Record<string, FieldValue>, input: unknown) {
@@ -174,7 +178,7 @@ export function createEntryService({
     /** What `listJson` reads: its page and one entry more, under the search's plan (the bench explains it). */
     async planPage(type: EntryTypeWithFields, options: ListOptions): Promise<queries.EntryListOptions> {
       const after = decodeAfter(options.after, (id) => UUID_PATTERN.test(id));
-      const plan = await planSearch(db, type, options.q ?? '', { stats: trigramStats, driveLimit: searchDriveLimit });
+      const plan = await planSearch(db, type, options.q ?? '', { ...estimates, driveLimit: searchDriveLimit });
       return {
         entryTypeId: type.id,
         includeDrafts: options.includeDrafts,

@@ -10,6 +10,7 @@ import { encodeCursor } from '../../src/http/cursor.js';
 import { searchRows } from '../../src/entries/field-values.js';
 import { listEntriesQuery, type EntryRow, type LinkRow, type ValueRow } from '../../src/entries/queries.js';
 import { planSearch } from '../../src/entries/search/compile.js';
+import { RememberedCounts } from '../../src/entries/search/remembered-counts.js';
 import { TrigramStats } from '../../src/entries/search/text-match.js';
 import type { Services } from '../../src/services.js';
 import type { EntryTypeWithFields } from '../../src/entries/entry-type-service.js';
@@ -114,7 +115,7 @@ export async function benchEntries(dataDir: string, n: number): Promise<void> {
   for (const s of scenarios) {
     plans.set(s.name, await plan(services, type, s.q ?? '', s.after));
     // Every match, counted in page order.
-    const scan = await planSearch(services.db, type, s.q ?? '', { stats, driveLimit: -1 });
+    const scan = await planSearch(services.db, type, s.q ?? '', { stats, counts: new RememberedCounts({ ttlMs: 0, maxEntries: 0 }), driveLimit: -1 });
     const all = await listEntriesQuery(services.db, { entryTypeId: contacts.id, includeDrafts: false, includeArchived: false, plan: scan, limit: n + 1 }).clearSelect().count({ c: '*' }).clearOrder();
     matches.set(s.name, Number((all as Array<{ c: number }>)[0]!.c));
   }

@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { testClock } from '../helpers/harness.js';
 import { entriesSuite } from '../helpers/entries-fixture.js';
 import { driveLimitFor, planSearch } from '../../src/entries/search/compile.js';
-import { TrigramStats, trigramsOf } from '../../src/entries/search/text-match.js';
+import { RememberedCounts } from '../../src/entries/search/remembered-counts.js';
+import { TrigramStats, mergeTextIndex, trigramsOf } from '../../src/entries/search/text-match.js';
 import { listEntries } from '../../src/entries/queries.js';
 
 describe('search plans (search/compile.ts)', () => {
@@ -19,7 +20,8 @@ describe('search plans (search/compile.ts)', () => {
 
   const stats = () => new TrigramStats(suite.h.db, { sample: 100, ttlMs: 60_000, maxEntries: 100 });
   const typeOf = () => suite.h.services.entryTypes.get(suite.t.organizationId, suite.fx.companies.id);
-  const plan = async (q: string, driveLimit?: number) => planSearch(suite.h.db, await typeOf(), q, { stats: stats(), driveLimit });
+  const counts = () => new RememberedCounts({ ttlMs: 60_000, maxEntries: 100 });
+  const plan = async (q: string, driveLimit?: number) => planSearch(suite.h.db, await typeOf(), q, { stats: stats(), counts: counts(), driveLimit });
   const names = async (q: string, driveLimit?: number) => {
     const rows = await listEntries(suite.h.db, {
       entryTypeId: suite.fx.companies.id,
@@ -106,6 +108,40 @@ describe('search rows carry their entry page key and visibility', () => {
   });
 });
 
+describe('remembered counts of typed values and links (search/remembered-counts.ts)', () => {
+  const suite = entriesSuite();
+  let now = 0;
+  const counts = new RememberedCounts({ ttlMs: 1000, maxEntries: 2, now: () => now });
+  const planKind = async (q: string) => {
+    const type = await suite.h.services.entryTypes.get(suite.t.organizationId, suite.fx.companies.id);
+    const stats = new TrigramStats(suite.h.db, { sample: 100, ttlMs: 0, maxEntries: 0 });
+    return (await planSearch(suite.h.db, type, q, { stats, counts, driveLimit: 2 })).kind;
+  };
+
+  it('plans from a count until it is older than its TTL, then counts again', async () => {
+    await suite.fx.company({ Name: 'Acme', Employees: 7 });
+    expect(await planKind('Employees>=7')).to.equal('postings'); // 1 match: listed
+    await suite.fx.company({ Name: 'Beta', Employees: 8 });
+    await suite.fx.company({ Name: 'Gamma', Employees: 9 });
+    expect(await planKind('Employees>=7')).to.equal('postings'); // still counted as 1
+    expect(await planKind('Employees>=8')).to.equal('postings'); // another key: counted now, 2
+    now = 999;
+    expect(await planKind('Employees>=7')).to.equal('postings');
+    now = 1000;
+    expect(await planKind('Employees>=7')).to.equal('scan'); // 3 matches, over the limit of 2
+  });
+
+  it('counts each key once while it is remembered, and forgets every count at maxEntries', async () => {
+    const seen: string[] = [];
+    const remembered = new RememberedCounts({ ttlMs: 60_000, maxEntries: 2 });
+    const count = (key: string) => remembered.get(key, async () => (seen.push(key), seen.length));
+    expect([await count('a'), await count('b'), await count('a')]).to.deep.equal([1, 2, 1]);
+    expect(await count('c')).to.equal(3); // the cap was reached: forgets a and b
+    expect(await count('a')).to.equal(4);
+    expect(seen).to.deep.equal(['a', 'b', 'c', 'a']);
+  });
+});
+
 describe('trigram counts (search/text-match.ts)', () => {
   const suite = entriesSuite();
 
@@ -152,5 +188,30 @@ describe('trigram counts (search/text-match.ts)', () => {
     // No value holds "bcx" or "cxy": nothing to read.
     expect((await stats.lookup('abcxyz'))?.estimate).to.equal(0);
     expect(await stats.lookup('ab')).to.equal(undefined);
+  });
+});
+
+describe('text index maintenance (mergeTextIndex)', () => {
+  const suite = entriesSuite();
+
+  it('merges the segments that separate writes leave, until none are left, and finds the same values', async () => {
+    // Each entry is its own transaction, so each leaves its own segment in the index.
+    for (let i = 0; i < 40; i++) await suite.fx.company({ Name: `Company ${i}`, City: i % 10 === 0 ? 'Lugano' : 'Zurich' });
+    const lugano = async () => suite.h.db('entry_values_fts').select('rowid').whereRaw('entry_values_fts match ?', ['"uga"']).orderBy('rowid');
+    const before = await lugano();
+    expect(before).to.have.length(4);
+
+    expect(await mergeTextIndex(suite.h.db)).to.be.greaterThan(0);
+    expect(await mergeTextIndex(suite.h.db)).to.equal(0);
+    expect(await lugano()).to.deep.equal(before);
+    // FTS5 checks its index against the values it was built from.
+    await suite.h.db.raw(`insert into entry_values_fts (entry_values_fts, rank) values ('integrity-check', 1)`);
+    const names = await suite.h.services.entries.listJson(await suite.h.services.entryTypes.get(suite.t.organizationId, suite.fx.companies.id), {
+      limit: 100,
+      q: 'City:lugano',
+      includeDrafts: false,
+      includeArchived: false,
+    });
+    expect(names.entries.map((json) => (JSON.parse(json) as { fields: { Name: string } }).fields.Name)).to.deep.equal(['Company 0', 'Company 10', 'Company 20', 'Company 30']);
   });
 });

@@ -6,6 +6,7 @@ import type { EntryTypeWithFields } from '../entry-type-service.js';
 import { pageOrder } from '../queries.js';
 import { SearchSyntaxError, parseSearch } from './parser.js';
 import { type Predicate, resolveSearch } from './resolve.js';
+import type { RememberedCounts } from './remembered-counts.js';
 import { type TextLookup, type TrigramStats, whereEntryHasText, whereTextContains, whereValueHasText } from './text-match.js';
 
 export const messages = {
@@ -48,6 +49,8 @@ export type SearchPlan =
 
 export interface PlanOptions {
   stats: TrigramStats;
+  /** Where the typed values' and links' counts are remembered. */
+  counts: RememberedCounts;
   /** Overrides `driveLimitFor`; negative: always scan (tests force each plan with it). */
   driveLimit?: number;
 }
@@ -70,7 +73,7 @@ export async function planSearch(db: Db, type: EntryTypeWithFields, q: string, o
   }
   const limit = options.driveLimit ?? driveLimitFor(type.entry_count);
   if (limit >= 0) {
-    const planner = new Planner(db, options.stats, type, limit);
+    const planner = new Planner(db, options, type, limit);
     const estimate = await planner.estimate(predicate);
     if (estimate !== undefined && estimate <= limit) {
       return { kind: 'postings', page: (window, pageLimit) => inPageOrder(db, planner.candidates(predicate, window), pageLimit) };
@@ -91,7 +94,7 @@ class Planner {
 
   constructor(
     private readonly db: Db,
-    private readonly stats: TrigramStats,
+    private readonly estimates: Pick<PlanOptions, 'stats' | 'counts'>,
     private readonly type: EntryTypeWithFields,
     private readonly limit: number,
   ) {}
@@ -128,7 +131,7 @@ class Planner {
       case 'words': {
         let best: { word: string; estimate: number } | undefined;
         for (const word of predicate.words) {
-          const lookup = await this.stats.lookup(word);
+          const lookup = await this.estimates.stats.lookup(word);
           if (!lookup) continue;
           this.lookups.set(word, lookup);
           if (!best || lookup.estimate < best.estimate) best = { word, estimate: lookup.estimate };
@@ -137,17 +140,18 @@ class Planner {
         return best?.estimate;
       }
       case 'text-contains': {
-        const lookup = await this.stats.lookup(predicate.text);
+        const lookup = await this.estimates.stats.lookup(predicate.text);
         if (lookup) this.lookups.set(predicate, lookup);
         return lookup?.estimate;
       }
       case 'timestamp':
         return undefined;
-      default: {
-        const found = this.postings(predicate).select(this.db.raw('1')).limit(this.limit + 1);
-        const row = (await this.db.from(found.as('found')).count({ n: '*' }).first()) as { n: number };
-        return Number(row.n);
-      }
+      default:
+        return this.estimates.counts.get(countKey(this.type.id, predicate, this.limit), async () => {
+          const found = this.postings(predicate).select(this.db.raw('1')).limit(this.limit + 1);
+          const row = (await this.db.from(found.as('found')).count({ n: '*' }).first()) as { n: number };
+          return Number(row.n);
+        });
     }
   }
 
@@ -230,6 +234,21 @@ class Planner {
       case 'timestamp':
         throw new Error('created_at and updated_at have no postings');
     }
+  }
+}
+
+/** What a leaf's capped count depends on: the type, the field (a link may name none: any of the type's), the values, the cap. */
+function countKey(typeId: string, predicate: Exclude<Leaf, { kind: 'text-contains' | 'timestamp' }>, limit: number): string {
+  const { kind } = predicate;
+  const field = predicate.field?.id ?? null;
+  switch (kind) {
+    case 'number':
+    case 'date':
+      return JSON.stringify([typeId, kind, field, predicate.conditions, limit]);
+    case 'boolean':
+      return JSON.stringify([typeId, kind, field, predicate.value, limit]);
+    case 'relationship':
+      return JSON.stringify([typeId, kind, field, predicate.primary, limit]);
   }
 }
 
