@@ -7,6 +7,7 @@ import { createOrganizationService } from './organizations/service.js';
 import { createScribeService } from './scribes/service.js';
 import { createUserService } from './users/service.js';
 import { createEntryTypeService } from './entries/entry-type-service.js';
+import { createReadWorkers } from './entries/read-workers.js';
 import { createEntryService } from './entries/entry-service.js';
 import { createRequestService } from './requests/service.js';
 import { createDispatcher, defaultDispatcherOptions, type DispatcherOptions } from './requests/dispatcher.js';
@@ -72,7 +73,12 @@ export function createServices({ config, db, logger, options = {} }: { config: C
   const dispatchOnAccept = options.dispatchOnAccept ?? true;
   const audit = createAuditLog({ db, clock });
   const entryTypes = createEntryTypeService({ db, clock });
-  const entries = createEntryService({ db, clock, entryTypes, searchDriveLimit: options.searchDriveLimit });
+  // Threads cannot share an in-memory database: such a one is read in this thread.
+  const readWorkers =
+    config.readThreads > 0 && config.databaseFile !== ':memory:'
+      ? createReadWorkers({ threads: config.readThreads, databaseFile: config.databaseFile, searchDriveLimit: options.searchDriveLimit })
+      : undefined;
+  const entries = createEntryService({ db, clock, entryTypes, readWorkers, searchDriveLimit: options.searchDriveLimit });
 
   // New sessions, tasks given input and scribes powered on wake the runtime at once;
   // the cron job is the backstop. Fulfilled receipts reach it through that job too.
@@ -106,6 +112,8 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     users: createUserService({ db, clock }),
     entryTypes,
     entries,
+    /** Where entry pages are read (undefined: in this thread). */
+    readWorkers,
     audit,
     sessions,
     tasks,
@@ -129,6 +137,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
       await dispatcher.stop();
       await runtime.stop();
       await downloader.close();
+      await readWorkers?.close();
     },
   };
 }

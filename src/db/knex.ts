@@ -10,12 +10,14 @@ export type Db = Knex;
  * connection because SQLite keeps them per connection.
  */
 function applyPragmas(conn: BetterSqlite3.Database): void {
+  // Wait for a competing writer (the admin CLI, another process) instead of failing at once.
+  conn.pragma('busy_timeout = 5000');
+  // A read-only connection (a read worker's) finds the database in WAL mode already.
+  if (conn.readonly) return;
   // Readers never block the writer and vice versa; one writer at a time.
   conn.pragma('journal_mode = WAL');
   // SQLite ignores foreign keys unless asked, per connection.
   conn.pragma('foreign_keys = ON');
-  // Wait for a competing writer (the admin CLI, another process) instead of failing at once.
-  conn.pragma('busy_timeout = 5000');
   // Durable at every checkpoint and safe against corruption in WAL mode; fsync per commit is not needed.
   conn.pragma('synchronous = NORMAL');
 }
@@ -42,12 +44,15 @@ function cacheStatements(conn: BetterSqlite3.Database): void {
   }) as typeof conn.prepare;
 }
 
-/** Opens the SQLite file (creating its folder), with the pragmas above on every connection. */
-export function openDatabase(filename: string): Db {
-  if (filename !== ':memory:') fs.mkdirSync(path.dirname(filename), { recursive: true });
+/**
+ * Opens the SQLite file (creating its folder), with the pragmas above on every connection;
+ * `readonly` for a connection that only reads (a read worker's, see entries/read-workers.ts).
+ */
+export function openDatabase(filename: string, { readonly = false }: { readonly?: boolean } = {}): Db {
+  if (filename !== ':memory:' && !readonly) fs.mkdirSync(path.dirname(filename), { recursive: true });
   return knexFactory({
     client: 'better-sqlite3',
-    connection: { filename },
+    connection: { filename, options: { readonly } },
     useNullAsDefault: true,
     pool: {
       // better-sqlite3 is synchronous: one connection serves the whole process.

@@ -1,15 +1,13 @@
 import type { Db } from '../db/knex.js';
 import { type Clock, isoNow } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
-import { decodeAfter, keysetPage } from '../http/cursor.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import type { EntryTypeService, EntryTypeWithFields } from './entry-type-service.js';
 import { type FieldValue, messages as valueMessages, normalizeValues, searchRows } from './field-values.js';
 import * as queries from './queries.js';
 import type { EntryRow, ServedEntryRow } from './queries.js';
-import { planSearch } from './search/compile.js';
-import { RememberedCounts } from './search/remembered-counts.js';
-import { TrigramStats } from './search/text-match.js';
+import { type JsonPage, type ListOptions, createPageReader } from './page-reader.js';
+import type { ReadWorkers } from './read-workers.js';
 
 export const messages = {
   entryNotFound: 'Entry not found',
@@ -47,31 +45,22 @@ export interface EntryInput {
 
 export type EntryService = ReturnType<typeof createEntryService>;
 
-interface ListOptions {
-  limit: number;
-  after?: unknown;
-  q?: string;
-  includeDrafts: boolean;
-  includeArchived: boolean;
-}
-
 export function createEntryService({
   db,
   clock,
   entryTypes,
+  readWorkers,
   searchDriveLimit,
 }: {
   db: Db;
   clock: Clock;
   entryTypes: EntryTypeService;
+  /** Where pages are read when given; otherwise in this thread. */
+  readWorkers?: ReadWorkers;
   /** See driveLimitFor in search/compile.ts; tests force each plan with it. */
   searchDriveLimit?: number;
 }) {
-  // Estimates choose search plans; a minute-old one is good enough for that.
-  const estimates = {
-    stats: new TrigramStats(db, { sample: 1000, ttlMs: 60_000, maxEntries: 50_000 }),
-    counts: new RememberedCounts({ ttlMs: 60_000, maxEntries: 50_000 }),
-  };
+  const reader = createPageReader({ db, searchDriveLimit });
 
   /** Validates values against the type, including that links point at entries of the target type in the same organization. */
   async function resolveValues(type: EntryTypeWithFields, current: Record<string, FieldValue>, input: unknown) {
@@ -164,29 +153,14 @@ export function createEntryService({
       return { entries: page.entries.map((json) => JSON.parse(json) as ApiEntry), nextCursor: page.nextCursor };
     },
 
-    /**
-     * A page of a type's entries, oldest first, with the search `q` applied, each as the
-     * API's JSON text (the route sends them as they are); `nextCursor` is null exactly when
-     * no further entry exists.
-     */
-    async listJson(type: EntryTypeWithFields, options: ListOptions): Promise<{ entries: string[]; nextCursor: string | null }> {
-      const rows = await queries.listEntries(db, await this.planPage(type, options));
-      const page = keysetPage(rows, options.limit, (json) => JSON.parse(json) as ApiEntry);
-      return { entries: page.items, nextCursor: page.nextCursor };
+    /** A page of a type's entries, with the search `q` applied, as the API's JSON texts (see page-reader.ts). */
+    async listJson(type: EntryTypeWithFields, options: ListOptions): Promise<JsonPage> {
+      return (readWorkers ?? reader).listJson(type, options);
     },
 
-    /** What `listJson` reads: its page and one entry more, under the search's plan (the bench explains it). */
-    async planPage(type: EntryTypeWithFields, options: ListOptions): Promise<queries.EntryListOptions> {
-      const after = decodeAfter(options.after, (id) => UUID_PATTERN.test(id));
-      const plan = await planSearch(db, type, options.q ?? '', { ...estimates, driveLimit: searchDriveLimit });
-      return {
-        entryTypeId: type.id,
-        includeDrafts: options.includeDrafts,
-        includeArchived: options.includeArchived,
-        plan,
-        after,
-        limit: options.limit + 1,
-      };
+    /** What `listJson` reads, planned in this thread (the bench explains it). */
+    async planPage(type: EntryTypeWithFields, options: ListOptions) {
+      return reader.planPage(type, options);
     },
   };
 }

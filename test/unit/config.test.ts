@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { loadConfig } from '../../src/config.js';
@@ -28,14 +29,21 @@ describe('loadConfig()', () => {
       PORT: '8080', HOST: '0.0.0.0', DATA_DIR: '/srv/scribe', DATABASE_URL: '/srv/db/s.sqlite', SESSION_SECRET: 'a-very-long-secret-value',
       ATTACHMENTS_ALLOW_PRIVATE: 'true', RATE_LIMIT_PER_MINUTE: '0', METRICS_TOKEN: 'tok', TRUST_PROXY: '1', LOG_LEVEL: 'debug',
       OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', OPENAI_API_KEY: 'sk-x', OPENAI_MODEL: 'llama3', OPENAI_TIMEOUT_MS: '5000', OPENAI_MAX_RETRIES: '0',
-      RETENTION_SESSION_DAYS: '30', RETENTION_ORPHAN_FILES: 'true', LOG_FORMAT: 'pretty',
+      RETENTION_SESSION_DAYS: '30', RETENTION_ORPHAN_FILES: 'true', LOG_FORMAT: 'pretty', READ_THREADS: '0',
     });
     expect(config).to.deep.equal({
       port: 8080, host: '0.0.0.0', dataDir: '/srv/scribe', databaseFile: '/srv/db/s.sqlite', sessionSecret: 'a-very-long-secret-value',
       attachmentsAllowPrivate: true, rateLimitPerMinute: 0, metricsToken: 'tok', trustProxy: 1, logLevel: 'debug', logFormat: 'pretty',
       openai: { baseUrl: 'http://127.0.0.1:11434/v1', apiKey: 'sk-x', model: 'llama3', timeoutMs: 5000, maxRetries: 0 },
       retention: { sessionDays: 30, orphanFiles: true },
+      readThreads: 0,
     });
+  });
+
+  it('reads entry pages in two to four threads unless READ_THREADS says otherwise', () => {
+    const cores = os.availableParallelism();
+    expect(loadConfig({}).readThreads).to.equal(Math.min(4, Math.max(2, cores - 1)));
+    expect(loadConfig({ READ_THREADS: '3' }).readThreads).to.equal(3);
   });
 
   it('logs pretty under NODE_ENV=development unless LOG_FORMAT says otherwise', () => {
@@ -57,6 +65,7 @@ describe('loadConfig()', () => {
     ['PORT', 'abc'], ['PORT', '70000'], ['ATTACHMENTS_ALLOW_PRIVATE', 'sometimes'], ['RATE_LIMIT_PER_MINUTE', '1.5'],
     ['LOG_LEVEL', 'verbose'], ['SESSION_SECRET', 'short'], ['OPENAI_BASE_URL', 'ftp://models.local'], ['OPENAI_BASE_URL', 'not a url'],
     ['OPENAI_TIMEOUT_MS', 'soon'], ['OPENAI_MAX_RETRIES', '-1'], ['RETENTION_SESSION_DAYS', '0'], ['RETENTION_ORPHAN_FILES', 'maybe'], ['LOG_FORMAT', 'xml'],
+    ['READ_THREADS', '-1'], ['READ_THREADS', '65'], ['READ_THREADS', 'many'],
   ];
   for (const [name, value] of bad) {
     it(`rejects ${name}=${value}, naming the variable`, () => {

@@ -1,0 +1,63 @@
+import type { Db } from '../db/knex.js';
+import { UUID_PATTERN } from '../lib/ids.js';
+import { decodeAfter, keysetPage } from '../http/cursor.js';
+import type { EntryTypeWithFields } from './entry-type-service.js';
+import * as queries from './queries.js';
+import { planSearch } from './search/compile.js';
+import { RememberedCounts } from './search/remembered-counts.js';
+import { TrigramStats } from './search/text-match.js';
+
+export interface ListOptions {
+  limit: number;
+  after?: unknown;
+  q?: string;
+  includeDrafts: boolean;
+  includeArchived: boolean;
+}
+
+/** A page of entries as the API's JSON texts, and the cursor of the next page (null when none follows). */
+export interface JsonPage {
+  entries: string[];
+  nextCursor: string | null;
+}
+
+export type PageReader = ReturnType<typeof createPageReader>;
+
+/**
+ * Reads pages of a type's entries, with the search `q` applied: only reads, so it runs on
+ * any connection to the database, in the server's thread or in a read worker (see
+ * read-workers.ts).
+ */
+export function createPageReader({ db, searchDriveLimit }: { db: Db; searchDriveLimit?: number }) {
+  // Estimates choose search plans; a minute-old one is good enough for that.
+  const estimates = {
+    stats: new TrigramStats(db, { sample: 1000, ttlMs: 60_000, maxEntries: 50_000 }),
+    counts: new RememberedCounts({ ttlMs: 60_000, maxEntries: 50_000 }),
+  };
+
+  return {
+    /**
+     * A page of a type's entries, oldest first, each as the API's JSON text (the route sends
+     * them as they are); `nextCursor` is null exactly when no further entry exists.
+     */
+    async listJson(type: EntryTypeWithFields, options: ListOptions): Promise<JsonPage> {
+      const rows = await queries.listEntries(db, await this.planPage(type, options));
+      const page = keysetPage(rows, options.limit, (json) => JSON.parse(json) as { created_at: string; id: string });
+      return { entries: page.items, nextCursor: page.nextCursor };
+    },
+
+    /** What `listJson` reads: its page and one entry more, under the search's plan (the bench explains it). */
+    async planPage(type: EntryTypeWithFields, options: ListOptions): Promise<queries.EntryListOptions> {
+      const after = decodeAfter(options.after, (id) => UUID_PATTERN.test(id));
+      const plan = await planSearch(db, type, options.q ?? '', { ...estimates, driveLimit: searchDriveLimit });
+      return {
+        entryTypeId: type.id,
+        includeDrafts: options.includeDrafts,
+        includeArchived: options.includeArchived,
+        plan,
+        after,
+        limit: options.limit + 1,
+      };
+    },
+  };
+}
