@@ -5,6 +5,7 @@
  */
 import type { Knex } from 'knex';
 import { v7 as uuidv7 } from 'uuid';
+import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/knex.js';
 import { encodeCursor } from '../../src/http/cursor.js';
 import { searchRows } from '../../src/entries/field-values.js';
@@ -140,7 +141,7 @@ export async function benchEntries(dataDir: string, n: number): Promise<void> {
   writeSection(`entries-${n}`, [
     `## Entries: ${n.toLocaleString('en')} entries of one type`,
     '',
-    `One run: ${machineLine()}; ${LOAD_LINE}; 100 entries per page; logging at warn, rate limits off.`,
+    `One run: ${machineLine()}; ${LOAD_LINE}; 100 entries per page; logging at warn, rate limits off; pages read in ${loadConfig({}).readThreads} worker threads (the READ_THREADS default here).`,
     `Bulk load (${n.toLocaleString('en')} entries, their typed values and links, then ANALYZE): ${loadSeconds.toFixed(1)} s.`,
     '',
     '| scenario | q | matches | req/s | p50 ms | p99 ms | errors |',
