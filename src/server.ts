@@ -2,8 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
-import { openDatabase } from './db/knex.js';
-import { maintainDatabase } from './jobs/maintenance.js';
+import { openDatabase, optimizeDatabase } from './db/knex.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createServices, type ServiceOptions } from './services.js';
 import { createApp } from './app.js';
@@ -26,7 +25,7 @@ export interface RunningServer {
 export async function startServer(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<RunningServer> {
   const db = openDatabase(config.databaseFile);
   await migrateToLatest(db);
-  await maintainDatabase(db);
+  await optimizeDatabase(db);
   const services = createServices({ config, db, logger, options });
   const app = createApp({ config, logger, services, sessionSecret: resolveSessionSecret(config.sessionSecret, config.dataDir) });
   const scheduler = createScheduler(backgroundJobs(services), logger);

@@ -73,9 +73,8 @@ export function createServices({ config, db, logger, options = {} }: { config: C
   const dispatchOnAccept = options.dispatchOnAccept ?? true;
   const audit = createAuditLog({ db, clock });
   const entryTypes = createEntryTypeService({ db, clock });
-  // Threads cannot share an in-memory database: such a one is read in this thread.
   const readWorkers =
-    config.readThreads > 0 && config.databaseFile !== ':memory:'
+    config.readThreads > 0
       ? createReadWorkers({ threads: config.readThreads, databaseFile: config.databaseFile, searchDriveLimit: options.searchDriveLimit })
       : undefined;
   const entries = createEntryService({ db, clock, entryTypes, readWorkers, searchDriveLimit: options.searchDriveLimit });

@@ -60,7 +60,7 @@ export function createEntryService({
   /** See driveLimitFor in search/compile.ts; tests force each plan with it. */
   searchDriveLimit?: number;
 }) {
-  const reader = createPageReader({ db, searchDriveLimit });
+  const pages = readWorkers ?? createPageReader({ db, searchDriveLimit });
 
   /** Validates values against the type, including that links point at entries of the target type in the same organization. */
   async function resolveValues(type: EntryTypeWithFields, current: Record<string, FieldValue>, input: unknown) {
@@ -155,12 +155,7 @@ export function createEntryService({
 
     /** A page of a type's entries, with the search `q` applied, as the API's JSON texts (see page-reader.ts). */
     async listJson(type: EntryTypeWithFields, options: ListOptions): Promise<JsonPage> {
-      return (readWorkers ?? reader).listJson(type, options);
-    },
-
-    /** What `listJson` reads, planned in this thread (the bench explains it). */
-    async planPage(type: EntryTypeWithFields, options: ListOptions) {
-      return reader.planPage(type, options);
+      return pages.listJson(type, options);
     },
   };
 }

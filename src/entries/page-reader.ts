@@ -21,8 +21,6 @@ export interface JsonPage {
   nextCursor: string | null;
 }
 
-export type PageReader = ReturnType<typeof createPageReader>;
-
 /**
  * Reads pages of a type's entries, with the search `q` applied: only reads, so it runs on
  * any connection to the database, in the server's thread or in a read worker (see

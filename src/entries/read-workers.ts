@@ -19,8 +19,7 @@ export type ReadWorkers = ReturnType<typeof createReadWorkers>;
  * before it). better-sqlite3 runs a statement to its end on the thread that asks, so in
  * the server's thread every search would hold up all other requests; here a worker spends
  * that time while the server's thread goes on answering HTTP, and on a machine with a
- * second core both run at once (docs/performance.md). Only for a database file: threads
- * cannot share an in-memory one.
+ * second core both run at once (docs/performance.md).
  */
 export function createReadWorkers({ threads, ...data }: ReadWorkerData & { threads: number }) {
   // Piscina (maintained by Node.js core contributors) keeps the threads, queues the reads

@@ -1,5 +1,6 @@
 import type { Services } from '../services.js';
-import { maintainDatabase } from './maintenance.js';
+import { optimizeDatabase } from '../db/knex.js';
+import { mergeTextIndex } from '../entries/search/text-match.js';
 import type { Job } from './scheduler.js';
 
 /** Every background job of the process, in one list. */
@@ -13,8 +14,15 @@ export function backgroundJobs(services: Services): Job[] {
     { name: 'prune-idempotency-keys', schedule: '0 */10 * * * *', run: () => services.idempotency.prune() },
     // Old finished sessions and orphaned files, when configured (RETENTION_*): daily at 03:17.
     { name: 'retention', schedule: '0 17 3 * * *', run: () => services.retention.run() },
-    // The text index merged and the query planner's statistics kept, as the data grows.
-    { name: 'maintain-database', schedule: '0 47 4 * * *', run: () => maintainDatabase(services.db) },
+    // As the data grows: the text index merged (a step at a time) and the query planner's statistics kept.
+    {
+      name: 'maintain-database',
+      schedule: '0 47 4 * * *',
+      run: async () => {
+        await mergeTextIndex(services.db);
+        await optimizeDatabase(services.db);
+      },
+    },
     // Console sign-ins that expired; connect-session-knex's own timer is off (see console/index.ts).
     { name: 'prune-console-sessions', schedule: '0 */10 * * * *', run: () => services.db('console_sessions').where('expired', '<', services.clock().toISOString()).delete() },
   ];

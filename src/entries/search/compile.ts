@@ -84,7 +84,10 @@ export async function planSearch(db: Db, type: EntryTypeWithFields, q: string, o
 
 type Leaf = Exclude<Predicate, { kind: 'and' | 'or' | 'words' }>;
 
-/** Kinds whose estimates are remembered (trigram estimates): asked first in an `&&`, as they are cheapest. */
+/**
+ * Kinds estimated from trigram statistics, asked first in an `&&`: when one of them has few
+ * matches, the typed branches after it are not counted at all (see `estimate`).
+ */
 const TEXT_KINDS = new Set<Predicate['kind']>(['words', 'text-contains']);
 
 class Planner {
