@@ -22,6 +22,28 @@ function applyPragmas(conn: BetterSqlite3.Database): void {
   conn.pragma('synchronous = NORMAL');
 }
 
+/** Patterns kept compiled per connection for `regexp`; queries make few distinct ones. */
+const REGEXP_CACHE_SIZE = 100;
+
+/**
+ * SQLite parses `x REGEXP p` but leaves the function behind it to the application: this is
+ * JavaScript's RegExp (PostgreSQL's counterpart is `x ~ p`), compiled once per pattern. It
+ * lets one check per row test many alternatives (entries/search/text-match.ts).
+ */
+function defineRegexp(conn: BetterSqlite3.Database): void {
+  const compiled = new Map<string, RegExp>();
+  conn.function('regexp', { deterministic: true }, (pattern: unknown, text: unknown) => {
+    if (typeof pattern !== 'string' || typeof text !== 'string') return null;
+    let re = compiled.get(pattern);
+    if (!re) {
+      if (compiled.size >= REGEXP_CACHE_SIZE) compiled.clear();
+      re = new RegExp(pattern);
+      compiled.set(pattern, re);
+    }
+    return re.test(text) ? 1 : 0;
+  });
+}
+
 /** Distinct SQL texts kept prepared per connection; Knex emits a small, fixed set. */
 const STATEMENT_CACHE_SIZE = 500;
 
@@ -61,6 +83,7 @@ export function openDatabase(filename: string, { readonly = false }: { readonly?
       afterCreate(conn: BetterSqlite3.Database, done: (err: Error | null, conn: unknown) => void) {
         try {
           applyPragmas(conn);
+          defineRegexp(conn);
           cacheStatements(conn);
           done(null, conn);
         } catch (err) {

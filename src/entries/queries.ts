@@ -165,7 +165,7 @@ export function pageOrder(createdAt: string, id: string) {
 
 /**
  * A page of one entry type's entries, oldest first, strictly after `after`, read as the
- * search plan says (search/compile.ts): in page order from entries_type_created, each entry
+ * search plan says (search/compile.ts): in page order from entries_type_page, each entry
  * checked with the plan's filter (alias `e`); or the plan's candidates sorted on their page
  * keys and cut to a page first, so that only the page's entries are read. Selects each
  * entry's API JSON as `json`.
@@ -180,14 +180,18 @@ export function listEntriesQuery(db: Db, options: EntryListOptions): Knex.QueryB
       .select(db.raw(`${ENTRY_JSON_SQL} as json`))
       .orderBy(pageOrder('p.entry_created_at', 'p.entry_id'));
   }
-  const query = db('entries as e')
-    .select(db.raw(`${ENTRY_JSON_SQL} as json`))
-    .where('e.entry_type_id', options.entryTypeId);
-  if (!options.includeDrafts) query.where('e.draft', false);
-  if (!options.includeArchived) query.whereNull('e.archived_at');
-  if (options.after) query.whereRaw('(e.created_at, e.id) > (?, ?)', [options.after.createdAt, options.after.id]);
+  const query = entriesInWindow(db, options.entryTypeId, options, 'e').select(db.raw(`${ENTRY_JSON_SQL} as json`));
   if (plan.filter) query.where(plan.filter);
   return query.orderBy(pageOrder('e.created_at', 'e.id')).limit(options.limit);
+}
+
+/** A type's entries (as `alias`) inside the window: visible under its flags, after its position. */
+export function entriesInWindow(db: Db, entryTypeId: string, window: PageWindow, alias: string): Knex.QueryBuilder {
+  const query = db({ [alias]: 'entries' }).where(`${alias}.entry_type_id`, entryTypeId);
+  if (!window.includeDrafts) query.where(`${alias}.draft`, false);
+  if (!window.includeArchived) query.whereNull(`${alias}.archived_at`);
+  if (window.after) query.whereRaw('(??, ??) > (?, ?)', [`${alias}.created_at`, `${alias}.id`, window.after.createdAt, window.after.id]);
+  return query;
 }
 
 /** The page's entries as the API's JSON text, one string each, in page order. */

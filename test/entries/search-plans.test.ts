@@ -59,13 +59,66 @@ describe('search plans (search/compile.ts)', () => {
     expect(await names('Public:true && Employees<=4 && zurich', 3)).to.deep.equal(['Company 0', 'Company 2', 'Rare Widgets']);
   });
 
-  it('reads in page order what no index lists: timestamps, short text, an || with such a branch', async () => {
+  it('reads in page order what no index lists: timestamps, short text', async () => {
     expect((await plan('created_at>2026-11-22')).kind).to.equal('scan');
     expect((await plan('zu')).kind).to.equal('scan');
-    expect((await plan('City:Geneva || created_at>2026-11-22')).kind).to.equal('scan');
+    expect((await plan('zu || created_at>2026-11-22')).kind).to.equal('scan');
     // ...unless another branch of an && lists them.
     expect((await plan('City:Geneva && created_at>2026-11-22')).kind).to.equal('postings');
     expect(await names('City:Geneva && created_at>2026-11-22T10:00:13Z')).to.deep.equal(['Company 13', 'Company 14']);
+  });
+
+  it('lists the branches of an || that an index serves and reads in page order only for the others', async () => {
+    // "geneva" is listed; "zu" and the timestamp are read in page order, checked alone.
+    const q = 'City:Geneva || zu || created_at>2026-11-22T10:00:11Z';
+    expect((await plan(q)).kind).to.equal('postings');
+    expect(await names(q)).to.deep.equal(await names(q, -1));
+    expect(await names(q)).to.have.length(15);
+    const narrow = 'City:Geneva || Name:y 4 || created_at<2026-11-22T10:00:02Z';
+    expect((await plan(narrow)).kind).to.equal('postings');
+    expect(await names(narrow)).to.deep.equal(['Company 0', 'Company 12', 'Company 13', 'Company 14']);
+    expect(await names(narrow)).to.deep.equal(await names(narrow, -1));
+    // Inside an &&: the residual still has to pass the other branches.
+    const inside = '(City:Geneva || ny) && Employees>=13';
+    expect(await names(inside)).to.deep.equal(['Company 13', 'Company 14']);
+    expect(await names(inside)).to.deep.equal(await names(inside, -1));
+    // Every page of the residual arrives, in page order, whatever the page size.
+    const rows = await listEntries(suite.h.db, { entryTypeId: suite.fx.companies.id, includeDrafts: false, includeArchived: false, plan: await plan(q), limit: 3 });
+    expect(rows.map((json) => (JSON.parse(json) as { fields: { Name: string } }).fields.Name)).to.deep.equal(['Company 0', 'Company 1', 'Company 2']);
+  });
+
+  it('tests many short texts of an || in one pass, next to branches that need none', async () => {
+    const q = 'City:zz || Name:y 1 || ny 3 || Employees:7 || created_at<2026-11-22T10:00:01.500Z';
+    expect(await names(q)).to.deep.equal(['Company 0', 'Company 1', 'Company 3', 'Company 7', 'Company 10', 'Company 11', 'Company 12', 'Company 13', 'Company 14']);
+    expect(await names(q, -1)).to.deep.equal(await names(q));
+    // Regular expression characters in a text are themselves.
+    expect(await names('x.y || a|b || "(c)" || d* || e+ || [f] || g^ || h$ || i\\ || j{1}', -1)).to.deep.equal([]);
+    await suite.fx.company({ Name: 'a|b (c) d*', City: 'x.y' });
+    expect(await names('zz || a|b || "(c)" || d*', -1)).to.deep.equal(['a|b (c) d*']);
+    expect(await names('zz || x.y || qq', -1)).to.deep.equal(['a|b (c) d*']);
+    expect(await names('zz || xay || qq', -1)).to.deep.equal([]);
+    await suite.h.db('entries').where({ entry_type_id: suite.fx.companies.id }).whereRaw("search_text like '%a|b%'").delete();
+    await suite.h.db('entry_types').where({ id: suite.fx.companies.id }).decrement('entry_count', 1);
+  });
+
+  it('answers nothing for an && that asks one boolean field for both values, without reading entries', async () => {
+    expect(await names('Public:true && Public:false')).to.deep.equal([]);
+    expect(await names('Public:true && City:Zurich && Public:no', -1)).to.deep.equal([]);
+    expect(await names('(Public:yes && Public:true && Employees<3) || City:Geneva')).to.deep.equal(['Company 0', 'Company 2', 'Company 12', 'Company 13', 'Company 14']);
+  });
+
+  it('answers 400 "Invalid search query: more than 20 terms" above 20 terms, counted through groups', async () => {
+    const terms = (n: number) => Array.from({ length: n }, (_, i) => `City:c${i}`);
+    expect((await plan(terms(20).join(' || '))).kind).to.be.oneOf(['postings', 'scan']);
+    for (const q of [terms(21).join(' || '), `(${terms(10).join(' && ')}) || (${terms(11).join(' || ')})`, `${terms(20).join(' && ')} && ab`]) {
+      try {
+        await plan(q);
+        expect.fail(`planned ${q}`);
+      } catch (err) {
+        expect((err as Error).message).to.equal('Invalid search query: more than 20 terms');
+        expect((err as { status?: number }).status).to.equal(400);
+      }
+    }
   });
 
   it('searches with no q in page order', async () => {
@@ -188,6 +241,21 @@ describe('trigram counts (search/text-match.ts)', () => {
     // No value holds "bcx" or "cxy": nothing to read.
     expect((await stats.lookup('abcxyz'))?.estimate).to.equal(0);
     expect(await stats.lookup('ab')).to.equal(undefined);
+  });
+
+  it('estimates at most 8 trigrams of a long text, spread over it, and still finds what holds it all', async () => {
+    const asked: string[][] = [];
+    const stats = new TrigramStats(suite.h.db, { sample: 100, ttlMs: 60_000, maxEntries: 100 });
+    const estimate = stats.estimate.bind(stats);
+    stats.estimate = async (trigrams) => (asked.push([...trigrams]), estimate(trigrams));
+    const text = 'abcdefghijklmnopqrstuvwxyz0123456789';
+    const lookup = await stats.lookup(text);
+    const singles = asked.filter((t) => t.length === 1).map(([t]) => t!);
+    expect(singles).to.have.length(8);
+    expect(singles[0]).to.equal('abc');
+    expect(new Set(singles).size).to.equal(8);
+    expect(singles.every((t) => text.includes(t))).to.equal(true);
+    expect(lookup!.trigrams.every((t) => singles.includes(t))).to.equal(true);
   });
 });
 

@@ -3,18 +3,21 @@ import type { Db } from '../../db/knex.js';
 import type { Position } from '../../http/cursor.js';
 import { BadRequestError } from '../../http/errors.js';
 import type { EntryTypeWithFields } from '../entry-type-service.js';
-import { pageOrder } from '../queries.js';
-import { SearchSyntaxError, parseSearch } from './parser.js';
+import { entriesInWindow, pageOrder } from '../queries.js';
+import { type SearchNode, SearchSyntaxError, parseSearch } from './parser.js';
 import { type Predicate, resolveSearch } from './resolve.js';
 import type { RememberedCounts } from './remembered-counts.js';
-import { type TextLookup, type TrigramStats, whereEntryHasText, whereTextContains, whereValueHasText } from './text-match.js';
+import { type TextLookup, type TrigramStats, whereEntryHasAnyText, whereEntryHasText, whereTextContains, whereValueHasText } from './text-match.js';
 
 export const messages = {
   invalidQuery: (reason: string) => `Invalid search query: ${reason}`,
   tooLong: 'query is longer than 2000 characters',
+  tooManyTerms: 'more than 20 terms',
 };
 
 const MAX_QUERY_LENGTH = 2000;
+/** The most terms one query may hold (contract): each can cost a lookup per entry read. */
+export const MAX_TERMS = 20;
 
 /**
  * The most matches a search lists from its indexes, for a type of `entryCount` entries.
@@ -35,13 +38,15 @@ export interface PageWindow {
 
 /**
  * How a page of a search is read:
- * - `scan`: the type's entries in page order from the cursor (entries_type_created), each
+ * - `scan`: the type's entries in page order from the cursor (entries_type_page), each
  *   checked with `filter` on the alias `e`, until the page is full. For no search, or many
  *   matches.
  * - `postings`: the matches' search rows (typed values, links, text values), which carry
  *   their entry's page key and visibility, filtered and sorted on their indexes;
  *   `page(window, limit)` selects the first `limit` of them in page order, as
  *   `entry_id, entry_created_at`, and only those entries are then read. For few matches.
+ *   What no index can list (text shorter than a trigram, timestamps) is found beside them
+ *   by reading in page order, checking only that part (see `Cover`).
  */
 export type SearchPlan =
   | { kind: 'scan'; filter?: (query: Knex.QueryBuilder) => void }
@@ -66,23 +71,59 @@ export async function planSearch(db: Db, type: EntryTypeWithFields, q: string, o
   try {
     const ast = parseSearch(q);
     if (!ast) return { kind: 'scan' };
+    if (countTerms(ast) > MAX_TERMS) throw new BadRequestError(messages.invalidQuery(messages.tooManyTerms));
     predicate = resolveSearch(ast, type.fields);
   } catch (err) {
     if (err instanceof SearchSyntaxError) throw new BadRequestError(messages.invalidQuery(err.message));
     throw err;
   }
+  const context = { entryId: 'e.id', organizationId: type.organization_id, entryRow: true };
   const limit = options.driveLimit ?? driveLimitFor(type.entry_count);
   if (limit >= 0) {
     const planner = new Planner(db, options, type, limit);
-    const estimate = await planner.estimate(predicate);
-    if (estimate !== undefined && estimate <= limit) {
-      return { kind: 'postings', page: (window, pageLimit) => inPageOrder(db, planner.candidates(predicate, window), pageLimit) };
+    const cover = await planner.cover(predicate);
+    // Reading in page order checks every source of a union on each entry, so a union may list
+    // as many more matches as it has sources before reading in page order is cheaper.
+    if (cover && cover.estimate <= limit * cover.sources) {
+      return {
+        kind: 'postings',
+        page: (window, pageLimit) => {
+          const listed = planner.candidates(predicate, window);
+          if (!cover.residual) return inPageOrder(db, listed, pageLimit);
+          const { residual } = cover;
+          const scanned = entriesInWindow(db, type.id, window, 'e')
+            .select({ entry_id: 'e.id', entry_created_at: 'e.created_at' })
+            .where((query) => check(db, query, residual, context))
+            .orderBy(pageOrder('e.created_at', 'e.id'))
+            .limit(pageLimit);
+          // Only the page's first entries of each part can be among the page's first entries.
+          return inPageOrder(db, listed.union(db.from(scanned.as('s')).select('s.entry_id', 's.entry_created_at')), pageLimit);
+        },
+      };
     }
   }
-  return { kind: 'scan', filter: (query) => check(db, query, predicate, { entryId: 'e.id', organizationId: type.organization_id }) };
+  return { kind: 'scan', filter: (query) => check(db, query, predicate, context) };
+}
+
+/** The terms of a parsed query. */
+function countTerms(node: SearchNode): number {
+  return node.kind === 'term' ? 1 : node.items.reduce((sum, item) => sum + countTerms(item), 0);
 }
 
 type Leaf = Exclude<Predicate, { kind: 'and' | 'or' | 'words' }>;
+
+/**
+ * What the indexes can list of a predicate's matches: about how many (an upper bound), from
+ * how many postings sources in a union, and the part they cannot list, `residual`: the
+ * predicate's other matches, which are those of `residual`, found by reading the type's
+ * entries in page order and checking only `residual` on each. So `x || ab` lists the matches
+ * of `x` and reads in page order for `ab` alone, instead of checking both on every entry.
+ */
+interface Cover {
+  estimate: number;
+  sources: number;
+  residual?: Predicate;
+}
 
 /**
  * Kinds estimated from trigram statistics, asked first in an `&&`: when one of them has few
@@ -93,6 +134,8 @@ const TEXT_KINDS = new Set<Predicate['kind']>(['words', 'text-contains']);
 class Planner {
   /** For an `&&`, the branch that lists the fewest matches; for general text, its rarest word. */
   private readonly drivers = new Map<Predicate, Predicate | string>();
+  /** For an `||`, the branches the indexes list (the others are its cover's residual). */
+  private readonly listed = new Map<Predicate, Predicate[]>();
   private readonly lookups = new Map<Predicate | string, TextLookup>();
 
   constructor(
@@ -103,33 +146,47 @@ class Planner {
   ) {}
 
   /**
-   * About how many entries the predicate matches, from its indexes, when they can list them
-   * (an upper bound; more than `limit` means too many to list); undefined when they cannot
-   * (created_at / updated_at, text shorter than a trigram, or an `||` with such a branch).
+   * What the indexes can list of the predicate (see `Cover`); undefined when they can list
+   * none of it (created_at / updated_at, text shorter than a trigram, or an `&&` of such).
+   * An estimate above `limit` means too many to list.
    */
-  async estimate(predicate: Predicate): Promise<number | undefined> {
+  async cover(predicate: Predicate): Promise<Cover | undefined> {
     switch (predicate.kind) {
       case 'and': {
-        let best: { item: Predicate; estimate: number } | undefined;
+        let best: { item: Predicate; cover: Cover } | undefined;
         const ordered = [...predicate.items].sort((a, b) => Number(TEXT_KINDS.has(b.kind)) - Number(TEXT_KINDS.has(a.kind)));
         for (const item of ordered) {
-          const estimate = await this.estimate(item);
-          if (estimate !== undefined && (!best || estimate < best.estimate)) best = { item, estimate };
+          const cover = await this.cover(item);
+          if (cover && (!best || drivesBetter(cover, best.cover))) best = { item, cover };
           // The other branches are only checked on these few; counting them would cost more.
-          if (best && best.estimate <= this.limit / 10) break;
+          if (best && !best.cover.residual && best.cover.estimate <= this.limit / 10) break;
         }
-        if (best) this.drivers.set(predicate, best.item);
-        return best?.estimate;
+        if (!best) return undefined;
+        this.drivers.set(predicate, best.item);
+        const { estimate, sources, residual } = best.cover;
+        // The driver's residual matches still have to pass the other branches: checked after it.
+        const others = predicate.items.filter((item) => item !== best.item);
+        return { estimate, sources, residual: residual && { kind: 'and', items: [residual, ...others] } };
       }
       case 'or': {
-        let sum = 0;
+        const listed: Predicate[] = [];
+        const residuals: Predicate[] = [];
+        let estimate = 0;
+        let sources = 0;
         for (const item of predicate.items) {
-          const estimate = await this.estimate(item);
-          if (estimate === undefined) return undefined;
-          sum += estimate;
-          if (sum > this.limit) return sum;
+          const cover = await this.cover(item);
+          if (!cover) {
+            residuals.push(item);
+            continue;
+          }
+          listed.push(item);
+          estimate += cover.estimate;
+          sources += cover.sources;
+          if (cover.residual) residuals.push(cover.residual);
         }
-        return sum;
+        if (listed.length === 0) return undefined;
+        this.listed.set(predicate, listed);
+        return { estimate, sources, residual: residuals.length === 0 ? undefined : residuals.length === 1 ? residuals[0] : { kind: 'or', items: residuals } };
       }
       case 'words': {
         let best: { word: string; estimate: number } | undefined;
@@ -139,34 +196,41 @@ class Planner {
           this.lookups.set(word, lookup);
           if (!best || lookup.estimate < best.estimate) best = { word, estimate: lookup.estimate };
         }
-        if (best) this.drivers.set(predicate, best.word);
-        return best?.estimate;
+        if (!best) return undefined;
+        this.drivers.set(predicate, best.word);
+        return { estimate: best.estimate, sources: 1 };
       }
       case 'text-contains': {
         const lookup = await this.estimates.stats.lookup(predicate.text);
-        if (lookup) this.lookups.set(predicate, lookup);
-        return lookup?.estimate;
+        if (!lookup) return undefined;
+        this.lookups.set(predicate, lookup);
+        return { estimate: lookup.estimate, sources: 1 };
       }
       case 'timestamp':
         return undefined;
-      default:
-        return this.estimates.counts.get(countKey(this.type.id, predicate, this.limit), async () => {
+      case 'none':
+        return { estimate: 0, sources: 1 };
+      default: {
+        const estimate = await this.estimates.counts.get(countKey(this.type.id, predicate, this.limit), async () => {
           const found = this.postings(predicate).select(this.db.raw('1')).limit(this.limit + 1);
           const row = (await this.db.from(found.as('found')).count({ n: '*' }).first()) as { n: number };
           return Number(row.n);
         });
+        return { estimate, sources: 1 };
+      }
     }
   }
 
   /**
-   * The entries the predicate matches within the window, as `entry_id, entry_created_at`
-   * (unordered; the caller sorts and takes a page). Only for a predicate `estimate` listed.
+   * The entries the indexes list of the predicate's matches within the window, as
+   * `entry_id, entry_created_at` (unordered; the caller sorts and takes a page, and reads its
+   * cover's residual beside them). Only for a predicate that `cover` covered.
    */
   candidates(predicate: Predicate, window: PageWindow): Knex.QueryBuilder {
     const { db } = this;
     switch (predicate.kind) {
       case 'or': {
-        const [first, ...rest] = predicate.items.map((item) => this.candidates(item, window));
+        const [first, ...rest] = this.listed.get(predicate)!.map((item) => this.candidates(item, window));
         return rest.length ? first!.union(rest) : first!;
       }
       case 'and': {
@@ -204,7 +268,7 @@ class Planner {
     const sorted = inPageOrder(db, candidates, Number.MAX_SAFE_INTEGER);
     const query = db.from(sorted.as('d')).select('d.entry_id', 'd.entry_created_at');
     if (checks.some(needsEntryRow)) query.join('entries as e', 'e.id', 'd.entry_id');
-    const context = { entryId: 'd.entry_id', organizationId: this.type.organization_id };
+    const context = { entryId: 'd.entry_id', organizationId: this.type.organization_id, entryRow: checks.some(needsEntryRow) };
     return query.where((outer) => {
       for (const item of checks) outer.where((inner) => check(db, inner, item, context));
     });
@@ -236,12 +300,20 @@ class Planner {
       }
       case 'timestamp':
         throw new Error('created_at and updated_at have no postings');
+      case 'none':
+        return db('entry_values as p').whereRaw('1 = 0');
     }
   }
 }
 
+/** Whether `a` drives an `&&` better than `b`: one that leaves nothing to read in page order, then the fewer matches. */
+function drivesBetter(a: Cover, b: Cover): boolean {
+  if (!a.residual !== !b.residual) return !a.residual;
+  return a.estimate < b.estimate;
+}
+
 /** What a leaf's capped count depends on: the type, the field (a link may name none: any of the type's), the values, the cap. */
-function countKey(typeId: string, predicate: Exclude<Leaf, { kind: 'text-contains' | 'timestamp' }>, limit: number): string {
+function countKey(typeId: string, predicate: Exclude<Leaf, { kind: 'text-contains' | 'timestamp' | 'none' }>, limit: number): string {
   const { kind } = predicate;
   const field = predicate.field?.id ?? null;
   switch (kind) {
@@ -274,25 +346,51 @@ function needsEntryRow(predicate: Predicate): boolean {
   return predicate.kind === 'words' || predicate.kind === 'timestamp';
 }
 
+/** Where `check` finds an entry: its id column, its organization, and whether its row `e` is at hand. */
+interface CheckContext {
+  entryId: string;
+  organizationId: string;
+  entryRow: boolean;
+}
+
 /**
  * Checks the predicate on one entry: its typed values and links by `entryId` (a column),
- * its text and timestamps on its row `e`. Correlated index lookups, cheap per entry.
+ * its text and timestamps on its row `e`. Correlated index lookups, cheap per entry; where
+ * the row is at hand, a field's text is first looked for in the row's folded text, so an
+ * entry without it costs no lookup.
  */
-function check(db: Db, query: Knex.QueryBuilder, predicate: Predicate, context: { entryId: string; organizationId: string }): void {
+function check(db: Db, query: Knex.QueryBuilder, predicate: Predicate, context: CheckContext): void {
   const valueOf = (fieldId: string) => db('entry_values as v').select(db.raw('1')).whereRaw('v.entry_id = ??', [context.entryId]).where('v.field_id', fieldId);
   switch (predicate.kind) {
-    case 'and':
-      for (const item of predicate.items) query.where((inner) => check(db, inner, item, context));
+    case 'and': {
+      // Cheap checks first: an entry that fails one is not looked up for the others.
+      const items = context.entryRow ? [...predicate.items].sort((a, b) => checkCost(a) - checkCost(b)) : predicate.items;
+      for (const item of items) query.where((inner) => check(db, inner, item, context));
       return;
-    case 'or':
+    }
+    case 'or': {
+      // The branches that need some text are tested together first: an entry that holds none
+      // of their texts is ruled out in one test, however many branches there are.
+      const needing = context.entryRow ? predicate.items.filter((item) => requiredTexts(item)) : [];
+      const grouped = needing.length > 1 ? needing : [];
       query.where((group) => {
-        for (const item of predicate.items) group.orWhere((inner) => check(db, inner, item, context));
+        if (grouped.length) {
+          group.orWhere((inner) => {
+            whereEntryHasAnyText(inner, [...new Set(grouped.flatMap((item) => requiredTexts(item)!))]);
+            inner.where((any) => {
+              for (const item of grouped) any.orWhere((one) => check(db, one, item, context));
+            });
+          });
+        }
+        for (const item of predicate.items) if (!grouped.includes(item)) group.orWhere((inner) => check(db, inner, item, context));
       });
       return;
+    }
     case 'words':
       for (const word of predicate.words) whereEntryHasText(query, word);
       return;
     case 'text-contains':
+      if (context.entryRow) whereEntryHasText(query, predicate.text);
       query.whereExists(whereTextContains(valueOf(predicate.field.id), 'v', predicate.text));
       return;
     case 'number':
@@ -308,6 +406,9 @@ function check(db: Db, query: Knex.QueryBuilder, predicate: Predicate, context: 
       query.where(`e.${predicate.column}`, predicate.operator, predicate.value);
       if (predicate.before) query.where(`e.${predicate.column}`, '<', predicate.before);
       return;
+    case 'none':
+      query.whereRaw('1 = 0');
+      return;
     case 'relationship': {
       const links = db('entry_links as l')
         .join('entries as t', 't.id', 'l.target_entry_id')
@@ -319,6 +420,47 @@ function check(db: Db, query: Knex.QueryBuilder, predicate: Predicate, context: 
       query.whereExists(links);
       return;
     }
+  }
+}
+
+/** How much checking the predicate on an entry row costs, in rank order: row columns first, index lookups last. */
+function checkCost(predicate: Predicate): number {
+  switch (predicate.kind) {
+    case 'timestamp':
+      return 0;
+    case 'words':
+      return 1;
+    case 'text-contains':
+      return 2; // its text is looked for in the row first
+    case 'and':
+    case 'or':
+      return 3;
+    default:
+      return 4;
+  }
+}
+
+/**
+ * Texts of which an entry's folded text must hold at least one for the predicate to hold
+ * (each text value is part of it); undefined when no text is needed (a branch on typed
+ * values, links or timestamps alone).
+ */
+function requiredTexts(predicate: Predicate): string[] | undefined {
+  switch (predicate.kind) {
+    case 'words':
+      return [predicate.words.reduce((a, b) => (b.length > a.length ? b : a))];
+    case 'text-contains':
+      return [predicate.text];
+    case 'and': {
+      const options = predicate.items.map(requiredTexts).filter((texts) => texts !== undefined);
+      return options.length ? options.reduce((a, b) => (b.length < a.length ? b : a)) : undefined;
+    }
+    case 'or': {
+      const all = predicate.items.map(requiredTexts);
+      return all.every((texts) => texts !== undefined) ? [...new Set(all.flat() as string[])] : undefined;
+    }
+    default:
+      return undefined;
   }
 }
 

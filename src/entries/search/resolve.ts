@@ -14,7 +14,9 @@ export type Predicate =
   | { kind: 'boolean'; field: FieldRow; value: boolean }
   | { kind: 'date'; field: FieldRow; conditions: Array<{ operator: SqlOperator; value: string }> }
   | { kind: 'timestamp'; column: 'created_at' | 'updated_at'; operator: SqlOperator; value: string; before?: string }
-  | { kind: 'relationship'; field?: FieldRow; primary: string };
+  | { kind: 'relationship'; field?: FieldRow; primary: string }
+  /** Matches nothing: an `&&` that asks one boolean field for both values. */
+  | { kind: 'none' };
 
 const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)$/;
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
@@ -30,7 +32,7 @@ const TRUE_WORDS = new Set(['true', 'yes']);
 export function resolveSearch(node: SearchNode, fields: readonly FieldRow[]): Predicate {
   if (node.kind !== 'term') {
     const items = node.items.map((item) => resolveSearch(item, fields));
-    return { kind: node.kind, items: node.kind === 'and' ? mergeRanges(items) : items };
+    return node.kind === 'and' ? mergeSameField(items) : { kind: 'or', items };
   }
   if (node.name === undefined || node.operator === undefined || node.value === undefined) return words(node);
 
@@ -93,12 +95,25 @@ function timestampTerm(node: TermNode, column: 'created_at' | 'updated_at', oper
 
 /**
  * Within one `&&`, comparisons on the same number or date field become one range, so
- * `Score>=40 && Score<41` reads one stretch of the field's index instead of two large ones.
+ * `Score>=40 && Score<41` reads one stretch of the field's index instead of two large ones;
+ * a boolean field asked twice is asked once, or for both values matches nothing (each alone
+ * can match most entries, so checking both on every entry would read them all).
  */
-function mergeRanges(items: Predicate[]): Predicate[] {
+function mergeSameField(items: Predicate[]): Predicate {
   const merged: Predicate[] = [];
   const ranges = new Map<string, Extract<Predicate, { kind: 'number' | 'date' }>>();
+  const booleans = new Map<string, boolean>();
   for (const item of items) {
+    if (item.kind === 'boolean') {
+      const asked = booleans.get(item.field.id);
+      if (asked === undefined) {
+        booleans.set(item.field.id, item.value);
+        merged.push(item);
+      } else if (asked !== item.value) {
+        return { kind: 'none' };
+      }
+      continue;
+    }
     if (item.kind !== 'number' && item.kind !== 'date') {
       merged.push(item);
       continue;
@@ -112,7 +127,7 @@ function mergeRanges(items: Predicate[]): Predicate[] {
       merged.push(copy);
     }
   }
-  return merged;
+  return merged.length === 1 ? merged[0]! : { kind: 'and', items: merged };
 }
 
 function sqlOperator(operator: ComparisonOperator): SqlOperator {

@@ -24,6 +24,11 @@ export interface TextLookup {
 /** Trigrams this close in rarity to the rarest are asked for too: each one read narrows what LIKE must check. */
 const RARITY_SPREAD = 4;
 const MAX_TRIGRAMS = 4;
+/**
+ * Trigrams of one text estimated at the most, spread over it: each estimate is a query,
+ * and a long text of trigrams never seen before would otherwise cost one per character.
+ */
+const MAX_ESTIMATED = 8;
 
 /**
  * About how many text values hold some trigrams, remembered for a while. Each estimate reads
@@ -64,8 +69,10 @@ export class TrigramStats {
    * each of its trigrams ("0042": 1,489 values hold "004", 119 hold "004" and "042").
    */
   async lookup(foldedText: string): Promise<TextLookup | undefined> {
-    const trigrams = trigramsOf(foldedText);
-    if (trigrams.length === 0) return undefined;
+    const all = trigramsOf(foldedText);
+    if (all.length === 0) return undefined;
+    const step = Math.max(1, all.length / MAX_ESTIMATED);
+    const trigrams = all.length <= MAX_ESTIMATED ? all : Array.from({ length: MAX_ESTIMATED }, (_, i) => all[Math.floor(i * step)]!);
     const estimated = await Promise.all(trigrams.map(async (trigram) => ({ trigram, estimate: await this.estimate([trigram]) })));
     estimated.sort((a, b) => a.estimate - b.estimate);
     const rarest = estimated[0]!.estimate;
@@ -105,6 +112,15 @@ export function whereTextContains(query: Knex.QueryBuilder, alias: string, folde
 /** Checks that the entry row `e` has a text value containing `foldedText`. */
 export function whereEntryHasText(query: Knex.QueryBuilder, foldedText: string): void {
   query.whereRaw(`e.search_text like ? escape '\\'`, [containsPattern(foldedText)]);
+}
+
+/**
+ * Checks that the entry row `e` has text containing at least one of `foldedTexts`, in one
+ * pass over its text however many they are (a regular expression of the escaped texts).
+ */
+export function whereEntryHasAnyText(query: Knex.QueryBuilder, foldedTexts: readonly string[]): void {
+  if (foldedTexts.length === 1) return whereEntryHasText(query, foldedTexts[0]!);
+  query.whereRaw('e.search_text regexp ?', [foldedTexts.map((text) => text.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&')).join('|')]);
 }
 
 /**
