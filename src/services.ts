@@ -7,7 +7,7 @@ import { createOrganizationService } from './organizations/service.js';
 import { createScribeService } from './scribes/service.js';
 import { createUserService } from './users/service.js';
 import { createEntryTypeService } from './entries/entry-type-service.js';
-import { createReadWorkers } from './entries/read-workers.js';
+import { type ReadWorkerOptions, createReadWorkers } from './entries/read-workers.js';
 import { createEntryService } from './entries/entry-service.js';
 import { createRequestService } from './requests/service.js';
 import { createDispatcher, defaultDispatcherOptions, type DispatcherOptions } from './requests/dispatcher.js';
@@ -49,6 +49,8 @@ export interface ServiceOptions {
   agents?: Partial<Record<AgentKind, Agent>>;
   /** Most matches a search lists from its indexes (see driveLimitFor in search/compile.ts); -1 always reads in page order. */
   searchDriveLimit?: number;
+  /** Replaces how long an entry read may take (5 s) and the module the read threads run (tests). */
+  reads?: Partial<ReadWorkerOptions>;
 }
 
 export type Services = ReturnType<typeof createServices>;
@@ -75,7 +77,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
   const entryTypes = createEntryTypeService({ db, clock });
   const readWorkers =
     config.readThreads > 0
-      ? createReadWorkers({ threads: config.readThreads, databaseFile: config.databaseFile, searchDriveLimit: options.searchDriveLimit })
+      ? createReadWorkers({ threads: config.readThreads, databaseFile: config.databaseFile, searchDriveLimit: options.searchDriveLimit, ...options.reads })
       : undefined;
   const entries = createEntryService({ db, clock, entryTypes, readWorkers, searchDriveLimit: options.searchDriveLimit });
 

@@ -44,6 +44,33 @@ function defineRegexp(conn: BetterSqlite3.Database): void {
   });
 }
 
+/** The error `within_deadline` fails a statement with. */
+export class DeadlinePassedError extends Error {
+  constructor() {
+    super('statement deadline passed');
+    this.name = 'DeadlinePassedError';
+  }
+}
+
+/** Calls of `within_deadline` between two looks at the clock (each call costs far less than a look). */
+const DEADLINE_CHECK_EVERY = 256;
+
+/**
+ * `within_deadline(ms)` in a query's WHERE is true until the clock passes `ms` (epoch
+ * milliseconds), and then fails the statement: SQLite cannot be stopped from outside
+ * (better-sqlite3 offers no interrupt), so a statement that may read a whole table checks
+ * its own deadline. Being JavaScript, it also lets a worker thread that is being terminated
+ * stop in the middle of such a statement rather than at its end. Never folded to a constant:
+ * SQLite calls a non-deterministic function on every row. (PostgreSQL: statement_timeout.)
+ */
+function defineDeadline(conn: BetterSqlite3.Database): void {
+  let calls = 0;
+  conn.function('within_deadline', { deterministic: false }, (deadline: unknown) => {
+    if (++calls % DEADLINE_CHECK_EVERY === 0 && Date.now() > Number(deadline)) throw new DeadlinePassedError();
+    return 1;
+  });
+}
+
 /** Distinct SQL texts kept prepared per connection; Knex emits a small, fixed set. */
 const STATEMENT_CACHE_SIZE = 500;
 
@@ -84,6 +111,7 @@ export function openDatabase(filename: string, { readonly = false }: { readonly?
         try {
           applyPragmas(conn);
           defineRegexp(conn);
+          defineDeadline(conn);
           cacheStatements(conn);
           done(null, conn);
         } catch (err) {

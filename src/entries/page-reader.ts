@@ -1,11 +1,25 @@
 import type { Db } from '../db/knex.js';
 import { UUID_PATTERN } from '../lib/ids.js';
 import { decodeAfter, keysetPage } from '../http/cursor.js';
+import { HttpError } from '../http/errors.js';
 import type { EntryTypeWithFields } from './entry-type-service.js';
 import * as queries from './queries.js';
 import { planSearch } from './search/compile.js';
 import { RememberedCounts } from './search/remembered-counts.js';
 import { TrigramStats } from './search/text-match.js';
+
+export const messages = {
+  timedOut: 'Search timed out',
+};
+
+/** How long one page read may take, searching included (contract: 503 `Search timed out` after 5 s). */
+export const READ_TIMEOUT_MS = 5000;
+
+export class SearchTimedOutError extends HttpError {
+  constructor() {
+    super(503, messages.timedOut);
+  }
+}
 
 export interface ListOptions {
   limit: number;
@@ -13,6 +27,8 @@ export interface ListOptions {
   q?: string;
   includeDrafts: boolean;
   includeArchived: boolean;
+  /** When the read must be over (epoch ms); `READ_TIMEOUT_MS` from the call when not given. */
+  deadline?: number;
 }
 
 /** A page of entries as the API's JSON texts, and the cursor of the next page (null when none follows). */
@@ -39,7 +55,15 @@ export function createPageReader({ db, searchDriveLimit }: { db: Db; searchDrive
      * them as they are); `nextCursor` is null exactly when no further entry exists.
      */
     async listJson(type: EntryTypeWithFields, options: ListOptions): Promise<JsonPage> {
-      const rows = await queries.listEntries(db, await this.planPage(type, options));
+      const deadline = options.deadline ?? Date.now() + READ_TIMEOUT_MS;
+      let rows: string[];
+      try {
+        rows = await queries.listEntries(db, await this.planPage(type, { ...options, deadline }));
+      } catch (err) {
+        // A statement stopped by its deadline (see within_deadline), or anything failing past it.
+        if (!(err instanceof HttpError) && Date.now() > deadline) throw new SearchTimedOutError();
+        throw err;
+      }
       const page = keysetPage(rows, options.limit, (json) => JSON.parse(json) as { created_at: string; id: string });
       return { entries: page.items, nextCursor: page.nextCursor };
     },
@@ -47,7 +71,7 @@ export function createPageReader({ db, searchDriveLimit }: { db: Db; searchDrive
     /** What `listJson` reads: its page and one entry more, under the search's plan (the bench explains it). */
     async planPage(type: EntryTypeWithFields, options: ListOptions): Promise<queries.EntryListOptions> {
       const after = decodeAfter(options.after, (id) => UUID_PATTERN.test(id));
-      const plan = await planSearch(db, type, options.q ?? '', { ...estimates, driveLimit: searchDriveLimit });
+      const plan = await planSearch(db, type, options.q ?? '', { ...estimates, driveLimit: searchDriveLimit, deadline: options.deadline });
       return {
         entryTypeId: type.id,
         includeDrafts: options.includeDrafts,

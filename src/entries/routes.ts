@@ -26,7 +26,10 @@ export function entryRoutes({ auth, entryTypes, entries }: { auth: RequestHandle
     const includeArchived = parseFlag(req.query.include_archived, 'include_archived');
     const { q } = req.query;
     if (q !== undefined && typeof q !== 'string') throw new BadRequestError(searchMessages.invalidQuery('q is given more than once'));
-    const page = await entries.listJson(type, { limit, after: req.query.after, q, includeDrafts, includeArchived });
+    // A client that hangs up stops its read: nobody is left to answer.
+    const gone = new AbortController();
+    res.once('close', () => gone.abort());
+    const page = await entries.listJson(type, { limit, after: req.query.after, q, includeDrafts, includeArchived }, gone.signal);
     // The entries come as JSON text from the database (see ENTRY_JSON_SQL); sent as they are.
     const meta = JSON.stringify({ next_cursor: page.nextCursor, limit });
     res.type('json').send(`{"data":[${page.entries.join(',')}],"meta":${meta},"error":null}`);

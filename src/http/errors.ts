@@ -42,3 +42,10 @@ export class ValidationError extends HttpError {
     super(422, message);
   }
 }
+
+/** The caller went away before the answer (nginx's 499): nothing is sent, the work was stopped. */
+export class ClientClosedRequestError extends HttpError {
+  constructor() {
+    super(499, 'Client closed request');
+  }
+}

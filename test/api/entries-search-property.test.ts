@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import { expect } from 'chai';
 import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
-import { entriesFixture } from '../helpers/entries-fixture.js';
+import { entriesFixture, insertEntriesInBulk } from '../helpers/entries-fixture.js';
+import { createPageReader } from '../../src/entries/page-reader.js';
+import type { EntryTypeWithFields } from '../../src/entries/entry-type-service.js';
 
 /**
  * No `q`, however random or hostile, may produce a 500 or reach SQL as text: every answer is
@@ -69,3 +71,76 @@ for (const plan of [{ name: 'postings', driveLimit: undefined }, { name: 'read i
     });
   });
 }
+
+describe('entry search with random && / || trees of up to 20 terms on 3,000 entries (property)', function () {
+  this.timeout(120_000);
+  let h: Harness;
+  let t: Tenant;
+  let url: string;
+  let scanned: ReturnType<typeof createPageReader>;
+  let companies: EntryTypeWithFields;
+
+  before(async () => {
+    h = await createHarness({ options: { dispatchOnAccept: false } });
+    t = await h.tenant();
+    const fx = await entriesFixture(h, t);
+    companies = await h.services.entryTypes.get(t.organizationId, fx.companies.id);
+    const cities = ['Zurich', 'Geneva', 'Basel', 'Bern', 'Lugano', 'Chur'];
+    const base = Date.parse('2026-01-01T00:00:00.000Z');
+    await insertEntriesInBulk(
+      h.db,
+      companies,
+      Array.from({ length: 3000 }, (_, i) => ({
+        fields: {
+          Name: `${['Acme', 'Globex', 'Initech', 'Umbrella', 'Hooli'][i % 5]} ${i}`,
+          City: cities[i % 6]!,
+          Employees: (i * 37) % 1000,
+          Public: i % 3 === 0,
+          Founded: new Date(base - (i % 4000) * 86_400_000).toISOString().slice(0, 10),
+        },
+        createdAt: new Date(base + i * 1000).toISOString(),
+        draft: i % 97 === 0,
+      })),
+    );
+    url = `/api/v1/entry_types/${fx.companies.id}/entries`;
+    // The same search read in page order in this thread, every term checked on every entry.
+    scanned = createPageReader({ db: h.db, searchDriveLimit: -1 });
+  });
+  after(() => h.close());
+
+  const term = fc.oneof(
+    fc.constantFrom('ab', 'zu', 'o', 'acme', 'globex 12', 'hooli 29', 'ur', 'qq', 'zz', 'ri', 'umbrella', 'initech 3'),
+    fc.constantFrom('zurich', 'ge', 'bern', 'lu', 'x', 'ch', 'asel', 'qz').map((v) => `City:${v}`),
+    fc.constantFrom('acme 1', 'ho', 'q', 'globex', '29').map((v) => `Name:${v}`),
+    fc.tuple(fc.constantFrom('>', '>=', '<', '<=', ':'), fc.integer({ min: -5, max: 1005 })).map(([op, n]) => `Employees${op}${n}`),
+    fc.constantFrom('true', 'false', 'yes', 'no').map((v) => `Public:${v}`),
+    fc.tuple(fc.constantFrom('>', '<', ':'), fc.integer({ min: 0, max: 4000 })).map(([op, d]) => `Founded${op}${new Date(Date.parse('2026-01-01') - d * 86_400_000).toISOString().slice(0, 10)}`),
+    fc.tuple(fc.constantFrom('>', '<'), fc.integer({ min: 0, max: 3000 })).map(([op, s]) => `created_at${op}${new Date(Date.parse('2026-01-01') + s * 1000).toISOString()}`),
+  );
+  type Tree = string | { op: '&&' | '||'; items: Tree[] };
+  const tree: fc.Arbitrary<Tree> = fc.letrec<{ node: Tree }>((tie) => ({
+    node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, term, fc.record({ op: fc.constantFrom('&&' as const, '||' as const), items: fc.array(tie('node'), { minLength: 2, maxLength: 6 }) })),
+  })).node;
+  const leaves = (node: Tree): number => (typeof node === 'string' ? 1 : node.items.reduce((n, item) => n + leaves(item), 0));
+  const render = (node: Tree): string => (typeof node === 'string' ? node : `(${node.items.map(render).join(` ${node.op} `)})`);
+
+  it('answers every query well within the deadline, with what reading every entry finds, in the same order', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        tree.filter((node) => leaves(node) <= 20),
+        fc.constantFrom(1, 7, 100),
+        async (node, limit) => {
+          const q = render(node);
+          const started = Date.now();
+          const res = await h.api.get(`${url}?limit=${limit}&q=${encodeURIComponent(q)}`).set(t.headers);
+          expect(res.status, `q=${q} → ${res.text.slice(0, 200)}`).to.equal(200);
+          expect(Date.now() - started, q).to.be.lessThan(5000);
+          const expected = await scanned.listJson(companies, { q, limit, includeDrafts: false, includeArchived: false });
+          expect(res.body.data.map((e: { id: string }) => e.id), q).to.deep.equal(expected.entries.map((json) => (JSON.parse(json) as { id: string }).id));
+          expect(res.body.meta.next_cursor, q).to.equal(expected.nextCursor);
+        },
+      ),
+      { numRuns: Number(process.env.PROPERTY_RUNS ?? 150) },
+    );
+  });
+});

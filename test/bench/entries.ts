@@ -4,12 +4,10 @@
  * with its EXPLAIN QUERY PLAN.
  */
 import type { Knex } from 'knex';
-import { v7 as uuidv7 } from 'uuid';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/knex.js';
 import { encodeCursor } from '../../src/http/cursor.js';
-import { searchRows } from '../../src/entries/field-values.js';
-import { listEntriesQuery, type EntryRow, type LinkRow, type ValueRow } from '../../src/entries/queries.js';
+import { listEntriesQuery } from '../../src/entries/queries.js';
 import { createPageReader } from '../../src/entries/page-reader.js';
 import { planSearch } from '../../src/entries/search/compile.js';
 import { RememberedCounts } from '../../src/entries/search/remembered-counts.js';
@@ -17,22 +15,20 @@ import { TrigramStats, mergeTextIndex } from '../../src/entries/search/text-matc
 import type { Services } from '../../src/services.js';
 import type { EntryTypeWithFields } from '../../src/entries/entry-type-service.js';
 import { provision } from '../helpers/provision.js';
+import { insertEntriesInBulk } from '../helpers/entries-fixture.js';
 import { LOAD_LINE, load, machineLine, startServer, writeSection, type Row } from './lib.js';
 
 const COMPANIES = 1000;
 const CITIES = 1000;
 const FIRST_NAMES = ['alice', 'bruno', 'chloe', 'dmitri', 'elena', 'farid', 'greta', 'hugo', 'ines', 'jonas'];
 
-/** Loads `n` contacts in transactions of 2,000 (inserts of 500 rows: SQLite's limit on compound SELECTs), with the same search rows the write path makes. */
-async function bulkLoad(db: Db, organizationId: string, contacts: EntryTypeWithFields, companyIds: string[], n: number) {
+/** Loads `n` contacts, with the same search rows the write path makes, then ANALYZE. */
+async function bulkLoad(db: Db, contacts: EntryTypeWithFields, companyIds: string[], n: number) {
   const started = Date.now();
   const base = Date.parse('2025-01-01T00:00:00.000Z');
   for (let offset = 0; offset < n; offset += 2000) {
-    const entries: EntryRow[] = [];
-    const values: ValueRow[] = [];
-    const links: LinkRow[] = [];
+    const batch = [];
     for (let i = offset; i < Math.min(n, offset + 2000); i++) {
-      const id = uuidv7();
       const fields = {
         Name: `${FIRST_NAMES[i % 10]} contact ${i}`,
         Email: `contact${i}@example.com`,
@@ -42,22 +38,9 @@ async function bulkLoad(db: Db, organizationId: string, contacts: EntryTypeWithF
         Joined: new Date(base + (i % 3650) * 86_400_000).toISOString().slice(0, 10),
         Company: [companyIds[i % COMPANIES]!],
       };
-      const at = new Date(base + i * 1000).toISOString();
-      const draft = i % 50 === 1;
-      const rows = searchRows({ entry_id: id, entry_created_at: at, entry_draft: draft, entry_archived: false }, contacts.fields, fields);
-      entries.push({
-        id, organization_id: organizationId, entry_type_id: contacts.id, fields: JSON.stringify(fields), draft, archived_at: null,
-        search_text: rows.searchText, primary_text: rows.primaryText, created_at: at, updated_at: at,
-      });
-      values.push(...rows.valueRows);
-      links.push(...rows.links);
+      batch.push({ fields, createdAt: new Date(base + i * 1000).toISOString(), draft: i % 50 === 1 });
     }
-    await db.transaction(async (trx) => {
-      await trx.batchInsert('entries', entries, 500);
-      await trx.batchInsert('entry_values', values, 500);
-      await trx.batchInsert('entry_links', links, 500);
-      await trx('entry_types').where({ id: contacts.id }).increment('entry_count', entries.length);
-    });
+    await insertEntriesInBulk(db, contacts, batch);
   }
   await db.raw('analyze');
   return (Date.now() - started) / 1000;
@@ -92,7 +75,7 @@ export async function prepareEntries(dataDir: string, n: number) {
   for (let i = 0; i < COMPANIES; i++) {
     companyIds.push((await services.entries.create(organizationId, companies.id, { fields: { Name: `Company ${String(i).padStart(4, '0')}` } })).id);
   }
-  const loadSeconds = await bulkLoad(services.db, organizationId, contacts, companyIds, n);
+  const loadSeconds = await bulkLoad(services.db, contacts, companyIds, n);
   console.log(`loaded ${n} entries in ${loadSeconds.toFixed(1)} s`);
   // What the server's daily maintenance job would do after such an import.
   const merging = Date.now();

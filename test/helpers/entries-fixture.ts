@@ -1,3 +1,8 @@
+import { v7 as uuidv7 } from 'uuid';
+import type { Db } from '../../src/db/knex.js';
+import type { EntryTypeWithFields } from '../../src/entries/entry-type-service.js';
+import { type FieldValue, searchRows } from '../../src/entries/field-values.js';
+import type { EntryRow, LinkRow, ValueRow } from '../../src/entries/queries.js';
 import type { ServiceOptions } from '../../src/services.js';
 import { createHarness, type Harness, type Tenant } from './harness.js';
 
@@ -48,4 +53,40 @@ export function entriesSuite(options: ServiceOptions = {}) {
   });
   after(() => suite.h.close());
   return suite;
+}
+
+/**
+ * Writes entries straight into the tables, with the same search rows the write path makes,
+ * in transactions of 2,000 (inserts of 500 rows: SQLite's limit on compound SELECTs): for
+ * data sets too large to make one entry at a time (benchmarks, tests of scale).
+ */
+export async function insertEntriesInBulk(
+  db: Db,
+  type: EntryTypeWithFields,
+  entries: ReadonlyArray<{ fields: Record<string, FieldValue>; createdAt: string; draft?: boolean }>,
+): Promise<string[]> {
+  const ids: string[] = [];
+  for (let offset = 0; offset < entries.length; offset += 2000) {
+    const rows: EntryRow[] = [];
+    const values: ValueRow[] = [];
+    const links: LinkRow[] = [];
+    for (const { fields, createdAt, draft = false } of entries.slice(offset, offset + 2000)) {
+      const id = uuidv7();
+      ids.push(id);
+      const search = searchRows({ entry_id: id, entry_created_at: createdAt, entry_draft: draft, entry_archived: false }, type.fields, fields);
+      rows.push({
+        id, organization_id: type.organization_id, entry_type_id: type.id, fields: JSON.stringify(fields), draft, archived_at: null,
+        search_text: search.searchText, primary_text: search.primaryText, created_at: createdAt, updated_at: createdAt,
+      });
+      values.push(...search.valueRows);
+      links.push(...search.links);
+    }
+    await db.transaction(async (trx) => {
+      await trx.batchInsert('entries', rows, 500);
+      await trx.batchInsert('entry_values', values, 500);
+      await trx.batchInsert('entry_links', links, 500);
+      await trx('entry_types').where({ id: type.id }).increment('entry_count', rows.length);
+    });
+  }
+  return ids;
 }

@@ -58,6 +58,11 @@ export interface PlanOptions {
   counts: RememberedCounts;
   /** Overrides `driveLimitFor`; negative: always scan (tests force each plan with it). */
   driveLimit?: number;
+  /**
+   * When the reading must stop (epoch ms): the statements that read entry after entry
+   * check it on each (`within_deadline`) and fail once it has passed.
+   */
+  deadline?: number;
 }
 
 /**
@@ -77,10 +82,10 @@ export async function planSearch(db: Db, type: EntryTypeWithFields, q: string, o
     if (err instanceof SearchSyntaxError) throw new BadRequestError(messages.invalidQuery(err.message));
     throw err;
   }
-  const context = { entryId: 'e.id', organizationId: type.organization_id, entryRow: true };
+  const context = { entryId: 'e.id', organizationId: type.organization_id, entryRow: true, deadline: options.deadline };
   const limit = options.driveLimit ?? driveLimitFor(type.entry_count);
   if (limit >= 0) {
-    const planner = new Planner(db, options, type, limit);
+    const planner = new Planner(db, options, type, limit, options.deadline);
     const cover = await planner.cover(predicate);
     // Reading in page order checks every source of a union on each entry, so a union may list
     // as many more matches as it has sources before reading in page order is cheaper.
@@ -93,7 +98,7 @@ export async function planSearch(db: Db, type: EntryTypeWithFields, q: string, o
           const { residual } = cover;
           const scanned = entriesInWindow(db, type.id, window, 'e')
             .select({ entry_id: 'e.id', entry_created_at: 'e.created_at' })
-            .where((query) => check(db, query, residual, context))
+            .where((query) => checkOnTime(db, query, residual, context))
             .orderBy(pageOrder('e.created_at', 'e.id'))
             .limit(pageLimit);
           // Only the page's first entries of each part can be among the page's first entries.
@@ -102,7 +107,7 @@ export async function planSearch(db: Db, type: EntryTypeWithFields, q: string, o
       };
     }
   }
-  return { kind: 'scan', filter: (query) => check(db, query, predicate, context) };
+  return { kind: 'scan', filter: (query) => checkOnTime(db, query, predicate, context) };
 }
 
 /** The terms of a parsed query. */
@@ -143,6 +148,7 @@ class Planner {
     private readonly estimates: Pick<PlanOptions, 'stats' | 'counts'>,
     private readonly type: EntryTypeWithFields,
     private readonly limit: number,
+    private readonly deadline?: number,
   ) {}
 
   /**
@@ -268,10 +274,8 @@ class Planner {
     const sorted = inPageOrder(db, candidates, Number.MAX_SAFE_INTEGER);
     const query = db.from(sorted.as('d')).select('d.entry_id', 'd.entry_created_at');
     if (checks.some(needsEntryRow)) query.join('entries as e', 'e.id', 'd.entry_id');
-    const context = { entryId: 'd.entry_id', organizationId: this.type.organization_id, entryRow: checks.some(needsEntryRow) };
-    return query.where((outer) => {
-      for (const item of checks) outer.where((inner) => check(db, inner, item, context));
-    });
+    const context = { entryId: 'd.entry_id', organizationId: this.type.organization_id, entryRow: checks.some(needsEntryRow), deadline: this.deadline };
+    return query.where((outer) => checkOnTime(db, outer, { kind: 'and', items: checks }, context));
   }
 
   /** The search rows (alias `p`) of a leaf's matches: typed values or links, which carry their entry's page key. */
@@ -346,11 +350,18 @@ function needsEntryRow(predicate: Predicate): boolean {
   return predicate.kind === 'words' || predicate.kind === 'timestamp';
 }
 
-/** Where `check` finds an entry: its id column, its organization, and whether its row `e` is at hand. */
+/** Where `check` finds an entry: its id column, its organization, and whether its row `e` is at hand; when to stop. */
 interface CheckContext {
   entryId: string;
   organizationId: string;
   entryRow: boolean;
+  deadline?: number;
+}
+
+/** `check`, in a statement that reads entry after entry: it stops at the deadline, checked before anything else on each. */
+function checkOnTime(db: Db, query: Knex.QueryBuilder, predicate: Predicate, context: CheckContext): void {
+  if (context.deadline !== undefined) query.whereRaw('within_deadline(?)', [context.deadline]);
+  check(db, query, predicate, context);
 }
 
 /**
