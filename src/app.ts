@@ -11,6 +11,7 @@ import { apiRateLimits } from './http/rate-limits.js';
 import { healthRoutes } from './http/health.js';
 import { apiDocsRoutes } from './api-docs/routes.js';
 import { apiErrors, apiNotFound } from './http/api-errors.js';
+import { refuseDeclaredTooLarge } from './http/json-body.js';
 import { consoleRouter, type ConsoleOptions } from './console/index.js';
 import { VIEWS_DIR } from './lib/paths.js';
 import { requestRoutes } from './requests/routes.js';
@@ -68,6 +69,7 @@ export function createApp({
   const docs = apiDocsRoutes();
   app.use(docs.browser);
   const api = express.Router();
+  api.use(refuseDeclaredTooLarge());
   api.use(docs.document);
   api.use(requestRoutes({ auth, scribes: services.scribes, requests: services.requests, idempotency: services.idempotency }));
   api.use(chatRoutes({ auth, scribes: services.scribes, sessions: services.sessions, idempotency: services.idempotency }));

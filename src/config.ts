@@ -34,6 +34,9 @@ const envSchema = z.object({
   OPENAI_MAX_RETRIES: z.coerce.number({ error: 'must be a whole number' }).int().min(0).max(10).default(2),
   // Worker threads that read entry pages (entries/read-workers.ts); 0 reads in the server's thread.
   READ_THREADS: z.coerce.number({ error: 'must be a whole number' }).int().min(0).max(64).optional(),
+  // How long a client may take to send its headers, and its whole request (docs/deploy.md).
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(100).default(20_000),
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(100).default(30_000),
 });
 
 /**
@@ -63,6 +66,14 @@ export interface Config {
   readonly retention: RetentionConfig;
   /** Worker threads that read entry pages; 0 reads them in the server's thread. */
   readonly readThreads: number;
+  readonly http: HttpConfig;
+}
+
+export interface HttpConfig {
+  /** A client that has not sent all its headers by then gets 408 and is disconnected (slow clients hold sockets). */
+  readonly headersTimeoutMs: number;
+  /** Likewise for the whole request, body included (1 MiB at most). The answer may take longer. */
+  readonly requestTimeoutMs: number;
 }
 
 export interface RetentionConfig {
@@ -112,6 +123,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logFormat: e.LOG_FORMAT ?? (e.NODE_ENV === 'development' ? 'pretty' : 'json'),
     retention: Object.freeze({ sessionDays: e.RETENTION_SESSION_DAYS, orphanFiles: e.RETENTION_ORPHAN_FILES }),
     readThreads: e.READ_THREADS ?? defaultReadThreads(),
+    // Node wants the headers' limit no larger than the request's.
+    http: Object.freeze({ headersTimeoutMs: Math.min(e.HTTP_HEADERS_TIMEOUT_MS, e.HTTP_REQUEST_TIMEOUT_MS), requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS }),
     openai: Object.freeze({
       baseUrl: e.OPENAI_BASE_URL,
       apiKey: e.OPENAI_API_KEY,

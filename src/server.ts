@@ -12,6 +12,7 @@ import { resolveSessionSecret } from './console/session-secret.js';
 
 /** How long in-flight requests get to finish on shutdown before their connections are cut. */
 const DRAIN_TIMEOUT_MS = 10_000;
+const CONNECTIONS_CHECK_MS = 1000;
 
 export interface RunningServer {
   url: string;
@@ -30,7 +31,15 @@ export async function startServer(config: Config, logger: Logger, options: Servi
   const app = createApp({ config, logger, services, sessionSecret: resolveSessionSecret(config.sessionSecret, config.dataDir) });
   const scheduler = createScheduler(backgroundJobs(services), logger);
 
-  const server = http.createServer(app);
+  const server = http.createServer(
+    {
+      headersTimeout: config.http.headersTimeoutMs,
+      requestTimeout: config.http.requestTimeoutMs,
+      // How often Node looks for requests past those limits (its default, 30 s, would let them overrun that much).
+      connectionsCheckingInterval: CONNECTIONS_CHECK_MS,
+    },
+    app,
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

@@ -5,6 +5,7 @@ import { csrfSync } from 'csrf-sync';
 import type { Logger } from '../logger.js';
 import type { Services } from '../services.js';
 import { HttpError } from '../http/errors.js';
+import { BODY_LIMIT, refuseDeclaredTooLarge } from '../http/json-body.js';
 import { PUBLIC_DIR } from '../lib/paths.js';
 import { SESSION_COOKIE, authRoutes, loadUser, requireUser } from './auth.js';
 import { viewHelpers } from './view-helpers.js';
@@ -45,6 +46,7 @@ export function consoleRouter({
   options?: ConsoleOptions;
 }): Router {
   const router = Router();
+  router.use(refuseDeclaredTooLarge());
   router.use('/assets', express.static(PUBLIC_DIR, { index: false, maxAge: '1h', fallthrough: false }));
 
   // Expired rows are pruned by the `prune-console-sessions` job, not by the store's own timer.
@@ -60,7 +62,7 @@ export function consoleRouter({
       cookie: { httpOnly: true, sameSite: 'lax', secure: 'auto', maxAge: SESSION_IDLE_MS },
     }),
   );
-  router.use(express.urlencoded({ extended: false, limit: '1mb' }));
+  router.use(express.urlencoded({ extended: false, limit: BODY_LIMIT }));
   const csrf = csrfSync({
     getTokenFromRequest: (req) => (typeof req.body?._csrf === 'string' ? req.body._csrf : req.get('x-csrf-token')),
     errorConfig: { statusCode: 403, message: 'The form has expired or did not come from this console. Reload the page and try again.' },

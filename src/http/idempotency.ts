@@ -105,12 +105,42 @@ export function createIdempotency({ db, clock }: { db: Db; clock: Clock }) {
   };
 }
 
-/** JSON with object keys sorted, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are the same request. */
+/**
+ * JSON with object keys sorted, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are the same request.
+ * Written with a stack of its own, not by recursion: a client's body may nest deeper than
+ * the call stack goes (a 1 MiB body can nest 500,000 levels).
+ */
 export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  const out: string[] = [];
+  // Pending work, last first: a value still to write, or text to write as it is.
+  const pending: Array<{ value: unknown } | string> = [{ value }];
+  while (pending.length > 0) {
+    const next = pending.pop()!;
+    if (typeof next === 'string') {
+      out.push(next);
+      continue;
+    }
+    const current = next.value;
+    if (Array.isArray(current)) {
+      pending.push(']');
+      for (let i = current.length - 1; i >= 0; i--) {
+        pending.push({ value: current[i] });
+        if (i > 0) pending.push(',');
+      }
+      pending.push('[');
+    } else if (current !== null && typeof current === 'object') {
+      const entries = Object.entries(current as Record<string, unknown>)
+        .filter(([, v]) => v !== undefined)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      pending.push('}');
+      for (let i = entries.length - 1; i >= 0; i--) {
+        pending.push({ value: entries[i]![1] }, `${JSON.stringify(entries[i]![0])}:`);
+        if (i > 0) pending.push(',');
+      }
+      pending.push('{');
+    } else {
+      out.push(JSON.stringify(current) ?? 'null');
+    }
   }
-  return JSON.stringify(value) ?? 'null';
+  return out.join('');
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ValidationError, BadRequestError } from '../http/errors.js';
+import { isMediaType } from './attachments/media-type.js';
 
 export const messages = {
   bodyNotObject: 'Request body must be a JSON object',
@@ -11,6 +12,7 @@ export const messages = {
   attachmentNotObject: 'Each attachment must be an object',
   urlRequired: 'Attachment url is required',
   contentTypeRequired: 'Attachment content_type is required',
+  contentTypeInvalid: 'Attachment content_type is invalid',
   invalidStatus: 'Invalid status',
   invalidEntityType: 'Invalid entity_type',
 };
@@ -34,7 +36,11 @@ const optionalText = (field: string) => z.string({ error: `${field} must be a st
 const attachmentInput = z.object(
   {
     url: requiredText(messages.urlRequired, 'Attachment url must be a string'),
-    content_type: requiredText(messages.contentTypeRequired, 'Attachment content_type must be a string'),
+    // A blank one is missing; any other that is no media type is invalid (in the same place).
+    content_type: requiredText(messages.contentTypeRequired, 'Attachment content_type must be a string').refine(
+      (value) => value.trim() === '' || isMediaType(value),
+      messages.contentTypeInvalid,
+    ),
     filename: optionalText('Attachment filename'),
   },
   { error: messages.attachmentNotObject },

@@ -187,6 +187,12 @@ describe('attachment address checks with the production policy', () => {
     'http://192.168.1.1/x',
     'http://[::ffff:127.0.0.1]/x',
     'http://0.0.0.0/x',
+    // IPv6 forms that carry a loopback or private IPv4 address.
+    `http://[::127.0.0.1]:${files.port}/ok`,
+    `http://[::ffff:0:127.0.0.1]:${files.port}/ok`,
+    `http://[64:ff9b::127.0.0.1]:${files.port}/ok`,
+    `http://[2002:7f00:1::]:${files.port}/ok`,
+    `http://[2001:0:7f00:1::1]:${files.port}/ok`,
   ];
 
   it('refuses loopback, private, link-local and unspecified addresses, by IP or by name', async () => {

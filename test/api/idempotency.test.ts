@@ -132,6 +132,33 @@ describe('Idempotency-Key on POST requests and chat (Stripe semantics)', () => {
     expect(await h.db('session_messages').where({ text: 'hello once' })).to.have.length(1);
   });
 
+  // A body nested 4,000 levels deep used to overflow the stack while the key's hash was made (500).
+  const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+
+  it('answers 202 for a submit whose body nests 4,000 (and 400,000) levels deep, and replays it', async () => {
+    for (const depth of [4000, 400_000]) {
+      const body = `{"task":{"summary":"deep ${depth}"},"extra":${nested(depth)}}`;
+      const first = await submit(`deep-${depth}`, body);
+      expect(first.status, first.text).to.equal(202);
+      const again = await submit(`deep-${depth}`, body);
+      expect(again.status).to.equal(202);
+      expect(again.headers['idempotent-replayed']).to.equal('true');
+      expect(again.body).to.deep.equal(first.body);
+      expect(await receipts(`deep ${depth}`)).to.have.length(1);
+    }
+  });
+
+  it('answers 202 for a chat message whose body nests 4,000 levels deep, and 422 when the nesting is the message', async () => {
+    const chat = (key: string, body: string) =>
+      h.api.post(`/api/v1/scribes/${t.scribe.slug}/chat`).set(t.headers).set('Content-Type', 'application/json').set('Idempotency-Key', key).send(body);
+    const ok = await chat('deep-chat', `{"message":"deep chat","extra":${nested(4000)}}`);
+    expect(ok.status, ok.text).to.equal(202);
+    expect(await h.db('session_messages').where({ text: 'deep chat' })).to.have.length(1);
+    const bad = await chat('deep-chat-2', `{"message":${nested(4000)}}`);
+    expect(bad.status).to.equal(422);
+    expect(bad.body).to.deep.equal({ error: 'message must be a string' });
+  });
+
   it('changes nothing without the header', async () => {
     const a = await submit(undefined, { task: { summary: 'no key' } });
     const b = await submit(undefined, { task: { summary: 'no key' } });

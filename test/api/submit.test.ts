@@ -90,6 +90,14 @@ describe('POST /api/v1/scribes/:scribe_id/requests (spec 4.1)', () => {
       expect422({ task: { summary: 'x', attachments: [{ url: ' ', content_type: 'text/plain' }] } }, 'Attachment url is required'));
     it('answers 422 "Attachment content_type is required" for an attachment without one', () =>
       expect422({ task: { summary: 'x', attachments: [{ url: 'https://example.com/a' }] } }, 'Attachment content_type is required'));
+    it('answers 422 "Attachment content_type is invalid" for a header injection, and stores nothing', async () => {
+      await expect422({ task: { summary: 'injected', attachments: [{ url: 'https://example.com/a', content_type: 'text/plain\r\nX-Injected: 1' }] } }, 'Attachment content_type is invalid');
+      expect(await h.db('requests').where({ summary: 'injected' })).to.have.length(0);
+    });
+    for (const bad of ['text', 'text/', '/plain', 'text/plain/x', 'text plain', 'text/pl ain', 'text/plain; charset=\u0001', 'téxt/plain', 'text/plain\u0000']) {
+      it(`answers 422 "Attachment content_type is invalid" for ${JSON.stringify(bad)}`, () =>
+        expect422({ task: { summary: 'x', attachments: [{ url: 'https://example.com/a', content_type: bad }] } }, 'Attachment content_type is invalid'));
+    }
     it('answers 422 "attachments must be an array" for an object', () =>
       expect422({ task: { summary: 'x', attachments: { url: 'x' } } }, 'attachments must be an array'));
     it('answers 422 for an attachment that is not an object', () =>
@@ -119,6 +127,19 @@ describe('POST /api/v1/scribes/:scribe_id/requests (spec 4.1)', () => {
     it('checks each attachment in turn, url before content_type', async () => {
       await expect422({ task: { summary: 'x', attachments: [{ url: 'https://a.example/x' }, {}] } }, 'Attachment content_type is required');
       await expect422({ task: { summary: 'x', attachments: [{}, { url: 'https://a.example/x' }] } }, 'Attachment url is required');
+    });
+    it('puts an invalid content_type where a missing one would stand', async () => {
+      await expect422({ task: { summary: 'x', attachments: [{ url: 'https://a.example/x', content_type: 'bad' }, {}] } }, 'Attachment content_type is invalid');
+      await expect422({ task: { summary: 'x', attachments: [{ content_type: 'bad' }] } }, 'Attachment url is required');
+      await expect422({ task: { summary: 'x', attachments: [{ url: 'https://a.example/x', content_type: ' ' }] } }, 'Attachment content_type is required');
+    });
+    it('accepts media types with parameters, in any case', async () => {
+      const powered = await h.tenant({ slug: 'typed', state: 'powered_off' });
+      for (const type of ['text/plain; charset=utf-8', 'Application/PDF', 'application/vnd.ms-excel', 'text/plain; charset="utf-8"']) {
+        // A powered-off scribe answers once the body passed validation, before any download.
+        const res = await submit({ task: { summary: 'x', attachments: [{ url: 'https://a.example/x', content_type: type }] } }, powered);
+        expect(res.body, type).to.deep.equal({ error: 'Scribe is not active' });
+      }
     });
     it('puts body validation before "Scribe is not active"', async () => {
       const off = await h.tenant({ slug: 'sleepy', state: 'powered_off' });

@@ -145,6 +145,21 @@ describe('console pages and actions', () => {
         await files.close();
       }
     });
+
+    it('serves a stored file with a safe type and name whatever the database holds (rows from before the checks)', async () => {
+      const files = await startFileServer({ '/x.txt': (_req, res) => res.writeHead(200).end('hello') });
+      try {
+        const id = await receipt({ summary: 'Old row', attachments: [{ url: `${files.url}/x.txt`, content_type: 'text/plain' }] });
+        await h.db('attachments').where({ request_id: id }).update({ content_type: 'text/plain\r\nX-Injected: 1', filename: 'invoice\u202Efdp.exe' });
+        const file = await admin.get(`/receipts/${id}/attachments/0`);
+        expect(file.status).to.equal(200);
+        expect(file.headers['content-type']).to.equal('application/octet-stream');
+        expect(file.headers).to.not.have.property('x-injected');
+        expect(file.headers['content-disposition']).to.equal('attachment; filename=invoicefdp.exe');
+      } finally {
+        await files.close();
+      }
+    });
   });
 
   describe('tasks and sessions', () => {

@@ -20,6 +20,7 @@ describe('loadConfig()', () => {
       logFormat: 'json',
       openai: { baseUrl: 'https://api.openai.com/v1', apiKey: undefined, model: undefined, timeoutMs: 60_000, maxRetries: 2 },
       retention: { sessionDays: undefined, orphanFiles: false },
+      http: { headersTimeoutMs: 20_000, requestTimeoutMs: 30_000 },
     });
     expect(Object.isFrozen(config)).to.equal(true);
   });
@@ -30,6 +31,7 @@ describe('loadConfig()', () => {
       ATTACHMENTS_ALLOW_PRIVATE: 'true', RATE_LIMIT_PER_MINUTE: '0', METRICS_TOKEN: 'tok', TRUST_PROXY: '1', LOG_LEVEL: 'debug',
       OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', OPENAI_API_KEY: 'sk-x', OPENAI_MODEL: 'llama3', OPENAI_TIMEOUT_MS: '5000', OPENAI_MAX_RETRIES: '0',
       RETENTION_SESSION_DAYS: '30', RETENTION_ORPHAN_FILES: 'true', LOG_FORMAT: 'pretty', READ_THREADS: '0',
+      HTTP_HEADERS_TIMEOUT_MS: '5000', HTTP_REQUEST_TIMEOUT_MS: '15000',
     });
     expect(config).to.deep.equal({
       port: 8080, host: '0.0.0.0', dataDir: '/srv/scribe', databaseFile: '/srv/db/s.sqlite', sessionSecret: 'a-very-long-secret-value',
@@ -37,7 +39,12 @@ describe('loadConfig()', () => {
       openai: { baseUrl: 'http://127.0.0.1:11434/v1', apiKey: 'sk-x', model: 'llama3', timeoutMs: 5000, maxRetries: 0 },
       retention: { sessionDays: 30, orphanFiles: true },
       readThreads: 0,
+      http: { headersTimeoutMs: 5000, requestTimeoutMs: 15_000 },
     });
+  });
+
+  it('keeps the headers timeout within the request timeout, as Node requires', () => {
+    expect(loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '60000', HTTP_REQUEST_TIMEOUT_MS: '1000' }).http).to.deep.equal({ headersTimeoutMs: 1000, requestTimeoutMs: 1000 });
   });
 
   it('reads entry pages in two to four threads unless READ_THREADS says otherwise', () => {
@@ -65,7 +72,7 @@ describe('loadConfig()', () => {
     ['PORT', 'abc'], ['PORT', '70000'], ['ATTACHMENTS_ALLOW_PRIVATE', 'sometimes'], ['RATE_LIMIT_PER_MINUTE', '1.5'],
     ['LOG_LEVEL', 'verbose'], ['SESSION_SECRET', 'short'], ['OPENAI_BASE_URL', 'ftp://models.local'], ['OPENAI_BASE_URL', 'not a url'],
     ['OPENAI_TIMEOUT_MS', 'soon'], ['OPENAI_MAX_RETRIES', '-1'], ['RETENTION_SESSION_DAYS', '0'], ['RETENTION_ORPHAN_FILES', 'maybe'], ['LOG_FORMAT', 'xml'],
-    ['READ_THREADS', '-1'], ['READ_THREADS', '65'], ['READ_THREADS', 'many'],
+    ['READ_THREADS', '-1'], ['READ_THREADS', '65'], ['READ_THREADS', 'many'], ['HTTP_HEADERS_TIMEOUT_MS', '50'], ['HTTP_REQUEST_TIMEOUT_MS', 'never'],
   ];
   for (const [name, value] of bad) {
     it(`rejects ${name}=${value}, naming the variable`, () => {

@@ -6,6 +6,8 @@ import { NotFoundError } from '../../http/errors.js';
 import { REQUEST_ID_PATTERN } from '../../lib/ids.js';
 import { findReceipt, listReceipts } from '../queries.js';
 import { scribeFilter } from './filters.js';
+import { sanitizeFilename } from '../../requests/attachments/fetch.js';
+import { servableMediaType } from '../../requests/attachments/media-type.js';
 
 const PAGE = 25;
 /** The time filter's choices: how far back, in milliseconds. */
@@ -62,8 +64,9 @@ export function receiptRoutes(services: Services): Router {
     const found = REQUEST_ID_PATTERN.test(id) ? await findReceipt(services.db, req.user!.organization_id, id) : undefined;
     const file = found?.attachments.find((a: { position: number }) => String(a.position) === req.params.position);
     if (!found || !file) throw new NotFoundError(messages.attachmentNotFound);
-    res.attachment(file.filename);
-    res.type(file.content_type);
+    // Sanitized again and typed safely whatever the database holds (rows older than the checks at submit).
+    res.attachment(sanitizeFilename(file.filename));
+    res.type(servableMediaType(file.content_type));
     res.set('X-Content-Type-Options', 'nosniff');
     res.sendFile(services.attachmentStore.pathFor(file.sha256));
   });

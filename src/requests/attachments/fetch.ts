@@ -78,10 +78,16 @@ function lastPathSegment(url: URL): string {
   }
 }
 
-/** A name safe to offer in a download: no paths, control characters or leading dots. */
+/**
+ * A name safe to offer in a download: no paths, control characters or leading dots, and none
+ * of the invisible characters that make a name read as something else (a right-to-left
+ * override turns "invoice\u202Efdp.exe" into "invoiceexe.pdf" on screen; zero-width and
+ * other default-ignorable characters, line and paragraph separators).
+ */
 export function sanitizeFilename(name: string): string {
   const cleaned = name
-    .replace(/[\u0000-\u001f\u007f/\\:*?"<>|]+/g, '_')
+    .replace(/[\p{Default_Ignorable_Code_Point}\p{Cf}\p{Zl}\p{Zp}]/gu, '')
+    .replace(/[\u0000-\u001f\u007f-\u009f/\\:*?"<>|]+/g, '_')
     .replace(/^[.\s]+/, '')
     .trim()
     .slice(0, 255);
