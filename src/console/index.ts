@@ -99,7 +99,8 @@ function baseLocals(req: Request) {
 /** Errors as pages: what staff can act on is said; anything else is logged and shown as a plain 500. */
 function errorPage(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
-    const status = typeof err?.status === 'number' && err.status >= 400 && err.status < 500 ? err.status : 500;
+    // A known error's own status (a 503 "Search timed out" among them); anything else is ours.
+    const status = err instanceof HttpError || (typeof err?.status === 'number' && err.status >= 400 && err.status < 500) ? err.status : 500;
     if (status === 500) logger.error({ err, requestId: req.id }, 'console request failed');
     const text = status === 500 ? 'Something went wrong on our side. It has been logged.' : String(err.message);
     const title = status === 404 ? 'Not found' : status === 403 ? 'Not allowed' : status === 500 ? 'Server error' : 'Cannot do that';

@@ -14,10 +14,18 @@ const reader = createPageReader({ db: openDatabase(databaseFile, { readonly: tru
 
 export type ReadResult = { page: JsonPage } | { error: { status: number; message: string } };
 
+/** A read as the server's thread sends it: `budgetMs`, when given, limits it to that long from when it starts here. */
+export interface ReadTask {
+  type: EntryTypeWithFields;
+  options: ListOptions & { deadline: number; budgetMs?: number };
+}
+
 /** One page read. A caller's mistake (a bad query or cursor) comes back as a value, with its status and text. */
-export default async function readPage({ type, options }: { type: EntryTypeWithFields; options: ListOptions }): Promise<ReadResult> {
+export default async function readPage({ type, options }: ReadTask): Promise<ReadResult> {
+  const { budgetMs, ...rest } = options;
+  const deadline = budgetMs === undefined ? rest.deadline : Math.min(rest.deadline, Date.now() + budgetMs);
   try {
-    return { page: await reader.listJson(type, options) };
+    return { page: await reader.listJson(type, { ...rest, deadline }) };
   } catch (err) {
     if (err instanceof HttpError) return { error: { status: err.status, message: err.message } };
     throw err;

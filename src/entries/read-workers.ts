@@ -4,7 +4,7 @@ import { Piscina } from 'piscina';
 import { ClientClosedRequestError, HttpError } from '../http/errors.js';
 import type { EntryTypeWithFields } from './entry-type-service.js';
 import { type JsonPage, type ListOptions, READ_TIMEOUT_MS, SearchTimedOutError } from './page-reader.js';
-import type { ReadResult } from './read-worker.js';
+import type { ReadResult, ReadTask } from './read-worker.js';
 import { SearchGate } from './search-gate.js';
 
 export interface ReadWorkerData {
@@ -30,6 +30,11 @@ const WORKER_FILE = new URL(`./read-worker${path.extname(import.meta.url)}`, imp
  */
 const TERMINATE_AFTER_MS = 1000;
 
+/** How long a search may take in the threads that pages share before it moves to the slow lane. */
+const FAST_BUDGET_MS = 50;
+
+const timedOut = (result: ReadResult) => 'error' in result && result.error.status === 503;
+
 /**
  * Entry pages read in worker threads, each with its own read-only connection (SQLite in WAL
  * mode lets readers run beside the writer, and each statement sees every commit made
@@ -38,10 +43,12 @@ const TERMINATE_AFTER_MS = 1000;
  * that time while the server's thread goes on answering HTTP, and on a machine with a
  * second core both run at once (docs/performance.md).
  *
- * Pages without `q` and searches have threads of their own, so no search, however slow,
- * holds up a plain page; an organization runs at most `threads - 1` searches at once (see
- * SearchGate), so no tenant holds up another's searches either. A read gets 5 s, waiting
- * included (503 `Search timed out`); a caller that goes away (`signal`) stops its read.
+ * A search gets FAST_BUDGET_MS in the threads that pages share; one that needs longer stops
+ * there (its statements check their deadline) and goes on in threads of its own, where an
+ * organization runs at most `threads - 1` at once (SearchGate). So no search, however slow,
+ * holds up a page for long, and no tenant holds up another's searches. A read gets 5 s,
+ * waiting included (503 `Search timed out`); a caller that goes away (`signal`) stops a
+ * search in the slow lane.
  */
 export function createReadWorkers({
   threads,
@@ -52,15 +59,15 @@ export function createReadWorkers({
   // Piscina (maintained by Node.js core contributors) keeps the threads, queues the reads,
   // replaces a thread that dies and terminates the thread of a read that is aborted. Started
   // with the first read, so that a process that reads no entries starts no threads.
-  const pool = (concurrentTasksPerWorker: number) => {
+  const pool = (size: number, concurrentTasksPerWorker: number) => {
     let started: Piscina | undefined;
     return {
       get: () =>
         (started ??= new Piscina({
           filename: workerFile.href,
           workerData: data,
-          minThreads: threads,
-          maxThreads: threads,
+          minThreads: size,
+          maxThreads: size,
           idleTimeout: Infinity,
           concurrentTasksPerWorker,
         })),
@@ -69,24 +76,52 @@ export function createReadWorkers({
       },
     };
   };
-  // A pages thread takes its next read while the last page travels back to the server's
-  // thread (selective search bench row: 1,819 -> 2,710 req/s). A search thread runs one at
-  // a time: stopping a search terminates its thread, which must not take another read along.
-  const pages = pool(2);
-  const searches = pool(1);
+  // Pages, and the first FAST_BUDGET_MS of every search. A thread takes its next read while
+  // the last page travels back to the server's thread (selective search bench row: 1,819 ->
+  // 2,710 req/s), so these reads carry no abort signal: piscina never queues a read behind
+  // an abortable one, and each of these stops at its short deadline by itself.
+  const reads = pool(threads, 2);
+  // Searches that need longer: one at a time per thread, so that stopping one (terminating
+  // its thread) never takes another along; an organization gets at most threads - 1 of them.
+  const slow = pool(threads, 1);
   const gate = new SearchGate(Math.max(1, threads - 1));
 
   // Piscina's own close() can end reads still waiting in its queue; these are waited for.
   const underWay = new Set<Promise<unknown>>();
 
+  /**
+   * A page, or a search's first FAST_BUDGET_MS, in the shared threads; a search that needs
+   * longer goes on in the slow lane: it waits for its organization's turn, and is aborted
+   * (its thread terminated) when the caller goes away or a second past the deadline. Timers
+   * and listeners rather than AbortSignal.timeout/any, which cost more per read than they save.
+   */
   async function read(type: EntryTypeWithFields, options: ListOptions, signal?: AbortSignal): Promise<ReadResult> {
     const deadline = Date.now() + timeoutMs;
-    const task = { type, options: { ...options, deadline } };
-    const overdue = AbortSignal.timeout(timeoutMs + TERMINATE_AFTER_MS);
-    const stop = signal ? AbortSignal.any([signal, overdue]) : overdue;
-    if (!options.q?.trim()) return pages.get().run(task, { signal: stop }) as Promise<ReadResult>;
-    const waitUntil = AbortSignal.any([stop, AbortSignal.timeout(timeoutMs)]);
-    return gate.run(type.organization_id, waitUntil, () => searches.get().run(task, { signal: stop }) as Promise<ReadResult>);
+    const search = Boolean(options.q?.trim());
+    // The budget runs from when a thread takes the search up, not while it waits in the queue.
+    const quick: ReadTask = { type, options: { ...options, deadline, ...(search && { budgetMs: FAST_BUDGET_MS }) } };
+    const first = (await reads.get().run(quick)) as ReadResult;
+    if (!search || !timedOut(first) || Date.now() >= deadline) return first;
+    signal?.throwIfAborted();
+
+    const task: ReadTask = { type, options: { ...options, deadline } };
+    const stop = new AbortController();
+    const waiting = new AbortController();
+    const gone = () => stop.abort(signal!.reason);
+    signal?.addEventListener('abort', gone, { once: true });
+    const overdue = setTimeout(() => stop.abort(new SearchTimedOutError()), deadline - Date.now() + TERMINATE_AFTER_MS);
+    const waitedTooLong = setTimeout(() => waiting.abort(new SearchTimedOutError()), deadline - Date.now());
+    stop.signal.addEventListener('abort', () => waiting.abort(stop.signal.reason), { once: true });
+    try {
+      return await gate.run(type.organization_id, waiting.signal, () => {
+        clearTimeout(waitedTooLong);
+        return slow.get().run(task, { signal: stop.signal }) as Promise<ReadResult>;
+      });
+    } finally {
+      clearTimeout(overdue);
+      clearTimeout(waitedTooLong);
+      signal?.removeEventListener('abort', gone);
+    }
   }
 
   return {
@@ -98,7 +133,7 @@ export function createReadWorkers({
         result = await run;
       } catch (err) {
         if (signal?.aborted) throw new ClientClosedRequestError();
-        if ((err as Error)?.name === 'AbortError' || (err as Error)?.name === 'TimeoutError') throw new SearchTimedOutError();
+        if (err instanceof SearchTimedOutError || (err as Error)?.name === 'AbortError') throw new SearchTimedOutError();
         throw err;
       } finally {
         underWay.delete(run);
@@ -109,7 +144,7 @@ export function createReadWorkers({
 
     /** The running threads, plain pages' and searches' (none before the first read). */
     get threads(): readonly Worker[] {
-      return [...(pages.started?.threads ?? []), ...(searches.started?.threads ?? [])];
+      return [...(reads.started?.threads ?? []), ...(slow.started?.threads ?? [])];
     },
 
     /** Searches of the organization running now, and waiting for a slot. */
@@ -118,7 +153,7 @@ export function createReadWorkers({
     /** Lets the reads under way finish, then ends the threads. */
     async close(): Promise<void> {
       while (underWay.size) await Promise.allSettled(underWay);
-      await Promise.all([pages.started?.close(), searches.started?.close()]);
+      await Promise.all([reads.started?.close(), slow.started?.close()]);
     },
   };
 }

@@ -64,7 +64,7 @@ export async function load(name: string, options: autocannon.Options): Promise<R
   const run: autocannon.Options & { warmup: { connections: number; duration: number } } = {
     connections: CONNECTIONS,
     duration: DURATION_S,
-    warmup: { connections: CONNECTIONS, duration: WARMUP_S },
+    warmup: { connections: options.connections ?? CONNECTIONS, duration: WARMUP_S },
     ...options,
   };
   const result: Result = await autocannon(run);
