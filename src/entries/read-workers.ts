@@ -32,6 +32,8 @@ const TERMINATE_AFTER_MS = 1000;
 
 /** How long a search may take in the threads that pages share before it moves to the slow lane. */
 const FAST_BUDGET_MS = 50;
+const SLOW_QUERIES_KEPT = 1000;
+const SLOW_QUERY_TTL_MS = 60_000;
 
 const timedOut = (result: ReadResult) => 'error' in result && result.error.status === 503;
 
@@ -85,6 +87,15 @@ export function createReadWorkers({
   // its thread) never takes another along; an organization gets at most threads - 1 of them.
   const slow = pool(threads, 1);
   const gate = new SearchGate(Math.max(1, threads - 1));
+  // Searches (type and q) that outlasted their budget in the last minute go straight to the
+  // slow lane instead of spending it again; all forgotten at once at the cap, like the plan
+  // estimates (a forgotten one only spends its 50 ms again).
+  const slowQueries = new Map<string, number>();
+  const remember = (query: string) => {
+    if (slowQueries.size >= SLOW_QUERIES_KEPT) slowQueries.clear();
+    slowQueries.set(query, Date.now() + SLOW_QUERY_TTL_MS);
+  };
+  const knownSlow = (query: string) => (slowQueries.get(query) ?? 0) > Date.now();
 
   // Piscina's own close() can end reads still waiting in its queue; these are waited for.
   const underWay = new Set<Promise<unknown>>();
@@ -98,11 +109,15 @@ export function createReadWorkers({
   async function read(type: EntryTypeWithFields, options: ListOptions, signal?: AbortSignal): Promise<ReadResult> {
     const deadline = Date.now() + timeoutMs;
     const search = Boolean(options.q?.trim());
-    // The budget runs from when a thread takes the search up, not while it waits in the queue.
-    const quick: ReadTask = { type, options: { ...options, deadline, ...(search && { budgetMs: FAST_BUDGET_MS }) } };
-    const first = (await reads.get().run(quick)) as ReadResult;
-    if (!search || !timedOut(first) || Date.now() >= deadline) return first;
-    signal?.throwIfAborted();
+    const known = search ? `${type.id}\u0000${options.q}` : '';
+    if (!search || !knownSlow(known)) {
+      // The budget runs from when a thread takes the search up, not while it waits in the queue.
+      const quick: ReadTask = { type, options: { ...options, deadline, ...(search && { budgetMs: FAST_BUDGET_MS }) } };
+      const first = (await reads.get().run(quick)) as ReadResult;
+      if (!search || !timedOut(first) || Date.now() >= deadline) return first;
+      remember(known);
+      signal?.throwIfAborted();
+    }
 
     const task: ReadTask = { type, options: { ...options, deadline } };
     const stop = new AbortController();
@@ -147,8 +162,11 @@ export function createReadWorkers({
       return [...(reads.started?.threads ?? []), ...(slow.started?.threads ?? [])];
     },
 
-    /** Searches of the organization running now, and waiting for a slot. */
+    /** Searches of the organization in the slow lane now, and waiting for their turn there. */
     searchLoad: (organizationId: string) => gate.load(organizationId),
+
+    /** Whether this search of the type outlasted its budget in the last minute (it then starts in the slow lane). */
+    knownSlow: (typeId: string, q: string) => knownSlow(`${typeId}\u0000${q}`),
 
     /** Lets the reads under way finish, then ends the threads. */
     async close(): Promise<void> {

@@ -165,6 +165,15 @@ describe('entry reads that do not end by themselves, cancelled reads, and fairne
     }
   });
 
+  it('sends a search that outlasted its 50 ms lately straight to the slow lane', async () => {
+    await bothLanesStarted();
+    expect(h.services.readWorkers!.knownSlow(fx.companies.id, 'busy:100')).to.equal(true);
+    expect(h.services.readWorkers!.knownSlow(fx.companies.id, 'busy:101')).to.equal(false);
+    expect((await list(t, fx.companies.id, 'q=busy:20')).status).to.equal(200);
+    expect(h.services.readWorkers!.knownSlow(fx.companies.id, 'busy:20'), 'within its budget').to.equal(false);
+    expect((await list(t, fx.companies.id, 'q=busy:100')).status).to.equal(200);
+  });
+
   it("answers a page, and another tenant's search, while two slow searches of one tenant run", async () => {
     // Both kinds of thread started (as on a server that has been serving for a while).
     await Promise.all([list(t, fx.companies.id, 'limit=1'), list(other, otherFx.companies.id, 'q=warm')]);
