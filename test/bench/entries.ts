@@ -141,6 +141,8 @@ async function firstPageUnderAttack(serverUrl: string, typeId: string, key: stri
   }
 }
 
+const cell = (text: string) => text.replace(/\|/g, '\\|');
+
 export async function benchEntries(dataDir: string, n: number): Promise<void> {
   const { services, key, contacts, scenarios, loadSeconds, close } = await prepareEntries(dataDir, n);
   const plans = new Map<string, string>();
@@ -182,7 +184,8 @@ export async function benchEntries(dataDir: string, n: number): Promise<void> {
     '',
     '| scenario | q | matches | req/s | p50 ms | p99 ms | errors |',
     '|---|---|---:|---:|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.name} | \`${r.note}\` | ${matches.get(r.name) ?? ''} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} |`),
+    // A | inside a table cell, even in code, ends the cell unless escaped.
+    ...rows.map((r) => `| ${cell(r.name)} | \`${cell(r.note ?? '')}\` | ${matches.get(r.name) ?? ''} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} |`),
     '',
     'Target (issue 3): every scenario p50 ≤ 20 ms at 100,000 entries; the deep page as fast as the first.',
     'Target (issue 12): each adversarial row (one client, so p50 is one search\'s time) p50 under 100 ms at 100,000 entries; the first page still served while two adversarial searches run.',
