@@ -1,12 +1,17 @@
 import type { Knex } from 'knex';
 
 /**
- * A substring index over text field values for search (SQLite FTS5 with the trigram
- * tokenizer), kept in step with entry_values by triggers. SQLite-specific by nature; the
- * only code that queries it is src/entries/search/text-match.ts. A PostgreSQL install would
- * use a pg_trgm index on entry_values.text_folded instead.
+ * A substring index over text field values for search: on SQLite an FTS5 table with the
+ * trigram tokenizer, kept in step with entry_values by triggers; on PostgreSQL a pg_trgm GIN
+ * index on the column itself (pg_trgm is a trusted extension: the database's owner may
+ * create it). The only code that queries either is src/entries/search/text-index.ts.
  */
 export async function up(knex: Knex): Promise<void> {
+  if (knex.client.config.client === 'pg') {
+    await knex.raw('create extension if not exists pg_trgm');
+    await knex.raw('create index entry_values_text_trgm on entry_values using gin (text_folded gin_trgm_ops)');
+    return;
+  }
   await knex.raw(`create virtual table entry_values_fts using fts5(
     text_folded, content = 'entry_values', content_rowid = 'id', tokenize = 'trigram'
   )`);
@@ -25,6 +30,10 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
+  if (knex.client.config.client === 'pg') {
+    await knex.raw('drop index entry_values_text_trgm');
+    return;
+  }
   await knex.raw('drop trigger entry_values_fts_update');
   await knex.raw('drop trigger entry_values_fts_delete');
   await knex.raw('drop trigger entry_values_fts_insert');

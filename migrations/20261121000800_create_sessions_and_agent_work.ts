@@ -30,7 +30,7 @@ export async function up(knex: Knex): Promise<void> {
   });
   // The runtime's queue of sessions to answer; only those, so it stays small.
   await knex.schema.alterTable('sessions', (t) => {
-    t.index(['created_at'], 'sessions_reply_queue', { predicate: knex.whereRaw('reply_due = 1') });
+    t.index(['created_at'], 'sessions_reply_queue', { predicate: knex.whereRaw('reply_due') });
   });
 
   await knex.schema.createTable('session_messages', (t) => {

@@ -77,8 +77,9 @@ export async function down(knex: Knex): Promise<void> {
   await knex.raw('analyze');
 }
 
-/** SQLite FTS5 (see migration 20261121000700): the same table and triggers, with the given detail. */
+/** SQLite FTS5 (see migration 20261121000700): the same table and triggers, with the given detail. PostgreSQL's pg_trgm index has no such option. */
 async function rebuildTextIndex(knex: Knex, detail: 'none' | 'full'): Promise<void> {
+  if (knex.client.config.client === 'pg') return;
   for (const trigger of ['entry_values_fts_update', 'entry_values_fts_delete', 'entry_values_fts_insert']) await knex.raw(`drop trigger if exists ${trigger}`);
   await knex.raw('drop table if exists entry_values_fts');
   await knex.raw(`create virtual table entry_values_fts using fts5(

@@ -1,11 +1,17 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { type DatabaseKind, databaseKindOf } from './db/dialect.js';
+import { DEFAULT_POOL_SIZE } from './db/knex.js';
 
 /** Booleans as operators write them in env files. */
 const envBoolean = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be true or false' })
   .transform((value) => value === 'true' || value === '1' || value === 'yes');
+
+/** `all`: HTTP and background work; `web`: HTTP only; `worker`: background work only, no port. */
+const PROCESS_ROLES = ['all', 'web', 'worker'] as const;
+export type ProcessRole = (typeof PROCESS_ROLES)[number];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -13,7 +19,13 @@ const envSchema = z.object({
   PORT: z.coerce.number({ error: 'must be a port number' }).int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATA_DIR: z.string().min(1).default('./data'),
+  // A SQLite file (the default: <DATA_DIR>/scribe.sqlite) or a postgres:// URL.
   DATABASE_URL: z.string().min(1).optional(),
+  // Connections each process keeps to PostgreSQL (docs/deploy.md); SQLite uses one.
+  DATABASE_POOL_SIZE: z.coerce.number({ error: 'must be a whole number' }).int().min(1).max(1000).default(DEFAULT_POOL_SIZE),
+  // Server processes `npm start` runs, sharing PORT; and what each process does.
+  WEB_CONCURRENCY: z.coerce.number({ error: 'must be a whole number' }).int().min(1).max(256).default(1),
+  PROCESS_ROLE: z.enum(PROCESS_ROLES, { error: `must be one of ${PROCESS_ROLES.join(', ')}` }).default('all'),
   SESSION_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   ATTACHMENTS_ALLOW_PRIVATE: envBoolean.default(false),
   RATE_LIMIT_PER_MINUTE: z.coerce.number({ error: 'must be a whole number' }).int().min(0).default(600),
@@ -52,7 +64,12 @@ export interface Config {
   readonly port: number;
   readonly host: string;
   readonly dataDir: string;
-  readonly databaseFile: string;
+  /** The database: a SQLite file's absolute path, or a PostgreSQL URL. */
+  readonly databaseUrl: string;
+  readonly databaseKind: DatabaseKind;
+  readonly databasePoolSize: number;
+  readonly webConcurrency: number;
+  readonly processRole: ProcessRole;
   /** Unset means: generated once and kept in the data directory (see server start). */
   readonly sessionSecret: string | undefined;
   readonly attachmentsAllowPrivate: boolean;
@@ -64,7 +81,7 @@ export interface Config {
   readonly logFormat: 'json' | 'pretty';
   readonly openai: OpenAiConfig;
   readonly retention: RetentionConfig;
-  /** Worker threads that read entry pages; 0 reads them in the server's thread. */
+  /** Worker threads that read entry pages; 0 reads them in the server's thread (always, on PostgreSQL, whose reads do not block it). */
   readonly readThreads: number;
   readonly http: HttpConfig;
 }
@@ -109,11 +126,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const e = parsed.data;
   const dataDir = path.resolve(e.DATA_DIR);
+  const databaseUrl = e.DATABASE_URL ?? path.join(dataDir, 'scribe.sqlite');
+  const databaseKind = databaseKindOf(databaseUrl);
   return Object.freeze({
     port: e.PORT,
     host: e.HOST,
     dataDir,
-    databaseFile: e.DATABASE_URL ? path.resolve(e.DATABASE_URL) : path.join(dataDir, 'scribe.sqlite'),
+    databaseUrl: databaseKind === 'sqlite' ? path.resolve(databaseUrl) : databaseUrl,
+    databaseKind,
+    databasePoolSize: e.DATABASE_POOL_SIZE,
+    webConcurrency: e.WEB_CONCURRENCY,
+    processRole: e.PROCESS_ROLE,
     sessionSecret: e.SESSION_SECRET,
     attachmentsAllowPrivate: e.ATTACHMENTS_ALLOW_PRIVATE,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
@@ -122,7 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT ?? (e.NODE_ENV === 'development' ? 'pretty' : 'json'),
     retention: Object.freeze({ sessionDays: e.RETENTION_SESSION_DAYS, orphanFiles: e.RETENTION_ORPHAN_FILES }),
-    readThreads: e.READ_THREADS ?? defaultReadThreads(),
+    readThreads: databaseKind === 'postgres' ? 0 : (e.READ_THREADS ?? defaultReadThreads()),
     // Node wants the headers' limit no larger than the request's.
     http: Object.freeze({ headersTimeoutMs: Math.min(e.HTTP_HEADERS_TIMEOUT_MS, e.HTTP_REQUEST_TIMEOUT_MS), requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS }),
     openai: Object.freeze({

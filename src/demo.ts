@@ -9,7 +9,7 @@ import { seed } from '../seeds/demo.js';
 const config = configOrExit();
 const logger = processLogger(config);
 
-const db = openDatabase(config.databaseFile);
+const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
 await migrateToLatest(db);
 const seeding = createServices({ config, db, logger, options: { dispatchOnAccept: false, runOnNewWork: false } });
 const demo = await seed(seeding);

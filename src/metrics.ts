@@ -51,7 +51,7 @@ export function createMetrics(db: Db) {
     labelNames: ['kind'] as const,
     registers: [registry],
     async collect() {
-      const sessions = await db('sessions').whereRaw('reply_due = 1').count({ n: '*' }).first();
+      const sessions = await db('sessions').whereRaw('reply_due').count({ n: '*' }).first();
       const tasks = await db('tasks').whereIn('status', ['open', 'in_progress']).count({ n: '*' }).first();
       this.set({ kind: 'sessions' }, Number(sessions?.n ?? 0));
       this.set({ kind: 'tasks' }, Number(tasks?.n ?? 0));

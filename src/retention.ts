@@ -21,7 +21,7 @@ export function createRetention({ db, clock, logger, attachmentsDir, config }: {
     if (config.sessionDays === undefined) return 0;
     const before = new Date(clock().getTime() - config.sessionDays * DAY_MS).toISOString();
     // Messages go with their session (foreign key ON DELETE CASCADE).
-    return db('sessions').whereIn('state', ['completed', 'failed']).whereRaw('reply_due = 0').where('updated_at', '<', before).delete();
+    return db('sessions').whereIn('state', ['completed', 'failed']).whereRaw('not reply_due').where('updated_at', '<', before).delete();
   }
 
   async function pruneOrphanFiles(): Promise<number> {

@@ -2,7 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
-import { openDatabase, optimizeDatabase } from './db/knex.js';
+import { openDatabase } from './db/knex.js';
+import { dialectOf } from './db/dialect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createServices, type ServiceOptions } from './services.js';
 import { createApp } from './app.js';
@@ -24,9 +25,9 @@ export interface RunningServer {
  * `stop()` undoes it in order: stop ticking, finish in-flight requests, close the database.
  */
 export async function startServer(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<RunningServer> {
-  const db = openDatabase(config.databaseFile);
+  const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   await migrateToLatest(db);
-  await optimizeDatabase(db);
+  await dialectOf(db).optimize(db);
   const services = createServices({ config, db, logger, options });
   const app = createApp({ config, logger, services, sessionSecret: resolveSessionSecret(config.sessionSecret, config.dataDir) });
   const scheduler = createScheduler(backgroundJobs(services), logger);

@@ -18,6 +18,7 @@ import { createAttachmentStore } from './requests/attachments/store.js';
 import { createAuditLog } from './audit/service.js';
 import { createMetrics } from './metrics.js';
 import { createRetention } from './retention.js';
+import { createMaintenance } from './maintenance.js';
 import { createIdempotency } from './http/idempotency.js';
 import { createSessionService } from './sessions/service.js';
 import { createTaskService } from './tasks/service.js';
@@ -77,9 +78,9 @@ export function createServices({ config, db, logger, options = {} }: { config: C
   const entryTypes = createEntryTypeService({ db, clock });
   const readWorkers =
     config.readThreads > 0
-      ? createReadWorkers({ threads: config.readThreads, databaseFile: config.databaseFile, searchDriveLimit: options.searchDriveLimit, ...options.reads })
+      ? createReadWorkers({ threads: config.readThreads, databaseFile: config.databaseUrl, searchDriveLimit: options.searchDriveLimit, ...options.reads })
       : undefined;
-  const entries = createEntryService({ db, clock, entryTypes, readWorkers, searchDriveLimit: options.searchDriveLimit });
+  const entries = createEntryService({ db, clock, entryTypes, readWorkers, searchDriveLimit: options.searchDriveLimit, readTimeoutMs: options.reads?.timeoutMs });
 
   // New sessions, tasks given input and scribes powered on wake the runtime at once;
   // the cron job is the backstop. Fulfilled receipts reach it through that job too.
@@ -132,6 +133,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     metrics,
     idempotency: createIdempotency({ db, clock }),
     retention: createRetention({ db, clock, logger, attachmentsDir: path.join(config.dataDir, 'attachments'), config: config.retention }),
+    maintenance: createMaintenance({ db, clock }),
     attachmentStore: store,
     /** Stops background work and releases sockets; the caller closes the database. */
     async stop(): Promise<void> {

@@ -5,6 +5,7 @@ import { openDatabase } from '../db/knex.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { createServices } from '../services.js';
 import { HttpError } from '../http/errors.js';
+import { BackupNotSupportedError } from '../db/dialect.js';
 import { FLAGS, UsageError, commands, usage } from './commands.js';
 
 /**
@@ -36,7 +37,7 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv): Promise<
     throw err;
   }
   const logger = createLogger('silent');
-  const db = openDatabase(config.databaseFile);
+  const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   const services = createServices({ config, db, logger, options: { dispatchOnAccept: false, runOnNewWork: false } });
   try {
     await migrateToLatest(db);
@@ -48,7 +49,7 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv): Promise<
       process.stderr.write(`error: ${err.message}\nusage: ${command.usage}\n`);
       return 2;
     }
-    if (err instanceof HttpError) {
+    if (err instanceof HttpError || err instanceof BackupNotSupportedError) {
       process.stderr.write(`error: ${err.message}\n`);
       return 1;
     }

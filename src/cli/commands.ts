@@ -1,6 +1,5 @@
 import type { Services } from '../services.js';
 import { operatorActor } from '../audit/service.js';
-import { backupDatabase } from '../db/backup.js';
 
 /** What a command needs: its parsed flags and the services. */
 type Flags = Record<string, string | boolean | undefined>;
@@ -113,7 +112,7 @@ export const commands: Record<string, Command> = {
   },
   backup: {
     usage: 'backup --to FILE',
-    run: (flags, s) => backupDatabase(s.db, required(flags, 'to')),
+    run: (flags, s) => s.maintenance.backup(required(flags, 'to')),
   },
   'user create': {
     usage: 'user create --org ORG_ID --email EMAIL --password PASSWORD [--role admin|viewer]',

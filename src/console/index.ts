@@ -4,7 +4,7 @@ import { ConnectSessionKnexStore } from 'connect-session-knex';
 import { csrfSync } from 'csrf-sync';
 import type { Logger } from '../logger.js';
 import type { Services } from '../services.js';
-import { HttpError } from '../http/errors.js';
+import { BadRequestError, HttpError } from '../http/errors.js';
 import { BODY_LIMIT, refuseDeclaredTooLarge } from '../http/json-body.js';
 import { PUBLIC_DIR } from '../lib/paths.js';
 import { SESSION_COOKIE, authRoutes, loadUser, requireUser } from './auth.js';
@@ -63,6 +63,7 @@ export function consoleRouter({
     }),
   );
   router.use(express.urlencoded({ extended: false, limit: BODY_LIMIT }));
+  router.use(refuseNul);
   const csrf = csrfSync({
     getTokenFromRequest: (req) => (typeof req.body?._csrf === 'string' ? req.body._csrf : req.get('x-csrf-token')),
     errorConfig: { statusCode: 403, message: 'The form has expired or did not come from this console. Reload the page and try again.' },
@@ -109,3 +110,9 @@ function errorPage(logger: Logger): ErrorRequestHandler {
     res.status(status).render('error', { title, message: text, status });
   };
 }
+
+/** 400 for a form field or query value holding U+0000, which no database column can store (PostgreSQL refuses it). */
+const refuseNul: express.RequestHandler = (req, _res, next) => {
+  const values = [...Object.values((req.body as Record<string, unknown> | undefined) ?? {}), ...Object.values(req.query)];
+  next(values.some((value) => typeof value === 'string' && value.includes('\0')) ? new BadRequestError('Form fields must not contain U+0000') : undefined);
+};

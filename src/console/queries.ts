@@ -32,7 +32,7 @@ export async function dispatchBacklog(db: Db, organizationId: string): Promise<{
 
 /** Sessions owing an answer and tasks not yet worked, and the oldest of them. */
 export async function agentBacklog(db: Db, organizationId: string): Promise<{ sessions: number; tasks: number; oldest: string | null }> {
-  const sessions = await db('sessions').where({ organization_id: organizationId }).whereRaw('reply_due = 1').first(db.raw('count(*) as n'), db.raw('min(updated_at) as oldest'));
+  const sessions = await db('sessions').where({ organization_id: organizationId }).whereRaw('reply_due').first(db.raw('count(*) as n'), db.raw('min(updated_at) as oldest'));
   const tasks = await db('tasks').where({ organization_id: organizationId }).whereIn('status', ['open', 'in_progress']).first(db.raw('count(*) as n'), db.raw('min(updated_at) as oldest'));
   const oldest = [sessions?.oldest, tasks?.oldest].filter((v): v is string => typeof v === 'string').sort()[0] ?? null;
   return { sessions: Number(sessions?.n ?? 0), tasks: Number(tasks?.n ?? 0), oldest };
@@ -162,4 +162,9 @@ export async function findReceipt(db: Db, organizationId: string, id: string) {
   const attachments = await db('attachments').where({ request_id: id }).orderBy('position');
   const task = receipt.entity_id ? await db('tasks').where({ id: receipt.entity_id, organization_id: organizationId }).first('id', 'status', 'title') : undefined;
   return { receipt: receipt as RequestRow & { scribe_slug: string }, attachments, task: task as Pick<WorkedTaskRow, 'id' | 'status' | 'title'> | undefined };
+}
+
+/** Deletes console sign-in sessions that expired before `now`. */
+export async function deleteExpiredConsoleSessions(db: Db, now: string): Promise<number> {
+  return db('console_sessions').where('expired', '<', now).delete();
 }

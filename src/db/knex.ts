@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import { databaseKindOf } from './dialect.js';
 
 export type Db = Knex;
 
@@ -93,11 +95,23 @@ function cacheStatements(conn: BetterSqlite3.Database): void {
   }) as typeof conn.prepare;
 }
 
+export interface OpenOptions {
+  /** A connection that only reads (a read worker's, see entries/read-workers.ts). SQLite only. */
+  readonly?: boolean;
+  /** Most connections this process opens (PostgreSQL; SQLite always uses one). */
+  poolSize?: number;
+}
+
 /**
- * Opens the SQLite file (creating its folder), with the pragmas above on every connection;
- * `readonly` for a connection that only reads (a read worker's, see entries/read-workers.ts).
+ * Opens the database `location` names: a `postgres://` URL, or a SQLite file (creating its
+ * folder).
  */
-export function openDatabase(filename: string, { readonly = false }: { readonly?: boolean } = {}): Db {
+export function openDatabase(location: string, options: OpenOptions = {}): Db {
+  return databaseKindOf(location) === 'postgres' ? openPostgres(location, options) : openSqlite(location, options);
+}
+
+/** A SQLite file with the pragmas and functions above on every connection. */
+function openSqlite(filename: string, { readonly = false }: OpenOptions): Db {
   if (filename !== ':memory:' && !readonly) fs.mkdirSync(path.dirname(filename), { recursive: true });
   return knexFactory({
     client: 'better-sqlite3',
@@ -122,38 +136,19 @@ export function openDatabase(filename: string, { readonly = false }: { readonly?
   });
 }
 
-/** True when the error is SQLite refusing a duplicate key (a UNIQUE index or the primary key). */
-export function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: string } | null)?.code;
-  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-}
+// PostgreSQL sends 64-bit integers (count(*), bigint columns) and numerics as text, since
+// they may not fit a JavaScript number; counts and sizes here always do.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number.parseInt(value, 10));
+pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number.parseFloat(value));
 
-/** How long a process waits for another one's migrations before giving up. */
-const MIGRATION_LOCK_WAIT_MS = 60_000;
+/** Connections a process keeps to PostgreSQL when not told otherwise (docs/deploy.md, pool sizes). */
+export const DEFAULT_POOL_SIZE = 10;
 
-/**
- * Runs `fn` while holding an exclusive SQLite lock on a sidecar file next to the database.
- * The operating system releases the lock when its process dies, so a crash never leaves
- * it behind. (PostgreSQL would use an advisory lock here.)
- */
-export async function withMigrationLock<T>(db: Db, fn: () => Promise<T>): Promise<T> {
-  const filename = (db.client.config.connection as { filename: string }).filename;
-  if (filename === ':memory:') return fn();
-  const lock = new BetterSqlite3(`${filename}.migrate-lock`);
-  try {
-    lock.pragma(`busy_timeout = ${MIGRATION_LOCK_WAIT_MS}`);
-    lock.exec('BEGIN EXCLUSIVE');
-    return await fn();
-  } finally {
-    if (lock.inTransaction) lock.exec('COMMIT');
-    lock.close();
-  }
-}
-
-/**
- * Keeps the query planner's statistics current as data grows (SQLite's `PRAGMA optimize`,
- * which analyzes only tables that need it, with a bounded effort). Run at start and daily.
- */
-export async function optimizeDatabase(db: Db): Promise<void> {
-  await db.raw('pragma optimize');
+/** A PostgreSQL database through node-postgres; every session in UTC, so `now()` and timestamps never shift. */
+function openPostgres(url: string, { poolSize = DEFAULT_POOL_SIZE }: OpenOptions): Db {
+  return knexFactory({
+    client: 'pg',
+    connection: { connectionString: url, options: '-c timezone=UTC' },
+    pool: { min: 0, max: poolSize },
+  });
 }

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Knex } from 'knex';
-import { withMigrationLock, type Db } from './knex.js';
+import type { Db } from './knex.js';
+import { dialectOf } from './dialect.js';
 
 /**
  * The migrations folder, whether we run from TypeScript sources (tsx) or from `dist/`:
@@ -44,11 +45,12 @@ export function migrationConfig(): Knex.MigratorConfig {
 /**
  * Applies pending migrations. Several processes may start at once on a fresh database
  * (the server and admin commands), and Knex's own bookkeeping is check-then-create, so
- * migrations run under a cross-process lock (see `withMigrationLock`).
+ * migrations run under a cross-process lock (a sidecar file's lock on SQLite, an advisory
+ * lock on PostgreSQL: dialect.ts).
  */
 export async function migrateToLatest(db: Db): Promise<void> {
   const config = migrationConfig();
-  await withMigrationLock(db, async () => {
+  await dialectOf(db).withMigrationLock(db, async () => {
     const [, pending] = (await db.migrate.list(config)) as [unknown[], unknown[]];
     if (pending.length === 0) return;
     // Holding our lock we are the only migrator, so a Knex lock left by a crash is stale.

@@ -51,6 +51,7 @@ export function createEntryService({
   entryTypes,
   readWorkers,
   searchDriveLimit,
+  readTimeoutMs,
 }: {
   db: Db;
   clock: Clock;
@@ -59,8 +60,10 @@ export function createEntryService({
   readWorkers?: ReadWorkers;
   /** See driveLimitFor in search/compile.ts; tests force each plan with it. */
   searchDriveLimit?: number;
+  /** How long a page read in this thread may take (tests shorten it; read workers have their own). */
+  readTimeoutMs?: number;
 }) {
-  const pages = readWorkers ?? createPageReader({ db, searchDriveLimit });
+  const pages = readWorkers ?? createPageReader({ db, searchDriveLimit, timeoutMs: readTimeoutMs });
 
   /** Validates values against the type, including that links point at entries of the target type in the same organization. */
   async function resolveValues(type: EntryTypeWithFields, current: Record<string, FieldValue>, input: unknown) {

@@ -1,5 +1,5 @@
 import type { Db } from '../db/knex.js';
-import { isUniqueViolation } from '../db/knex.js';
+import { dialectOf } from '../db/dialect.js';
 import { type Clock, isoNow, laterThan } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
@@ -106,7 +106,7 @@ export function createEntryTypeService({ db, clock }: { db: Db; clock: Clock }) 
         // Strictly later, even within one millisecond: cached fields are keyed by it.
         await queries.updateEntryType(db, id, { name, updated_at: laterThan(clock, type.updated_at) }, rows);
       } catch (err) {
-        if (isUniqueViolation(err)) throw new ValidationError(messages.nameTaken);
+        if (dialectOf(db).isUniqueViolation(err)) throw new ValidationError(messages.nameTaken);
         throw err;
       }
       return this.get(organizationId, id);
@@ -126,7 +126,7 @@ export function createEntryTypeService({ db, clock }: { db: Db; clock: Clock }) 
       try {
         await queries.insertEntryType(db, type, rows);
       } catch (err) {
-        if (isUniqueViolation(err)) throw new ValidationError(messages.nameTaken);
+        if (dialectOf(db).isUniqueViolation(err)) throw new ValidationError(messages.nameTaken);
         throw err;
       }
       return { ...type, fields: rows };

@@ -5,6 +5,7 @@ export const messages = {
   fieldsNotObject: 'fields must be an object keyed by field name',
   unknownField: (name: string) => `Unknown field "${name}"`,
   notText: (name: string) => `Field "${name}" must be a string`,
+  nulInText: (name: string) => `Field "${name}" must not contain U+0000`,
   notNumber: (name: string) => `Field "${name}" must be a number`,
   notBoolean: (name: string) => `Field "${name}" must be true or false`,
   notDate: (name: string) => `Field "${name}" must be a date (YYYY-MM-DD)`,
@@ -46,6 +47,8 @@ function checkValue(field: FieldRow, raw: unknown): FieldValue {
   switch (field.type) {
     case 'text':
       if (typeof raw !== 'string') throw new ValidationError(messages.notText(field.name));
+      // No database column holds U+0000 (PostgreSQL refuses it), so neither does SQLite's.
+      if (raw.includes('\0')) throw new ValidationError(messages.nulInText(field.name));
       return raw;
     case 'number':
       if (typeof raw !== 'number' || !Number.isFinite(raw)) throw new ValidationError(messages.notNumber(field.name));

@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import { dialectOf } from '../db/dialect.js';
 import { UUID_PATTERN } from '../lib/ids.js';
 import { decodeAfter, keysetPage } from '../http/cursor.js';
 import { HttpError } from '../http/errors.js';
@@ -27,7 +28,7 @@ export interface ListOptions {
   q?: string;
   includeDrafts: boolean;
   includeArchived: boolean;
-  /** When the read must be over (epoch ms); `READ_TIMEOUT_MS` from the call when not given. */
+  /** When the read must be over (epoch ms); the reader's timeout (`READ_TIMEOUT_MS`) from the call when not given. */
   deadline?: number;
 }
 
@@ -42,7 +43,8 @@ export interface JsonPage {
  * any connection to the database, in the server's thread or in a read worker (see
  * read-workers.ts).
  */
-export function createPageReader({ db, searchDriveLimit }: { db: Db; searchDriveLimit?: number }) {
+export function createPageReader({ db, searchDriveLimit, timeoutMs = READ_TIMEOUT_MS }: { db: Db; searchDriveLimit?: number; timeoutMs?: number }) {
+  const dialect = dialectOf(db);
   // Estimates choose search plans; a minute-old one is good enough for that.
   const estimates = {
     stats: new TrigramStats(db, { sample: 1000, ttlMs: 60_000, maxEntries: 50_000 }),
@@ -55,13 +57,14 @@ export function createPageReader({ db, searchDriveLimit }: { db: Db; searchDrive
      * them as they are); `nextCursor` is null exactly when no further entry exists.
      */
     async listJson(type: EntryTypeWithFields, options: ListOptions): Promise<JsonPage> {
-      const deadline = options.deadline ?? Date.now() + READ_TIMEOUT_MS;
+      const deadline = options.deadline ?? Date.now() + timeoutMs;
       let rows: string[];
       try {
-        rows = await queries.listEntries(db, await this.planPage(type, { ...options, deadline }));
+        const page = await this.planPage(type, { ...options, deadline });
+        rows = await dialect.withStatementDeadline(db, deadline, (reader) => queries.listEntries(reader, page));
       } catch (err) {
-        // A statement stopped by its deadline (see within_deadline), or anything failing past it.
-        if (!(err instanceof HttpError) && Date.now() > deadline) throw new SearchTimedOutError();
+        // A statement stopped by its deadline, or anything failing past it.
+        if (dialect.isDeadlinePassed(err) || (!(err instanceof HttpError) && Date.now() > deadline)) throw new SearchTimedOutError();
         throw err;
       }
       const page = keysetPage(rows, options.limit, (json) => JSON.parse(json) as { created_at: string; id: string });

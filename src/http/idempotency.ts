@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import type { Db } from '../db/knex.js';
-import { isUniqueViolation } from '../db/knex.js';
+import { dialectOf } from '../db/dialect.js';
 import type { Clock } from '../lib/clock.js';
 import { callerOf } from './api-key-auth.js';
 import { BadRequestError, HttpError, ValidationError } from './errors.js';
@@ -47,7 +47,7 @@ export function createIdempotency({ db, clock }: { db: Db; clock: Clock }) {
         await db('idempotency_keys').insert(row);
         return {};
       } catch (err) {
-        if (!isUniqueViolation(err)) throw err;
+        if (!dialectOf(db).isUniqueViolation(err)) throw err;
       }
       const existing = await db('idempotency_keys').where({ organization_id: organizationId, key }).first();
       if (!existing) continue; // pruned meanwhile: try again

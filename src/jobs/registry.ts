@@ -1,6 +1,4 @@
 import type { Services } from '../services.js';
-import { optimizeDatabase } from '../db/knex.js';
-import { mergeTextIndex } from '../entries/search/text-match.js';
 import type { Job } from './scheduler.js';
 
 /** Every background job of the process, in one list. */
@@ -18,12 +16,9 @@ export function backgroundJobs(services: Services): Job[] {
     {
       name: 'maintain-database',
       schedule: '0 47 4 * * *',
-      run: async () => {
-        await mergeTextIndex(services.db);
-        await optimizeDatabase(services.db);
-      },
+      run: () => services.maintenance.maintainDatabase(),
     },
     // Console sign-ins that expired; connect-session-knex's own timer is off (see console/index.ts).
-    { name: 'prune-console-sessions', schedule: '0 */10 * * * *', run: () => services.db('console_sessions').where('expired', '<', services.clock().toISOString()).delete() },
+    { name: 'prune-console-sessions', schedule: '0 */10 * * * *', run: () => services.maintenance.pruneConsoleSessions() },
   ];
 }

@@ -1,7 +1,7 @@
 import type { Db } from '../db/knex.js';
 import type { Logger } from '../logger.js';
 import { type Clock, isoNow } from '../lib/clock.js';
-import { newId } from '../lib/ids.js';
+import { newId, UUID_PATTERN } from '../lib/ids.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import { type ApiCaller, displayPrefix, generateApiKey, hashApiKey, sameHash } from './api-keys.js';
 import * as queries from './queries.js';
@@ -38,7 +38,7 @@ export function createOrganizationService({ db, clock, logger }: { db: Db; clock
     },
 
     async getOrganization(id: string) {
-      const org = await queries.findOrganization(db, id);
+      const org = UUID_PATTERN.test(id) ? await queries.findOrganization(db, id) : undefined;
       if (!org) throw new NotFoundError(messages.organizationNotFound);
       return org;
     },
@@ -69,7 +69,7 @@ export function createOrganizationService({ db, clock, logger }: { db: Db; clock
 
     /** Revoking twice is harmless; an unknown key (or, given `organizationId`, another organization's) is an error. */
     async revokeApiKey(id: string, organizationId?: string) {
-      const key = await queries.findApiKey(db, id);
+      const key = UUID_PATTERN.test(id) ? await queries.findApiKey(db, id) : undefined;
       if (!key || (organizationId !== undefined && key.organization_id !== organizationId)) throw new NotFoundError(messages.keyNotFound);
       await queries.revokeApiKey(db, id, isoNow(clock));
       return { id, revoked: true as const };

@@ -25,18 +25,27 @@ export type RequestStatus = (typeof REQUEST_STATUSES)[number];
 
 const isMissing = (input: unknown) => input === undefined || input === null;
 
+/**
+ * 422 `<field> must not contain U+0000` for text holding that character: no database column
+ * can store it (PostgreSQL refuses it), so it is refused on both databases alike.
+ */
+export const withoutNul = (field: string) => [(value: string | null | undefined) => !value?.includes('\0'), `${field} must not contain U+0000`] as const;
+
 /** A string that must be present and not blank; `required` when it is not, `typeMessage` when it is no string. */
 const requiredText = (required: string, typeMessage: string) =>
-  z
-    .string({ error: (issue) => (isMissing(issue.input) ? required : typeMessage) })
-    .refine((value) => value.trim() !== '', required);
+  z.string({ error: (issue) => (isMissing(issue.input) ? required : typeMessage) }).refine((value) => value.trim() !== '', required);
 
-const optionalText = (field: string) => z.string({ error: `${field} must be a string` }).nullish();
+const optionalText = (field: string) =>
+  z
+    .string({ error: `${field} must be a string` })
+    .nullish()
+    .refine(...withoutNul(field));
 
 const attachmentInput = z.object(
   {
-    url: requiredText(messages.urlRequired, 'Attachment url must be a string'),
+    url: requiredText(messages.urlRequired, 'Attachment url must be a string').refine(...withoutNul('Attachment url')),
     // A blank one is missing; any other that is no media type is invalid (in the same place).
+    // Control characters, U+0000 among them, make it invalid.
     content_type: requiredText(messages.contentTypeRequired, 'Attachment content_type must be a string').refine(
       (value) => value.trim() === '' || isMediaType(value),
       messages.contentTypeInvalid,
@@ -48,7 +57,7 @@ const attachmentInput = z.object(
 
 const taskInput = z.object(
   {
-    summary: requiredText(messages.summaryRequired, 'summary must be a string'),
+    summary: requiredText(messages.summaryRequired, 'summary must be a string').refine(...withoutNul('summary')),
     attachments: z
       .array(attachmentInput, { error: messages.attachmentsNotArray })
       .max(MAX_ATTACHMENTS, messages.tooManyAttachments)

@@ -21,7 +21,7 @@ const unclaimed = (table: string, now: string) => (q: import('knex').Knex.QueryB
 
 /** What makes each kind of work due; both conditions match their table's partial index exactly. */
 const DUE = {
-  sessions: 'reply_due = 1', // sessions_reply_queue
+  sessions: 'reply_due', // sessions_reply_queue
   tasks: "status in ('open', 'in_progress')", // tasks_work_queue (in_progress: left by a crash)
 } as const;
 
@@ -41,7 +41,7 @@ export async function dueWork(db: Db, table: keyof typeof DUE, now: string, limi
 export async function claimSession(db: Db, id: string, terms: ClaimTerms): Promise<SessionRow | undefined> {
   const [row] = await db<SessionRow>('sessions')
     .where({ id })
-    .whereRaw('reply_due = 1')
+    .whereRaw('reply_due')
     .where(unclaimed('sessions', terms.now))
     .update({
       claim_token: terms.token,

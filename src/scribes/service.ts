@@ -1,7 +1,7 @@
 import type { Db } from '../db/knex.js';
 import { type Clock, isoNow } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
-import { isUniqueViolation } from '../db/knex.js';
+import { dialectOf } from '../db/dialect.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import * as queries from './queries.js';
 import { AGENT_KINDS, SCRIBE_STATES, type AgentKind, type ScribeRef, type ScribeRow, type ScribeState } from './queries.js';
@@ -69,7 +69,7 @@ export function createScribeService({ db, clock, onActivated = () => {} }: { db:
       try {
         await queries.insertScribe(db, row);
       } catch (err) {
-        if (isUniqueViolation(err)) throw new ValidationError(messages.slugTaken);
+        if (dialectOf(db).isUniqueViolation(err)) throw new ValidationError(messages.slugTaken);
         throw err;
       }
       return row;

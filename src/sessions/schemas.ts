@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ValidationError } from '../http/errors.js';
-import { messages as requestMessages } from '../requests/schemas.js';
+import { messages as requestMessages, withoutNul } from '../requests/schemas.js';
 
 export const messages = {
   messageNotString: 'message must be a string',
@@ -10,7 +10,10 @@ export const messages = {
 /** The body of `POST /scribes/:id/chat` (spec 4.4, contract "Chat"); null counts as omitted. */
 export const chatBody = z.object(
   {
-    message: z.string({ error: messages.messageNotString }).nullish(),
+    message: z
+      .string({ error: messages.messageNotString })
+      .nullish()
+      .refine(...withoutNul('message')),
     end_session_immediately: z.boolean({ error: messages.endNotBoolean }).nullish(),
   },
   { error: requestMessages.bodyNotObject },

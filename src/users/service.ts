@@ -1,5 +1,5 @@
 import type { Db } from '../db/knex.js';
-import { isUniqueViolation } from '../db/knex.js';
+import { dialectOf } from '../db/dialect.js';
 import { type Clock, isoNow } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { ValidationError } from '../http/errors.js';
@@ -50,7 +50,7 @@ export function createUserService({ db, clock }: { db: Db; clock: Clock }) {
       try {
         await db('users').insert(row);
       } catch (err) {
-        if (isUniqueViolation(err)) throw new ValidationError(messages.emailTaken);
+        if (dialectOf(db).isUniqueViolation(err)) throw new ValidationError(messages.emailTaken);
         throw err;
       }
       return { id: row.id, email: row.email, role: row.role };

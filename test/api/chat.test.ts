@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
+import { stored } from '../helpers/databases.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -30,7 +31,7 @@ describe('POST /api/v1/scribes/:id/chat (spec 4.4)', () => {
     expect(Object.keys(res.body)).to.deep.equal(['session_id']);
     expect(res.body.session_id).to.match(UUID);
     const session = await h.db('sessions').where({ id: res.body.session_id }).first();
-    expect(session).to.include({ organization_id: t.organizationId, scribe_id: t.scribe.id, state: 'queued', reply_due: 1, error_message: null });
+    expect(session).to.include({ organization_id: t.organizationId, scribe_id: t.scribe.id, state: 'queued', reply_due: stored(true), error_message: null });
     expect(await transcript(res.body.session_id)).to.deep.equal([{ author: 'user', text: 'Hello there' }]);
   });
 
@@ -56,9 +57,9 @@ describe('POST /api/v1/scribes/:id/chat (spec 4.4)', () => {
     const res = await chat({ message: 'One-off: what are you working on?', end_session_immediately: true });
     expect(res.status).to.equal(202);
     const id = res.body.session_id;
-    expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'completed', reply_due: 1 });
+    expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'completed', reply_due: stored(true) });
     await h.services.runtime.tick();
-    expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'completed', reply_due: 0, error_message: null });
+    expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'completed', reply_due: stored(false), error_message: null });
     const messages = await transcript(id);
     expect(messages.map((m) => m.author)).to.deep.equal(['user', 'scribe']);
     expect(messages[1]!.text).to.match(/^I have no tasks yet|^My tasks:/);
@@ -69,7 +70,7 @@ describe('POST /api/v1/scribes/:id/chat (spec 4.4)', () => {
     const id = res.body.session_id;
     expect((await h.db('sessions').where({ id }).first()).state).to.equal('queued');
     await h.services.runtime.tick();
-    expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'waiting', reply_due: 0 });
+    expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'waiting', reply_due: stored(false) });
     expect((await transcript(id)).map((m) => m.author)).to.deep.equal(['user', 'scribe']);
   });
 
@@ -80,12 +81,12 @@ describe('POST /api/v1/scribes/:id/chat (spec 4.4)', () => {
       expect(res.status).to.equal(202);
       const id = res.body.session_id;
       await h.services.runtime.tick();
-      expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'queued', reply_due: 1 });
+      expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'queued', reply_due: stored(true) });
       expect(await transcript(id)).to.have.length(1);
 
       await h.services.scribes.setState(sleeper.organizationId, sleeper.scribe.slug, 'active');
       await h.services.runtime.tick();
-      expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'waiting', reply_due: 0 });
+      expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'waiting', reply_due: stored(false) });
       expect((await transcript(id)).map((m) => m.author)).to.deep.equal(['user', 'scribe']);
     });
   }
@@ -134,6 +135,7 @@ describe('POST /api/v1/scribes/:id/chat (spec 4.4)', () => {
       [{ end_session_immediately: 'true' }, 'end_session_immediately must be a boolean'],
       [{ end_session_immediately: 1 }, 'end_session_immediately must be a boolean'],
       [{ message: 42, end_session_immediately: 'yes' }, 'message must be a string'],
+      [{ message: 'hi\u0000' }, 'message must not contain U+0000'],
       [[{ message: 'hi' }], 'Request body must be a JSON object'],
       ['hi', 'Request body must be a JSON object'],
     ];

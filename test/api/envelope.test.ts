@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
+import { failInsertsWhen } from '../helpers/databases.js';
 
 describe('API envelopes, unknown paths and bodies (spec 7, contract HTTP)', () => {
   let h: Harness;
@@ -84,13 +85,13 @@ describe('API envelopes, unknown paths and bodies (spec 7, contract HTTP)', () =
 
   it('answers 500 "Internal server error" without details when something breaks', async () => {
     const tenant = await h.tenant({ slug: 'breaks' });
-    await h.db.raw("create trigger fail_insert before insert on requests when new.summary = 'explode' begin select raise(abort, 'secret detail'); end");
+    const undoFault = await failInsertsWhen(h.db, { table: 'requests', column: 'summary', value: 'explode', message: 'secret detail' });
     try {
       const res = await h.api.post('/api/v1/scribes/breaks/requests').set(tenant.headers).send({ task: { summary: 'explode' } });
       expect(res.status).to.equal(500);
       expect(res.body).to.deep.equal({ error: 'Internal server error' });
     } finally {
-      await h.db.raw('drop trigger fail_insert');
+      await undoFault();
     }
   });
 });

@@ -98,6 +98,15 @@ describe('POST /api/v1/scribes/:scribe_id/requests (spec 4.1)', () => {
       it(`answers 422 "Attachment content_type is invalid" for ${JSON.stringify(bad)}`, () =>
         expect422({ task: { summary: 'x', attachments: [{ url: 'https://example.com/a', content_type: bad }] } }, 'Attachment content_type is invalid'));
     }
+    for (const [field, task] of [
+      ['summary', { summary: 'a\u0000b' }],
+      ['title', { summary: 'x', title: 'a\u0000b' }],
+      ['acceptance_criteria', { summary: 'x', acceptance_criteria: '\u0000' }],
+      ['Attachment url', { summary: 'x', attachments: [{ url: 'https://example.com/\u0000', content_type: 'text/plain' }] }],
+      ['Attachment filename', { summary: 'x', attachments: [{ url: 'https://example.com/a', content_type: 'text/plain', filename: 'a\u0000.txt' }] }],
+    ] as const) {
+      it(`answers 422 "${field} must not contain U+0000" (no database stores it), storing nothing`, () => expect422({ task }, `${field} must not contain U+0000`));
+    }
     it('answers 422 "attachments must be an array" for an object', () =>
       expect422({ task: { summary: 'x', attachments: { url: 'x' } } }, 'attachments must be an array'));
     it('answers 422 for an attachment that is not an object', () =>

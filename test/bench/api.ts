@@ -64,7 +64,7 @@ function percentiles(latencies: number[], samples: number) {
 /** The builtin agent working the open tasks the dispatcher left (one process, default concurrency). */
 async function runtimeThroughput(dataDir: string, expected: number) {
   const config = loadConfig({ DATA_DIR: dataDir });
-  const db = openDatabase(config.databaseFile);
+  const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   const services = createServices({ config, db, logger: createLogger('silent'), options: { runOnNewWork: false } });
   const started = process.hrtime.bigint();
   const result = await services.runtime.tick();

@@ -14,7 +14,7 @@ const SAMPLES = 50;
 
 export async function benchConsole(dataDir: string): Promise<void> {
   const config = loadConfig({ DATA_DIR: dataDir });
-  const db = openDatabase(config.databaseFile);
+  const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   await migrateToLatest(db);
   const services = createServices({ config, db, logger: createLogger('silent'), options: { runOnNewWork: false } });
   const demo = await seed(services);

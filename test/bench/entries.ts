@@ -11,7 +11,8 @@ import { listEntriesQuery } from '../../src/entries/queries.js';
 import { createPageReader } from '../../src/entries/page-reader.js';
 import { planSearch } from '../../src/entries/search/compile.js';
 import { RememberedCounts } from '../../src/entries/search/remembered-counts.js';
-import { TrigramStats, mergeTextIndex } from '../../src/entries/search/text-match.js';
+import { TrigramStats } from '../../src/entries/search/text-match.js';
+import { textIndexOf } from '../../src/entries/search/text-index.js';
 import type { Services } from '../../src/services.js';
 import type { EntryTypeWithFields } from '../../src/entries/entry-type-service.js';
 import { provision } from '../helpers/provision.js';
@@ -95,7 +96,7 @@ export async function prepareEntries(dataDir: string, n: number) {
   console.log(`loaded ${n} entries in ${loadSeconds.toFixed(1)} s`);
   // What the server's daily maintenance job would do after such an import.
   const merging = Date.now();
-  await mergeTextIndex(services.db);
+  await textIndexOf(services.db).merge(services.db);
   console.log(`merged the text index in ${((Date.now() - merging) / 1000).toFixed(1)} s`);
 
   const deep = await services.db('entries').where({ entry_type_id: contacts.id }).orderBy([{ column: 'created_at' }, { column: 'id' }]).offset(Math.floor(n * 0.9)).first('created_at', 'id');

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { expect } from 'chai';
 import { runAdmin } from '../helpers/cli.js';
+import { installEnv, openInstall } from '../helpers/databases.js';
 import { tempDir } from '../helpers/harness.js';
 import { openDatabase } from '../../src/db/knex.js';
 import { verifyPassword } from '../../src/users/passwords.js';
@@ -9,7 +10,10 @@ import { hashApiKey } from '../../src/organizations/api-keys.js';
 describe('the admin CLI', function () {
   this.timeout(60_000);
   const dir = tempDir();
-  const env = { DATA_DIR: dir };
+  let env: Record<string, string>;
+  before(async () => {
+    env = await installEnv(dir);
+  });
   const admin = (...args: string[]) => runAdmin(args, env);
   const json = async (...args: string[]) => {
     const result = await admin(...args);
@@ -31,7 +35,7 @@ describe('the admin CLI', function () {
   it('key create prints {id, key} and stores only the hash; key revoke prints {id, revoked: true}', async () => {
     const key = await json('key', 'create', '--org', orgId, '--name', 'CI');
     expect(Object.keys(key)).to.deep.equal(['id', 'key']);
-    const db = openDatabase(path.join(dir, 'scribe.sqlite'));
+    const db = await openInstall(dir);
     try {
       const row = await db('api_keys').where({ id: key.id }).first();
       expect(row).to.include({ key_hash: hashApiKey(key.key), name: 'CI', revoked_at: null });
@@ -55,7 +59,7 @@ describe('the admin CLI', function () {
   it('scribe create takes --agent and --instructions; scribe set-agent changes them', async () => {
     const scribe = await json('scribe', 'create', '--org', orgId, '--slug', 'oracle', '--name', 'Oracle', '--agent', 'openai', '--instructions', 'Be brief.');
     expect(Object.keys(scribe)).to.deep.equal(['id', 'slug', 'state']);
-    const db = openDatabase(path.join(dir, 'scribe.sqlite'));
+    const db = await openInstall(dir);
     try {
       expect(await db('scribes').where({ id: scribe.id }).first()).to.include({ agent: 'openai', instructions: 'Be brief.' });
       expect((await db('scribes').where({ slug: 'atlas' }).first()).agent).to.equal('builtin');
@@ -69,7 +73,7 @@ describe('the admin CLI', function () {
   });
 
   it('session show prints a transcript; task show and task input follow a waiting task', async () => {
-    const db = openDatabase(path.join(dir, 'scribe.sqlite'));
+    const db = await openInstall(dir);
     try {
       const scribe = await db('scribes').where({ slug: 'oracle' }).first();
       const at = '2026-11-21T09:00:00.000Z';
@@ -97,7 +101,7 @@ describe('the admin CLI', function () {
     const user = await json('user', 'create', '--org', orgId, '--email', 'Staff@Example.com', '--password', 'correct horse');
     expect(user).to.include({ email: 'staff@example.com', role: 'viewer' });
     expect(Object.keys(user)).to.deep.equal(['id', 'email', 'role']);
-    const db = openDatabase(path.join(dir, 'scribe.sqlite'));
+    const db = await openInstall(dir);
     try {
       const row = await db('users').where({ id: user.id }).first();
       expect(row.password_hash).to.match(/^scrypt\$/);
@@ -120,7 +124,7 @@ describe('the admin CLI', function () {
     const acme = await json('entry', 'create', '--type', companies.id, '--fields', '{"Name":"Acme"}');
     expect(Object.keys(acme)).to.deep.equal(['id']);
     const ada = await json('entry', 'create', '--type', contacts.id, '--fields', JSON.stringify({ Name: 'Ada', Company: [acme.id] }), '--draft', '--archived');
-    const db = openDatabase(path.join(dir, 'scribe.sqlite'));
+    const db = await openInstall(dir);
     try {
       const row = await db('entries').where({ id: ada.id }).first();
       expect(JSON.parse(row.fields)).to.deep.equal({ Name: 'Ada', Company: [acme.id] });
@@ -167,13 +171,13 @@ describe('the admin CLI', function () {
   }
 
   it('fails naming the variable when the configuration is bad', async () => {
-    const result = await runAdmin(['org', 'create', '--name', 'X'], { DATA_DIR: dir, PORT: 'eighty' });
+    const result = await runAdmin(['org', 'create', '--name', 'X'], { ...(await installEnv(dir)), PORT: 'eighty' });
     expect(result.code).to.equal(1);
     expect(result.stderr).to.include('PORT');
   });
 
   it('can run several at once on a fresh database', async () => {
-    const fresh = { DATA_DIR: tempDir() };
+    const fresh = { ...(await installEnv(tempDir())) };
     const results = await Promise.all([1, 2, 3, 4].map((i) => runAdmin(['org', 'create', '--name', `Org ${i}`], fresh)));
     for (const r of results) {
       expect(r.stderr).to.equal('');

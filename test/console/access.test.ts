@@ -79,6 +79,15 @@ describe('console access', () => {
       }
     });
 
+    it('answers 400 for a form field holding U+0000 (which no database stores), signing no one in', async () => {
+      const agent = supertest.agent(h.app);
+      const token = csrfTokenOf((await agent.get('/login')).text);
+      const res = await agent.post('/login').type('form').send({ _csrf: token, email: 'known@example.com\u0000', password: PASSWORD });
+      expect(res.status).to.equal(400);
+      expect(res.text).to.include('Form fields must not contain U+0000');
+      expect((await agent.get('/scribes')).headers.location, 'still signed out').to.match(/^\/login/);
+    });
+
     it('regenerates the session at sign-in, sets a httpOnly SameSite=Lax cookie, and ends it at sign-out', async () => {
       await h.services.users.create({ organizationId: t.organizationId, email: 'cookie@example.com', password: PASSWORD });
       const agent = supertest.agent(h.app);

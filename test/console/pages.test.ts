@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
+import { stored } from '../helpers/databases.js';
 import { signIn, type ConsoleClient } from '../helpers/console.js';
 import { startFileServer } from '../helpers/file-server.js';
 
@@ -239,7 +240,7 @@ describe('console pages and actions', () => {
       await admin.post(`/entries/${firmId}`, { f_0: 'Globex Corp', f_1: '', draft: '1' });
       const edited = await h.db('entries').where({ id: firmId }).first();
       expect(JSON.parse(edited.fields)).to.deep.equal({ Name: 'Globex Corp' });
-      expect(edited.draft).to.equal(1);
+      expect(edited.draft).to.equal(stored(true));
       expect((await audit()).slice(-5).map((e) => e.action)).to.deep.equal(['entry_type.create', 'entry_type.create', 'entry.create', 'entry.create', 'entry.update']);
     });
 
@@ -264,7 +265,7 @@ describe('console pages and actions', () => {
       const res = await admin.post(`/entry-types/${type.id}`, { name: 'Suppliers', name_0: 'Rating', type_0: 'number' });
       expect(res.status).to.equal(303);
       const fields = await h.db('entry_type_fields').where({ entry_type_id: type.id }).orderBy('position').select('name', 'type', 'position', 'is_primary');
-      expect(fields).to.deep.equal([{ name: 'Name', type: 'text', position: 0, is_primary: 1 }, { name: 'Rating', type: 'number', position: 1, is_primary: 0 }]);
+      expect(fields).to.deep.equal([{ name: 'Name', type: 'text', position: 0, is_primary: stored(true) }, { name: 'Rating', type: 'number', position: 1, is_primary: stored(false) }]);
       expect((await h.db('entry_types').where({ id: type.id }).first()).name).to.equal('Suppliers');
       await admin.post(`/entries/${entry.id}`, { f_0: 'Initech', f_1: '4.5' });
       expect(JSON.parse((await h.db('entries').where({ id: entry.id }).first()).fields)).to.deep.equal({ Name: 'Initech', Rating: 4.5 });

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { createHarness, eventually, testClock, type Harness, type Tenant } from '../helpers/harness.js';
+import { failInsertsWhen } from '../helpers/databases.js';
 import { createDispatcher } from '../../src/requests/dispatcher.js';
 import { createLogger } from '../../src/logger.js';
 
@@ -111,10 +112,11 @@ describe('the dispatcher', () => {
   });
 
   describe('unexpected errors', () => {
-    beforeEach(() =>
-      h.db.raw("create trigger tasks_boom before insert on tasks when new.summary = 'boom' begin select raise(abort, 'disk on fire'); end"),
-    );
-    afterEach(() => h.db.raw('drop trigger if exists tasks_boom'));
+    let undoFault: () => Promise<void>;
+    beforeEach(async () => {
+      undoFault = await failInsertsWhen(h.db, { table: 'tasks', column: 'summary', value: 'boom', message: 'disk on fire' });
+    });
+    afterEach(() => undoFault());
 
     it('retries with backoff, without holding up the rest of the batch', async () => {
       const t = await h.tenant();
@@ -130,7 +132,7 @@ describe('the dispatcher', () => {
       await h.services.dispatcher.tick();
       expect((await h.db('requests').where({ id: bad }).first()).attempts, 'not before its backoff').to.equal(1);
 
-      await h.db.raw('drop trigger tasks_boom');
+      await undoFault();
       clock.advance(1000);
       await h.services.dispatcher.tick();
       expect(await poll(t, bad)).to.include({ status: 'fulfilled' });

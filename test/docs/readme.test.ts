@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { tempDir } from '../helpers/harness.js';
+import { installEnv } from '../helpers/databases.js';
 import { startProcess } from '../helpers/process.js';
 
 const README = fileURLToPath(new URL('../../README.md', import.meta.url));
@@ -28,7 +29,8 @@ describe('the README', function () {
     expect(expected.length, 'one status per curl call').to.equal(calls.length);
 
     const dataDir = tempDir();
-    const demo = await startProcess('src/demo.ts', { DATA_DIR: dataDir });
+    const install = await installEnv(dataDir);
+    const demo = await startProcess('src/demo.ts', { ...install });
     const statusFile = path.join(dataDir, 'statuses');
     try {
       // Records each call's status, passes its body on unchanged (also into pipes and $(...)).
@@ -40,7 +42,7 @@ describe('the README', function () {
       ].join('\n');
       const body = script.replace(/^export SCRIBE=.*$/m, '');
       const output = await new Promise<string>((resolve, reject) => {
-        execFile('bash', ['-c', `${wrapper}\n${body}`], { env: { ...process.env, SCRIBE: demo.url, STATUS_FILE: statusFile, ADMIN, DATA_DIR: dataDir } }, (err, stdout, stderr) =>
+        execFile('bash', ['-c', `${wrapper}\n${body}`], { env: { ...process.env, SCRIBE: demo.url, STATUS_FILE: statusFile, ADMIN, ...install } }, (err, stdout, stderr) =>
           err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
         );
       });

@@ -1,10 +1,12 @@
 import { expect } from 'chai';
+import { onlyOn } from '../helpers/databases.js';
 import { entriesFixture, entriesSuite } from '../helpers/entries-fixture.js';
 import { createHarness } from '../helpers/harness.js';
 import { createPageReader } from '../../src/entries/page-reader.js';
 import { createReadWorkers } from '../../src/entries/read-workers.js';
 
-describe('entry pages read in worker threads (entries/read-workers.ts)', () => {
+// Read threads serve SQLite, whose reads would block the server's thread; PostgreSQL reads are asynchronous.
+onlyOn('sqlite')('entry pages read in worker threads (entries/read-workers.ts)', () => {
   // The harness reads pages in worker threads (READ_THREADS defaults to at least 2).
   const suite = entriesSuite();
   const typeOf = () => suite.h.services.entryTypes.get(suite.t.organizationId, suite.fx.companies.id);
@@ -62,7 +64,7 @@ describe('entry pages read in worker threads (entries/read-workers.ts)', () => {
   });
 
   it('lets the reads under way finish when it closes', async () => {
-    const workers = createReadWorkers({ threads: 1, databaseFile: suite.h.config.databaseFile });
+    const workers = createReadWorkers({ threads: 1, databaseFile: suite.h.config.databaseUrl });
     const type = await typeOf();
     const reads = Array.from({ length: 8 }, () => workers.listJson(type, { limit: 5, includeDrafts: false, includeArchived: false }));
     await workers.close();

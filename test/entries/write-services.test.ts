@@ -125,6 +125,7 @@ describe('entry service', () => {
   const invalid: Array<[string, Record<string, unknown>, string]> = [
     ['an unknown field', { Name: 'X', Revenue: 5 }, 'Unknown field "Revenue"'],
     ['text that is not a string', { Name: 'X', City: 5 }, 'Field "City" must be a string'],
+    ['text holding U+0000', { Name: 'X', City: 'Zu\u0000rich' }, 'Field "City" must not contain U+0000'],
     ['a number that is a string', { Name: 'X', Employees: '5' }, 'Field "Employees" must be a number'],
     ['a boolean that is a string', { Name: 'X', Public: 'yes' }, 'Field "Public" must be true or false'],
     ['an impossible date', { Name: 'X', Founded: '2021-02-30' }, 'Field "Founded" must be a date (YYYY-MM-DD)'],

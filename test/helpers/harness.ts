@@ -5,7 +5,7 @@ import supertest from 'supertest';
 import type { Express } from 'express';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/knex.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
+import { createTestDatabase, dropTestDatabase } from './databases.js';
 import { createLogger } from '../../src/logger.js';
 import { createServices, type ServiceOptions, type Services } from '../../src/services.js';
 import { createApp } from '../../src/app.js';
@@ -51,17 +51,17 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** The real app on a fresh, migrated SQLite file in a temp folder. */
+/** The real app on a fresh, migrated database: a SQLite file in a temp folder, or a PostgreSQL database (helpers/databases.ts). */
 export async function createHarness({
   env = {},
   options = {},
   consoleOptions,
 }: { env?: Record<string, string>; options?: ServiceOptions; consoleOptions?: ConsoleOptions } = {}): Promise<Harness> {
   const dir = tempDir();
+  const databaseUrl = await createTestDatabase(dir);
   // Limits off unless a test turns them on: suites make thousands of calls with one key.
-  const config = loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '0', ...env });
-  const db = openDatabase(config.databaseFile);
-  await migrateToLatest(db);
+  const config = loadConfig({ DATA_DIR: dir, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '0', ...env });
+  const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   const logger = createLogger('silent');
   const services = createServices({ config, db, logger, options });
   const app = createApp({ config, logger, services, sessionSecret: 'test-session-secret-of-some-length', consoleOptions });
@@ -84,6 +84,7 @@ export async function createHarness({
     async close() {
       await services.stop();
       await db.destroy();
+      await dropTestDatabase(databaseUrl);
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };

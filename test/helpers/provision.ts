@@ -3,14 +3,17 @@ import { openDatabase } from '../../src/db/knex.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { createLogger } from '../../src/logger.js';
 import { createServices } from '../../src/services.js';
+import { createTestInstall, type TestInstall } from './databases.js';
 
 /**
  * Prepares a data dir as an operator would with the admin CLI: a migrated database with
  * one organization, API key and active scribe `slug`. Close it before a server opens the dir.
+ * `install.env` starts processes on it.
  */
 export async function provision(dataDir: string, slug = 'atlas') {
-  const config = loadConfig({ DATA_DIR: dataDir });
-  const db = openDatabase(config.databaseFile);
+  const install: TestInstall = await createTestInstall(dataDir);
+  const config = loadConfig(install.env);
+  const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   await migrateToLatest(db);
   const services = createServices({ config, db, logger: createLogger('silent'), options: { dispatchOnAccept: false, runOnNewWork: false } });
   const org = await services.organizations.createOrganization({ name: 'Provisioned' });
@@ -22,6 +25,8 @@ export async function provision(dataDir: string, slug = 'atlas') {
     key,
     scribe,
     organizationId: org.id,
+    install,
+    env: install.env,
     async close() {
       await services.stop();
       await db.destroy();

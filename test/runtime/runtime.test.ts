@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { createHarness, staffOf, testClock, type Harness, type Tenant } from '../helpers/harness.js';
+import { stored } from '../helpers/databases.js';
 import { createAgentRuntime, defaultRuntimeOptions } from '../../src/runtime/runtime.js';
 import { claimSession, claimTask } from '../../src/runtime/queries.js';
 import { createLogger } from '../../src/logger.js';
@@ -160,12 +162,12 @@ describe('the agent runtime', () => {
       const t = await h.tenant({ slug: 'talker' });
       const id = await chat(t, '');
       await h.services.runtime.tick();
-      expect(await session(id)).to.include({ state: 'waiting', reply_due: 0 });
+      expect(await session(id)).to.include({ state: 'waiting', reply_due: stored(false) });
       await expectRejection(h.services.sessions.replyAsStaff(staffOf(t), id, ''), 'Reply is required');
       await h.services.sessions.replyAsStaff(staffOf(t), id, 'What are you working on?');
-      expect(await session(id)).to.include({ state: 'queued', reply_due: 1 });
+      expect(await session(id)).to.include({ state: 'queued', reply_due: stored(true) });
       await h.services.runtime.tick();
-      expect(await session(id)).to.include({ state: 'waiting', reply_due: 0 });
+      expect(await session(id)).to.include({ state: 'waiting', reply_due: stored(false) });
       const messages = await transcript(id);
       expect(messages.map((m) => m.author)).to.deep.equal(['user', 'scribe', 'staff', 'scribe']);
       expect(messages[1]!.text).to.equal('Hello, I am talker. Ask me what I am working on, or name a company, a person or anything else to look up in your entries.');
@@ -185,7 +187,7 @@ describe('the agent runtime', () => {
       const t = await h.tenant({ slug: 'broken' });
       const id = await chat(t, 'hi');
       await otherRuntime(failingAgent).tick();
-      expect(await session(id)).to.include({ state: 'failed', reply_due: 0, error_message: 'the model endpoint answered HTTP 500', claim_token: null });
+      expect(await session(id)).to.include({ state: 'failed', reply_due: stored(false), error_message: 'the model endpoint answered HTTP 500', claim_token: null });
       expect((await transcript(id)).at(-1)).to.deep.equal({ author: 'system', text: 'The scribe could not answer: the model endpoint answered HTTP 500' });
     });
 
@@ -203,7 +205,7 @@ describe('the agent runtime', () => {
       const sessionId = await chat(t, 'hello');
       const taskId = await taskFromApi(t, { summary: 'Orphaned work', acceptance_criteria: 'ok' });
       // A process claims both, then dies without finishing.
-      const terms = { token: 'dead-process', now: clock().toISOString(), leaseUntil: new Date(clock().getTime() + defaultRuntimeOptions.leaseMs).toISOString() };
+      const terms = { token: randomUUID(), now: clock().toISOString(), leaseUntil: new Date(clock().getTime() + defaultRuntimeOptions.leaseMs).toISOString() };
       expect(await claimSession(h.db, sessionId, terms)).to.include({ state: 'running', attempts: 1 });
       expect(await claimTask(h.db, taskId, terms)).to.include({ status: 'in_progress', attempts: 1 });
 
@@ -237,7 +239,7 @@ describe('the agent runtime', () => {
       const t = await h.tenant({ slug: 'crasher' });
       const id = await chat(t, 'hello');
       for (let i = 0; i < defaultRuntimeOptions.maxAttempts; i++) {
-        await claimSession(h.db, id, { token: `crash-${i}`, now: clock().toISOString(), leaseUntil: clock().toISOString() });
+        await claimSession(h.db, id, { token: randomUUID(), now: clock().toISOString(), leaseUntil: clock().toISOString() });
         clock.advance(1);
       }
       await h.services.runtime.tick();
@@ -255,9 +257,9 @@ describe('the agent runtime', () => {
       runtime.fill();
       await waitFor(async () => (await session(id)).claim_token !== null);
       await runtime.stop();
-      expect(await session(id)).to.include({ state: 'running', reply_due: 1, claim_token: null, lease_until: null });
+      expect(await session(id)).to.include({ state: 'running', reply_due: stored(true), claim_token: null, lease_until: null });
       await h.services.runtime.tick();
-      expect(await session(id)).to.include({ state: 'waiting', reply_due: 0 });
+      expect(await session(id)).to.include({ state: 'waiting', reply_due: stored(false) });
     });
   });
 

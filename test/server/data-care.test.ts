@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { createHarness, tempDir, testClock, type Harness, type Tenant } from '../helpers/harness.js';
+import { installEnv, openInstall, testDatabaseKind } from '../helpers/databases.js';
 import { runAdmin } from '../helpers/cli.js';
 import { startProcess } from '../helpers/process.js';
 import { provision } from '../helpers/provision.js';
@@ -10,12 +11,13 @@ import { openDatabase } from '../../src/db/knex.js';
 describe('backups and data care', function () {
   this.timeout(60_000);
 
-  it('admin backup copies the database while the server writes to it, and the copy restores into a working server', async () => {
+  // SQLite's online backup; PostgreSQL is backed up with pg_dump (below).
+  (testDatabaseKind === 'sqlite' ? it : it.skip)('admin backup copies the database while the server writes to it, and the copy restores into a working server', async () => {
     const dataDir = tempDir();
     const { services, key, scribe, close } = await provision(dataDir);
     for (let i = 0; i < 50; i++) await services.requests.submit(scribe, { task: { summary: `before backup ${i}` } });
     await close();
-    const server = await startProcess('src/main.ts', { DATA_DIR: dataDir });
+    const server = await startProcess('src/main.ts', { ...(await installEnv(dataDir)) });
     const backupFile = path.join(tempDir(), 'nightly', 'scribe-backup.sqlite');
     let accepted = 0;
     try {
@@ -28,7 +30,7 @@ describe('backups and data care', function () {
         }
       })();
       await new Promise((resolve) => setTimeout(resolve, 200));
-      const result = await runAdmin(['backup', '--to', backupFile], { DATA_DIR: dataDir });
+      const result = await runAdmin(['backup', '--to', backupFile], { ...(await installEnv(dataDir)) });
       writing = false;
       await load;
       expect(result.stderr).to.equal('');
@@ -46,14 +48,14 @@ describe('backups and data care', function () {
     // Restore: the backup file becomes the database of a fresh data dir.
     const restored = tempDir();
     fs.copyFileSync(backupFile, path.join(restored, 'scribe.sqlite'));
-    const check = openDatabase(path.join(restored, 'scribe.sqlite'));
+    const check = await openInstall(restored);
     try {
       expect(await check.raw('pragma integrity_check')).to.deep.equal([{ integrity_check: 'ok' }]);
       expect(await check('requests').where('summary', 'like', 'before backup%').count({ n: '*' }).first()).to.deep.equal({ n: 50 });
     } finally {
       await check.destroy();
     }
-    const again = await startProcess('src/main.ts', { DATA_DIR: restored });
+    const again = await startProcess('src/main.ts', { ...(await installEnv(restored)) });
     try {
       const res = await fetch(`${again.url}/api/v1/scribes/${scribe.slug}/requests?limit=100`, { headers: { 'X-Api-Key': key } });
       expect(res.status).to.equal(200);
@@ -125,5 +127,16 @@ describe('backups and data care', function () {
         await plain.close();
       }
     });
+  });
+  (testDatabaseKind === 'postgres' ? it : it.skip)('admin backup on PostgreSQL says to use pg_dump, exits 1 and writes nothing', async () => {
+    const dataDir = tempDir();
+    const { close, env } = await provision(dataDir);
+    await close();
+    const backupFile = path.join(tempDir(), 'scribe-backup.sqlite');
+    const result = await runAdmin(['backup', '--to', backupFile], env);
+    expect(result.code).to.equal(1);
+    expect(result.stdout).to.equal('');
+    expect(result.stderr).to.equal('error: On PostgreSQL, back up with pg_dump (docs/deploy.md, "Backups"): pg_dump --format=custom --file=scribe.dump "$DATABASE_URL"\n');
+    expect(fs.existsSync(backupFile)).to.equal(false);
   });
 });

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { openDatabase } from '../../src/db/knex.js';
 import { eventually, tempDir } from '../helpers/harness.js';
+import { installEnv, openInstall } from '../helpers/databases.js';
 import { startProcess, type ServerProcess } from '../helpers/process.js';
 import { provision } from '../helpers/provision.js';
 import { startFileServer } from '../helpers/file-server.js';
@@ -55,7 +56,7 @@ describe('faults and load', function () {
     const dataDir = tempDir();
     const { key, close } = await provision(dataDir);
     await close();
-    return { dataDir, key, env: { DATA_DIR: dataDir, RATE_LIMIT_PER_MINUTE: '0' } };
+    return { dataDir, key, env: { ...(await installEnv(dataDir)), RATE_LIMIT_PER_MINUTE: '0' } };
   }
 
   it('loses no accepted receipt and makes each exactly one task when killed with SIGKILL mid-load and restarted', async () => {
@@ -69,7 +70,7 @@ describe('faults and load', function () {
 
     const second = await startProcess('src/main.ts', env);
     try {
-      const db = openDatabase(path.join(dataDir, 'scribe.sqlite'));
+      const db = await openInstall(dataDir);
       try {
         const accepted = load.outcomes.filter((o) => o.status === 202);
         // Every receipt left accepted or dispatched by the crash is finished by the new process.
@@ -130,7 +131,7 @@ describe('faults and load', function () {
       expect(await server.exited).to.equal(0);
       await load.stop();
       expect(load.outcomes.filter((o) => o.status === 500)).to.deep.equal([]);
-      const db = openDatabase(path.join(dataDir, 'scribe.sqlite'));
+      const db = await openInstall(dataDir);
       try {
         const stored = await db('requests').whereIn('id', answers.map((a) => a.body.request.id)).count({ n: '*' }).first();
         expect(stored).to.deep.equal({ n: 10 });

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { refuseWrites } from '../helpers/databases.js';
 import { createHarness, testClock, type Harness, type Tenant } from '../helpers/harness.js';
 import { migrationConfig } from '../../src/db/migrate.js';
 
@@ -46,13 +47,13 @@ describe('health, readiness and metrics', () => {
     } finally {
       await h.db.migrate.latest(migrationConfig());
     }
-    await h.db.raw('pragma query_only = 1');
+    const allowWrites = await refuseWrites(h.db);
     try {
       const res = await h.api.get('/readyz');
       expect(res.status).to.equal(503);
       expect(res.body.checks.database).to.match(/^not writable: /);
     } finally {
-      await h.db.raw('pragma query_only = 0');
+      await allowWrites();
     }
     expect((await h.api.get('/readyz')).status).to.equal(200);
   });

@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { expect } from 'chai';
 import { openDatabase } from '../../src/db/knex.js';
 import { eventually, tempDir } from '../helpers/harness.js';
+import { stored, installEnv, openInstall } from '../helpers/databases.js';
 import { runToExit, startProcess } from '../helpers/process.js';
 import { startFileServer } from '../helpers/file-server.js';
 import { provision } from '../helpers/provision.js';
@@ -19,7 +20,7 @@ describe('the server process', function () {
     const files = await startFileServer({
       '/slow.txt': (_req, res) => setTimeout(() => res.writeHead(200).end('late but here'), 400),
     });
-    const server = await startProcess('src/main.ts', { DATA_DIR: dataDir, ATTACHMENTS_ALLOW_PRIVATE: 'true' });
+    const server = await startProcess('src/main.ts', { ...(await installEnv(dataDir)), ATTACHMENTS_ALLOW_PRIVATE: 'true' });
     try {
       expect((await fetch(`${server.url}/healthz`)).status).to.equal(200);
       const inFlight = fetch(`${server.url}/api/v1/scribes/atlas/requests`, {
@@ -34,7 +35,7 @@ describe('the server process', function () {
       const { request } = (await res.json()) as { request: { id: string } };
       expect(await server.exited).to.equal(0);
 
-      const db = openDatabase(path.join(dataDir, 'scribe.sqlite'));
+      const db = await openInstall(dataDir);
       try {
         expect(await db('requests').where({ id: request.id }).first()).to.not.equal(undefined);
       } finally {
@@ -54,7 +55,7 @@ describe('the server process', function () {
     await db('requests').where({ id: receipt.id }).update({ status: 'dispatched', claim_token: '00000000-0000-7000-8000-000000000000', attempts: 1, available_at: '2000-01-01T00:00:00.000Z' });
     await close();
 
-    const server = await startProcess('src/main.ts', { DATA_DIR: dataDir });
+    const server = await startProcess('src/main.ts', { ...(await installEnv(dataDir)) });
     try {
       const fulfilled = await eventually(async () => {
         const res = await fetch(`${server.url}/api/v1/requests/${receipt.id}`, { headers: { 'X-Api-Key': key } });
@@ -63,7 +64,7 @@ describe('the server process', function () {
       }, 5000);
       server.child.kill('SIGTERM');
       expect(await server.exited).to.equal(0);
-      const check = openDatabase(path.join(dataDir, 'scribe.sqlite'));
+      const check = await openInstall(dataDir);
       try {
         const tasks = await check('tasks').where({ request_id: receipt.id });
         expect(tasks.map((t) => t.id)).to.deep.equal([fulfilled.entity_id]);
@@ -82,12 +83,12 @@ describe('the server process', function () {
       const dataDir = tempDir();
       const { services, key, scribe, organizationId, close } = await provision(dataDir);
       await services.scribes.setAgent(organizationId, scribe.slug, { agent: 'openai' });
-      const env = { DATA_DIR: dataDir, OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODEL: 'm', OPENAI_MAX_RETRIES: '0' };
+      const env = { ...(await installEnv(dataDir)), OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODEL: 'm', OPENAI_MAX_RETRIES: '0' };
       await close();
       const post = async (url: string, path: string, body: object) =>
         (await fetch(`${url}${path}`, { method: 'POST', headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<{ session_id: string }>;
       const read = async <T>(fn: (db: ReturnType<typeof openDatabase>) => Promise<T>) => {
-        const db = openDatabase(path.join(dataDir, 'scribe.sqlite'));
+        const db = await openInstall(dataDir);
         try {
           return await fn(db);
         } finally {
@@ -111,7 +112,7 @@ describe('the server process', function () {
         await first.exited;
       }
       const held = await read(async (db) => ({ session: await db('sessions').where({ id: sessionId }).first(), task: await db('tasks').first() }));
-      expect(held.session).to.include({ state: 'running', reply_due: 1 });
+      expect(held.session).to.include({ state: 'running', reply_due: stored(true) });
       expect(held.task).to.include({ status: 'in_progress' });
       expect(held.session.claim_token).to.be.a('string');
       // Five minutes pass: the dead process's leases run out.
@@ -150,7 +151,7 @@ describe('the server process', function () {
       } finally {
         first.child.kill('SIGKILL');
       }
-      expect(await read((db) => db('sessions').where({ id: sessionId }).first())).to.include({ state: 'running', reply_due: 1, claim_token: null, lease_until: null });
+      expect(await read((db) => db('sessions').where({ id: sessionId }).first())).to.include({ state: 'running', reply_due: stored(true), claim_token: null, lease_until: null });
 
       fake.script({ reply: 'Here now.' });
       const second = await startProcess('src/main.ts', env);
@@ -182,7 +183,7 @@ describe('the server process', function () {
 
   it('refuses to start with a bad variable, naming it', async () => {
     for (const [name, value] of [['PORT', 'http'], ['LOG_LEVEL', 'loud'], ['ATTACHMENTS_ALLOW_PRIVATE', 'maybe'], ['RATE_LIMIT_PER_MINUTE', '-1']]) {
-      const { code, output } = await runToExit('src/main.ts', { DATA_DIR: tempDir(), [name!]: value! });
+      const { code, output } = await runToExit('src/main.ts', { ...(await installEnv(tempDir())), [name!]: value! });
       expect(code, name).to.equal(1);
       expect(output, name).to.include(`Invalid configuration: ${name}`);
     }
@@ -191,7 +192,7 @@ describe('the server process', function () {
   it('npm run demo seeds once, prints the key and login, and serves them', async () => {
     const dataDir = tempDir();
     const counts = async () => {
-      const db = openDatabase(path.join(dataDir, 'scribe.sqlite'));
+      const db = await openInstall(dataDir);
       try {
         const tables = ['organizations', 'api_keys', 'users', 'scribes', 'requests', 'entry_types', 'entries'];
         return Object.fromEntries(await Promise.all(tables.map(async (t) => [t, Number((await db(t).count({ n: '*' }).first())!.n)])));
@@ -201,7 +202,7 @@ describe('the server process', function () {
     };
     let first: Record<string, number> | undefined;
     for (let run = 0; run < 2; run++) {
-      const demo = await startProcess('src/demo.ts', { DATA_DIR: dataDir });
+      const demo = await startProcess('src/demo.ts', { ...(await installEnv(dataDir)) });
       try {
         await eventually(async () => (demo.output().includes('Console login:') ? true : undefined));
         const key = /API key:\s+(\S+)/.exec(demo.output())![1]!;

@@ -14,7 +14,7 @@ describe('logs', () => {
     const lines: string[] = [];
     const logger = createLogger('trace', { destination: { write: (line: string) => void lines.push(line) } });
     const config = loadConfig({ DATA_DIR: tempDir(), METRICS_TOKEN: 'metrics-token-secret', RATE_LIMIT_PER_MINUTE: '0' });
-    const db = openDatabase(config.databaseFile);
+    const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
     await migrateToLatest(db);
     const services = createServices({ config, db, logger, options: { runOnNewWork: false } });
     const app = createApp({ config, logger, services, sessionSecret: 'log-test-session-secret' });

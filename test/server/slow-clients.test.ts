@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { expect } from 'chai';
 import { tempDir } from '../helpers/harness.js';
+import { installEnv, openInstall } from '../helpers/databases.js';
 import { startProcess, type ServerProcess } from '../helpers/process.js';
 import { provision } from '../helpers/provision.js';
 
@@ -34,7 +35,7 @@ describe('slow and oversized clients (a server that faces the internet)', functi
     const provisioned = await provision(dataDir);
     key = provisioned.key;
     await provisioned.close();
-    server = await startProcess('src/main.ts', { DATA_DIR: dataDir, HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '2000' });
+    server = await startProcess('src/main.ts', { ...(await installEnv(dataDir)), HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '2000' });
   });
   after(async () => {
     server.child.kill('SIGTERM');

@@ -10,7 +10,11 @@ describe('loadConfig()', () => {
       port: 3000,
       host: '127.0.0.1',
       dataDir: path.resolve('./data'),
-      databaseFile: path.resolve('./data/scribe.sqlite'),
+      databaseUrl: path.resolve('./data/scribe.sqlite'),
+      databaseKind: 'sqlite',
+      databasePoolSize: 10,
+      webConcurrency: 1,
+      processRole: 'all',
       sessionSecret: undefined,
       attachmentsAllowPrivate: false,
       rateLimitPerMinute: 600,
@@ -31,16 +35,29 @@ describe('loadConfig()', () => {
       ATTACHMENTS_ALLOW_PRIVATE: 'true', RATE_LIMIT_PER_MINUTE: '0', METRICS_TOKEN: 'tok', TRUST_PROXY: '1', LOG_LEVEL: 'debug',
       OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', OPENAI_API_KEY: 'sk-x', OPENAI_MODEL: 'llama3', OPENAI_TIMEOUT_MS: '5000', OPENAI_MAX_RETRIES: '0',
       RETENTION_SESSION_DAYS: '30', RETENTION_ORPHAN_FILES: 'true', LOG_FORMAT: 'pretty', READ_THREADS: '0',
-      HTTP_HEADERS_TIMEOUT_MS: '5000', HTTP_REQUEST_TIMEOUT_MS: '15000',
+      HTTP_HEADERS_TIMEOUT_MS: '5000', HTTP_REQUEST_TIMEOUT_MS: '15000', DATABASE_POOL_SIZE: '4', WEB_CONCURRENCY: '3', PROCESS_ROLE: 'worker',
     });
     expect(config).to.deep.equal({
-      port: 8080, host: '0.0.0.0', dataDir: '/srv/scribe', databaseFile: '/srv/db/s.sqlite', sessionSecret: 'a-very-long-secret-value',
+      port: 8080, host: '0.0.0.0', dataDir: '/srv/scribe', databaseUrl: '/srv/db/s.sqlite', databaseKind: 'sqlite', sessionSecret: 'a-very-long-secret-value',
+      databasePoolSize: 4, webConcurrency: 3, processRole: 'worker',
       attachmentsAllowPrivate: true, rateLimitPerMinute: 0, metricsToken: 'tok', trustProxy: 1, logLevel: 'debug', logFormat: 'pretty',
       openai: { baseUrl: 'http://127.0.0.1:11434/v1', apiKey: 'sk-x', model: 'llama3', timeoutMs: 5000, maxRetries: 0 },
       retention: { sessionDays: 30, orphanFiles: true },
       readThreads: 0,
       http: { headersTimeoutMs: 5000, requestTimeoutMs: 15_000 },
     });
+  });
+
+  it('takes a postgres:// or postgresql:// DATABASE_URL as PostgreSQL, as given, and reads its pages in the server\'s thread', () => {
+    for (const url of ['postgres://scribe@db.internal:5432/scribe', 'postgresql://scribe@db.internal/scribe?sslmode=require']) {
+      const config = loadConfig({ DATABASE_URL: url, READ_THREADS: '3' });
+      expect(config).to.deep.include({ databaseUrl: url, databaseKind: 'postgres', readThreads: 0 });
+    }
+  });
+
+  it('refuses a PROCESS_ROLE other than all, web or worker, and a WEB_CONCURRENCY below 1', () => {
+    expect(() => loadConfig({ PROCESS_ROLE: 'cron' })).to.throw('Invalid configuration: PROCESS_ROLE must be one of all, web, worker');
+    expect(() => loadConfig({ WEB_CONCURRENCY: '0' })).to.throw(/^Invalid configuration: WEB_CONCURRENCY /);
   });
 
   it('keeps the headers timeout within the request timeout, as Node requires', () => {

@@ -7,6 +7,7 @@ import { entriesInWindow, pageOrder } from '../queries.js';
 import { type SearchNode, SearchSyntaxError, parseSearch } from './parser.js';
 import { type Predicate, resolveSearch } from './resolve.js';
 import type { RememberedCounts } from './remembered-counts.js';
+import { dialectOf } from '../../db/dialect.js';
 import { type TextLookup, type TrigramStats, whereEntryHasAnyText, whereEntryHasText, whereTextContains, whereValueHasText } from './text-match.js';
 
 export const messages = {
@@ -361,7 +362,7 @@ interface CheckContext {
 
 /** `check`, in a statement that reads entry after entry: it stops at the deadline, checked before anything else on each. */
 function checkOnTime(db: Db, query: Knex.QueryBuilder, predicate: Predicate, context: CheckContext): void {
-  if (context.deadline !== undefined) query.whereRaw('within_deadline(?)', [context.deadline]);
+  if (context.deadline !== undefined) dialectOf(db).whereWithinDeadline(query, context.deadline);
   check(db, query, predicate, context);
 }
 
@@ -388,7 +389,7 @@ function check(db: Db, query: Knex.QueryBuilder, predicate: Predicate, context: 
       query.where((group) => {
         if (grouped.length) {
           group.orWhere((inner) => {
-            whereEntryHasAnyText(inner, [...new Set([...needs.values()].flat() as string[])]);
+            whereEntryHasAnyText(db, inner, [...new Set([...needs.values()].flat() as string[])]);
             inner.where((any) => {
               for (const item of grouped) any.orWhere((one) => check(db, one, item, context));
             });

@@ -15,7 +15,7 @@ export type Predicate =
   | { kind: 'date'; field: FieldRow; conditions: Array<{ operator: SqlOperator; value: string }> }
   | { kind: 'timestamp'; column: 'created_at' | 'updated_at'; operator: SqlOperator; value: string; before?: string }
   | { kind: 'relationship'; field?: FieldRow; primary: string }
-  /** Matches nothing: an `&&` that asks one boolean field for both values. */
+  /** Matches nothing: an `&&` that asks one boolean field for both values, or text no value can hold. */
   | { kind: 'none' };
 
 const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)$/;
@@ -34,6 +34,20 @@ export function resolveSearch(node: SearchNode, fields: readonly FieldRow[]): Pr
     const items = node.items.map((item) => resolveSearch(item, fields));
     return node.kind === 'and' ? mergeSameField(items) : { kind: 'or', items };
   }
+  const predicate = resolveTerm(node, fields);
+  // Stored text never holds U+0000 (field-values.ts refuses it; PostgreSQL could not store it).
+  return textsOf(predicate).some((text) => text.includes('\0')) ? { kind: 'none' } : predicate;
+}
+
+/** The texts a term looks for. */
+function textsOf(predicate: Predicate): string[] {
+  if (predicate.kind === 'words') return predicate.words;
+  if (predicate.kind === 'text-contains') return [predicate.text];
+  if (predicate.kind === 'relationship') return [predicate.primary];
+  return [];
+}
+
+function resolveTerm(node: TermNode, fields: readonly FieldRow[]): Predicate {
   if (node.name === undefined || node.operator === undefined || node.value === undefined) return words(node);
 
   const key = node.name.toLowerCase();

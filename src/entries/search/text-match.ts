@@ -1,13 +1,14 @@
 import type { Knex } from 'knex';
 import type { Db } from '../../db/knex.js';
+import { dialectOf } from '../../db/dialect.js';
 import { RememberedCounts } from './remembered-counts.js';
+import { containsPattern, textIndexOf } from './text-index.js';
 
 /**
  * The one place that decides how "contains this text" becomes SQL. Text is folded to lower
- * case when stored and when searched (see `fold`). Text values are indexed by FTS5's trigram
- * tokenizer without positions (migrations 20261121000700 and 20261121001200; SQLite-specific,
- * as is only this module; PostgreSQL would use pg_trgm on entry_values.text_folded): the
- * index says which values hold all of some trigrams, and LIKE then checks the text itself.
+ * case when stored and when searched (see `fold`). Text values are indexed by trigrams
+ * (text-index.ts: FTS5 on SQLite, pg_trgm on PostgreSQL): the index says which values hold
+ * all of some trigrams, and LIKE then checks the text itself.
  *
  * A trigram lookup costs as much as its trigrams' postings (measured at 100,000 entries:
  * "004" AND "042" 53 µs; any lookup that includes "cit" 2.2 ms, as "cit" is in every city),
@@ -54,7 +55,7 @@ export class TrigramStats {
     // No trigram holds a NUL (see trigramsOf), so the key is unambiguous.
     return this.remembered.get(trigrams.join('\u0000'), async () => {
       const { sample } = this.options;
-      const postings = this.db('entry_values_fts').select({ value_id: 'rowid' }).whereRaw('entry_values_fts match ?', [matchAll(trigrams)]).orderBy('rowid').limit(sample);
+      const postings = textIndexOf(this.db).firstValuesHolding(this.db, trigrams, sample);
       const read = (await this.db.from(postings.as('p')).first(this.db.raw('count(*) as n, max(p.value_id) as last'))) as { n: number; last: number | null };
       if (Number(read.n) < sample) return Number(read.n);
       // Two subqueries: SQLite answers a lone min() or max() from the index, both together by a scan.
@@ -100,7 +101,7 @@ export function trigramsOf(foldedText: string): string[] {
  * narrows them to values holding the looked-up trigrams, LIKE checks the text.
  */
 export function whereValueHasText(db: Db, query: Knex.QueryBuilder, alias: string, foldedText: string, lookup: TextLookup): void {
-  const matching = db('entry_values_fts').select('rowid').whereRaw('entry_values_fts match ?', [matchAll(lookup.trigrams)]);
+  const matching = textIndexOf(db).valuesHolding(db, lookup.trigrams);
   whereTextContains(query.whereIn(`${alias}.id`, matching), alias, foldedText);
 }
 
@@ -118,49 +119,7 @@ export function whereEntryHasText(query: Knex.QueryBuilder, foldedText: string):
  * Checks that the entry row `e` has text containing at least one of `foldedTexts`, in one
  * pass over its text however many they are (a regular expression of the escaped texts).
  */
-export function whereEntryHasAnyText(query: Knex.QueryBuilder, foldedTexts: readonly string[]): void {
+export function whereEntryHasAnyText(db: Db, query: Knex.QueryBuilder, foldedTexts: readonly string[]): void {
   if (foldedTexts.length === 1) return whereEntryHasText(query, foldedTexts[0]!);
-  query.whereRaw('e.search_text regexp ?', [foldedTexts.map((text) => text.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&')).join('|')]);
-}
-
-/**
- * Pages of index one merge step writes; other queries run between steps. A step's length
- * varies (the longest measured 130–160 ms at 100,000 entries, with 25 to 500 pages a step).
- */
-const MERGE_STEP_PAGES = 50;
-
-/**
- * Merges the trigram index into one segment, a step at a time (FTS5's 'merge' command),
- * letting other queries run between steps; returns the number of steps that did work.
- * Writes leave the index in several segments, and a lookup reads every segment: merged,
- * a lookup of two trigrams took 78 µs instead of 111 µs at 100,000 entries (docs/performance.md).
- */
-export async function mergeTextIndex(db: Db): Promise<number> {
-  for (let steps = 0; ; steps++) {
-    // A negative page count merges across levels, towards a single segment. FTS5 tells that a
-    // step did no work by changing fewer than two rows; the transaction keeps other writes out
-    // of that count.
-    const changed = await db.transaction(async (trx) => {
-      const before = await totalChanges(trx);
-      await trx.raw(`insert into entry_values_fts (entry_values_fts, rank) values ('merge', ?)`, [-MERGE_STEP_PAGES]);
-      return (await totalChanges(trx)) - before;
-    });
-    if (changed < 2) return steps;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
-
-async function totalChanges(db: Knex): Promise<number> {
-  const row = (await db.first(db.raw('total_changes() as n'))) as { n: number };
-  return Number(row.n);
-}
-
-/** An FTS5 query for values holding all the trigrams, each a quoted string (quotes doubled inside), so no character is query syntax. */
-function matchAll(trigrams: readonly string[]): string {
-  return trigrams.map((t) => `"${t.replace(/"/g, '""')}"`).join(' AND ');
-}
-
-/** `%text%` with LIKE's own wildcards escaped, so `50%` and `a_b` mean themselves. */
-function containsPattern(text: string): string {
-  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  query.whereRaw(`e.search_text ${dialectOf(db).regexpOperator} ?`, [foldedTexts.map((text) => text.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&')).join('|')]);
 }

@@ -1,0 +1,163 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Knex } from 'knex';
+import BetterSqlite3 from 'better-sqlite3';
+
+/**
+ * Every way SQLite and PostgreSQL differ for this application, in one place. Code that
+ * needs one of these asks `dialectOf(db)`; all other SQL is written once, in the subset
+ * both databases read the same way (row values, `||`, partial indexes, ON CONFLICT,
+ * RETURNING). The text index, the other difference, is entries/search/text-index.ts.
+ */
+export interface Dialect {
+  readonly kind: DatabaseKind;
+  /** True when the error is the database refusing a duplicate key (a UNIQUE index or the primary key). */
+  isUniqueViolation(err: unknown): boolean;
+  /** True when the error is the database stopping a statement at its deadline (see `withStatementDeadline`). */
+  isDeadlinePassed(err: unknown): boolean;
+  /** The operator for "text matches this regular expression" (SQLite's is backed by JavaScript's RegExp, see knex.ts). */
+  readonly regexpOperator: string;
+  /**
+   * Runs reads that must be over by `deadline` (epoch ms). SQLite cannot be interrupted from
+   * outside, so its statements check `within_deadline(?)` themselves (`whereWithinDeadline`);
+   * PostgreSQL stops them with a transaction-local `statement_timeout`.
+   */
+  withStatementDeadline<T>(db: Knex, deadline: number, read: (db: Knex) => Promise<T>): Promise<T>;
+  /** Adds the per-row deadline check to a statement that may read many rows (SQLite only). */
+  whereWithinDeadline(query: Knex.QueryBuilder, deadline: number): void;
+  /** Runs `fn` while no other process runs migrations on this database. */
+  withMigrationLock<T>(db: Knex, fn: () => Promise<T>): Promise<T>;
+  /** Keeps the query planner's statistics current as data grows. Run at start and daily. */
+  optimize(db: Knex): Promise<void>;
+  /** A consistent copy of the database, taken while it serves, written to `file`. */
+  backup(db: Knex, file: string): Promise<{ file: string; bytes: number }>;
+}
+
+export type DatabaseKind = 'sqlite' | 'postgres';
+
+/** `postgres://` and `postgresql://` URLs name a PostgreSQL database; anything else is a SQLite file. */
+export function databaseKindOf(location: string): DatabaseKind {
+  return /^postgres(ql)?:\/\//i.test(location) ? 'postgres' : 'sqlite';
+}
+
+export class BackupNotSupportedError extends Error {
+  override name = 'BackupNotSupportedError';
+}
+
+/** How long a process waits for another one's migrations before giving up. */
+const MIGRATION_LOCK_WAIT_MS = 60_000;
+
+const sqlite: Dialect = {
+  kind: 'sqlite',
+  isUniqueViolation(err) {
+    const code = (err as { code?: string } | null)?.code;
+    return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+  },
+  isDeadlinePassed(err) {
+    return (err as Error | null)?.name === 'DeadlinePassedError';
+  },
+  regexpOperator: 'regexp',
+  withStatementDeadline(db, _deadline, read) {
+    return read(db);
+  },
+  whereWithinDeadline(query, deadline) {
+    query.whereRaw('within_deadline(?)', [deadline]);
+  },
+  /**
+   * An exclusive SQLite lock on a sidecar file next to the database. The operating system
+   * releases it when its process dies, so a crash never leaves it behind.
+   */
+  async withMigrationLock(db, fn) {
+    const filename = (db.client.config.connection as { filename: string }).filename;
+    if (filename === ':memory:') return fn();
+    const lock = new BetterSqlite3(`${filename}.migrate-lock`);
+    try {
+      lock.pragma(`busy_timeout = ${MIGRATION_LOCK_WAIT_MS}`);
+      lock.exec('BEGIN EXCLUSIVE');
+      return await fn();
+    } finally {
+      if (lock.inTransaction) lock.exec('COMMIT');
+      lock.close();
+    }
+  },
+  /** `PRAGMA optimize` analyzes only the tables that need it, with a bounded effort. */
+  async optimize(db) {
+    await db.raw('pragma optimize');
+  },
+  /**
+   * SQLite's online backup API (better-sqlite3's `backup()`), which copies page by page and
+   * restarts around concurrent writes. Writes `<file>.partial` and renames at the end, so a
+   * file at `file` is always a whole backup.
+   */
+  async backup(db, file) {
+    const target = path.resolve(file);
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    const partial = `${target}.partial`;
+    fs.rmSync(partial, { force: true });
+    const connection = (await db.client.acquireConnection()) as BetterSqlite3.Database;
+    try {
+      await connection.backup(partial);
+    } finally {
+      await db.client.releaseConnection(connection);
+    }
+    fs.renameSync(partial, target);
+    return { file: target, bytes: fs.statSync(target).size };
+  },
+};
+
+/** An arbitrary, fixed key for the migrations' advisory lock ("scribe" in ASCII). */
+const MIGRATION_LOCK_KEY = 0x736372696265;
+
+interface PgConnection {
+  query(sql: string, values?: unknown[]): Promise<unknown>;
+}
+
+const postgres: Dialect = {
+  kind: 'postgres',
+  isUniqueViolation(err) {
+    return (err as { code?: string } | null)?.code === '23505';
+  },
+  isDeadlinePassed(err) {
+    // query_canceled: what statement_timeout raises.
+    return (err as { code?: string } | null)?.code === '57014';
+  },
+  regexpOperator: '~',
+  withStatementDeadline(db, deadline, read) {
+    return db.transaction(async (trx) => {
+      await trx.raw(`set local statement_timeout = ${Math.max(1, Math.ceil(deadline - Date.now()))}`);
+      return read(trx);
+    });
+  },
+  whereWithinDeadline() {},
+  /**
+   * A session advisory lock on a connection of its own: the server releases it when that
+   * connection closes, so a crashed migrator never leaves it behind.
+   */
+  async withMigrationLock(db, fn) {
+    const connection = (await db.client.acquireConnection()) as PgConnection;
+    try {
+      await connection.query(`set lock_timeout = ${MIGRATION_LOCK_WAIT_MS}`);
+      await connection.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+      await connection.query('reset lock_timeout');
+      try {
+        return await fn();
+      } finally {
+        await connection.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+      }
+    } finally {
+      await db.client.releaseConnection(connection);
+    }
+  },
+  /** Autovacuum keeps statistics too; a daily ANALYZE (sampled, bounded) catches fast-growing tables early. */
+  async optimize(db) {
+    await db.raw('analyze');
+  },
+  async backup() {
+    throw new BackupNotSupportedError('On PostgreSQL, back up with pg_dump (docs/deploy.md, "Backups"): pg_dump --format=custom --file=scribe.dump "$DATABASE_URL"');
+  },
+};
+
+/** The dialect of a Knex instance or transaction. */
+export function dialectOf(db: Knex): Dialect {
+  return db.client.config.client === 'pg' ? postgres : sqlite;
+}

@@ -1,0 +1,131 @@
+// The `npm test` runner: the mocha suite once per database, in parallel, sharing one
+// throwaway PostgreSQL cluster. Usage: node --import tsx test/run-suites.ts [mocha args]
+// TEST_DATABASES=sqlite,postgres (the default) picks which runs happen.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { startPostgresCluster, type PostgresCluster } from './helpers/postgres-cluster.js';
+
+const suites = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const;
+type Suite = keyof typeof suites;
+
+interface RunResult {
+  suite: Suite;
+  code: number | null;
+  output: string;
+}
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+// The repo's mocha binary, run by this node (what `npx mocha` resolves to, minus npm's start-up).
+const mochaBin = createRequire(import.meta.url).resolve('mocha/bin/mocha.js');
+
+function selectedSuites(): Suite[] {
+  const names = (process.env.TEST_DATABASES ?? 'sqlite,postgres')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const name of names) {
+    if (!(name in suites)) throw new Error(`TEST_DATABASES: unknown database "${name}" (expected ${Object.keys(suites).join(', ')})`);
+  }
+  if (names.length === 0) throw new Error('TEST_DATABASES names no database');
+  return [...new Set(names)] as Suite[];
+}
+
+const children = new Set<ChildProcess>();
+
+/** One mocha run; stdout and stderr go to one buffer so runs don't interleave. */
+function runMocha(suite: Suite, args: string[], env: NodeJS.ProcessEnv): Promise<RunResult> {
+  const child = spawn(process.execPath, [mochaBin, ...args], {
+    cwd: root,
+    env: { ...env, TEST_DATABASE: suite },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  const chunks: Buffer[] = [];
+  child.stdout.on('data', (c: Buffer) => chunks.push(c));
+  child.stderr.on('data', (c: Buffer) => chunks.push(c));
+  return new Promise((resolve) => {
+    child.once('error', (err) => chunks.push(Buffer.from(`\nfailed to start mocha: ${err.message}\n`)));
+    // 'close', not 'exit': all output has been read by then.
+    child.once('close', (code) => {
+      children.delete(child);
+      resolve({ suite, code, output: Buffer.concat(chunks).toString('utf8') });
+    });
+  });
+}
+
+const stripAnsi = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
+
+/** The count on mocha's last "  N <word>" epilogue line, if it printed one. */
+function count(output: string, word: 'passing' | 'failing' | 'pending'): number | undefined {
+  const matches = [...stripAnsi(output).matchAll(new RegExp(`^\\s*(\\d+) ${word}\\b`, 'gm'))];
+  const last = matches.at(-1);
+  return last ? Number(last[1]) : undefined;
+}
+
+async function main(): Promise<number> {
+  const wanted = selectedSuites();
+  const args = process.argv.slice(2);
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  // Keep colours when a person is watching, even though mocha writes into a pipe.
+  if (process.stdout.isTTY && env.FORCE_COLOR === undefined && env.NO_COLOR === undefined) env.FORCE_COLOR = '1';
+
+  let cluster: PostgresCluster | undefined;
+  let interrupted: NodeJS.Signals | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interrupted) {
+      // Second signal: stop waiting. The cluster's 'exit' handler still stops it.
+      for (const child of children) child.kill('SIGKILL');
+      process.exit(128 + (os.constants.signals[signal] ?? 1));
+    }
+    interrupted = signal;
+    for (const child of children) child.kill(signal);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  if (wanted.includes('postgres') && !env.TEST_POSTGRES_URL) {
+    const started = Date.now();
+    cluster = await startPostgresCluster();
+    env.TEST_POSTGRES_URL = cluster.url;
+    console.error(`PostgreSQL cluster on port ${cluster.port} ready in ${Date.now() - started} ms`);
+  }
+
+  const results = interrupted ? [] : await Promise.all(wanted.map((suite) => runMocha(suite, args, env)));
+
+  for (const { suite, output } of results) {
+    process.stdout.write(`=== ${suites[suite]} ===\n${output}${output.endsWith('\n') ? '' : '\n'}`);
+  }
+  await cluster?.stop();
+
+  let passing = 0;
+  let failing = 0;
+  let pending = 0;
+  for (const { suite, code, output } of results) {
+    const passed = count(output, 'passing');
+    if (passed === undefined) console.error(`${suites[suite]}: mocha printed no summary (exit code ${code})`);
+    passing += passed ?? 0;
+    failing += count(output, 'failing') ?? 0;
+    pending += count(output, 'pending') ?? 0;
+  }
+  // Mocha's own epilogue form, so CI greps work on the combined total.
+  console.log(`\n=== Total (${results.map((r) => suites[r.suite]).join(' + ') || 'nothing ran'}) ===`);
+  console.log(`  ${passing} passing`);
+  if (pending > 0) console.log(`  ${pending} pending`);
+  console.log(`  ${failing} failing`);
+
+  if (interrupted) {
+    console.error(`interrupted by ${interrupted}`);
+    return 128 + (os.constants.signals[interrupted] ?? 1);
+  }
+  return results.every((r) => r.code === 0) ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  },
+);
