@@ -64,7 +64,7 @@ export function createApp({
   app.use(services.metrics.http());
   app.use(healthRoutes({ config, services }));
 
-  const limits = apiRateLimits(config.rateLimitPerMinute);
+  const limits = apiRateLimits(config.rateLimitPerMinute, services.rateLimitStore);
   const auth = [limits.beforeAuth, requireApiKey((key) => services.organizations.authenticate(key)), limits.afterAuth];
   const docs = apiDocsRoutes();
   app.use(docs.browser);

@@ -1,7 +1,14 @@
+import cluster from 'node:cluster';
 import { startServer } from './server.js';
+import { reportReady, superviseWorkers } from './cluster.js';
 import { configOrExit, processLogger, stopOnSignals } from './process.js';
 
 const config = configOrExit();
 const logger = processLogger(config);
-const server = await startServer(config, logger);
-stopOnSignals(server, logger);
+if (config.webConcurrency > 1 && cluster.isPrimary) {
+  superviseWorkers(config.webConcurrency, logger);
+} else {
+  const server = await startServer(config, logger);
+  stopOnSignals(server, logger);
+  reportReady();
+}

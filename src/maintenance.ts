@@ -3,6 +3,10 @@ import { dialectOf } from './db/dialect.js';
 import type { Clock } from './lib/clock.js';
 import { textIndexOf } from './entries/search/text-index.js';
 import { deleteExpiredConsoleSessions } from './console/queries.js';
+import { pendingMigrations } from './db/migrate.js';
+import { openDatabase } from './db/knex.js';
+import { checkCopyTarget, copyDatabase } from './db/copy.js';
+import { pruneRateLimitHits } from './http/rate-limit-store.js';
 
 export type Maintenance = ReturnType<typeof createMaintenance>;
 
@@ -18,6 +22,32 @@ export function createMaintenance({ db, clock }: { db: Db; clock: Clock }) {
     /** Console sign-ins that expired (connect-session-knex's own timer is off, see console/index.ts). */
     pruneConsoleSessions(): Promise<number> {
       return deleteExpiredConsoleSessions(db, clock().toISOString());
+    },
+
+    /** Rate-limit counters whose window has ended. */
+    pruneRateLimits(): Promise<number> {
+      return pruneRateLimitHits(db, clock().toISOString());
+    },
+
+    /** Resolves when the database takes writes: a write that changes nothing, refused by a read-only or full database. */
+    async writable(): Promise<void> {
+      await db.transaction((trx) => trx('organizations').whereRaw('1 = 0').update({ name: '' }));
+    },
+
+    /** Migrations this code has that the database has not (a process behind its database is not ready). */
+    pendingMigrations(): Promise<string[]> {
+      return pendingMigrations(db);
+    },
+
+    /** Copies this (SQLite) install's data into the empty PostgreSQL database at `url` (db/copy.ts); rows per table. */
+    async copyTo(url: string): Promise<Record<string, number>> {
+      checkCopyTarget(url);
+      const target = openDatabase(url, { poolSize: 2 });
+      try {
+        return await copyDatabase(db, target);
+      } finally {
+        await target.destroy();
+      }
     },
 
     /** A consistent copy of a SQLite database while it serves; PostgreSQL refuses (pg_dump's job). */

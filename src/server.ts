@@ -16,22 +16,56 @@ const DRAIN_TIMEOUT_MS = 10_000;
 const CONNECTIONS_CHECK_MS = 1000;
 
 export interface RunningServer {
-  url: string;
+  /** Where it listens; undefined for a worker (PROCESS_ROLE=worker), which does not. */
+  url: string | undefined;
   stop(): Promise<void>;
 }
 
 /**
  * The only place that opens the database, migrates, starts background jobs and listens.
- * `stop()` undoes it in order: stop ticking, finish in-flight requests, close the database.
+ * PROCESS_ROLE says which of the two a process does: `web` only serves HTTP, `worker`
+ * only works the queues and jobs, `all` both. `stop()` undoes it in order: stop ticking,
+ * finish in-flight requests, close the database.
  */
 export async function startServer(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<RunningServer> {
+  const serves = config.processRole !== 'worker';
+  const works = config.processRole !== 'web';
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   await migrateToLatest(db);
-  await dialectOf(db).optimize(db);
-  const services = createServices({ config, db, logger, options });
-  const app = createApp({ config, logger, services, sessionSecret: resolveSessionSecret(config.sessionSecret, config.dataDir) });
-  const scheduler = createScheduler(backgroundJobs(services), logger);
+  if (works) await dialectOf(db).optimize(db);
+  // A web process leaves new work to the workers, which its NOTIFY (or their polling) wakes.
+  const services = createServices({ config, db, logger, options: works ? options : { ...options, dispatchOnAccept: false, runOnNewWork: false } });
+  const scheduler = createScheduler(works ? backgroundJobs(services) : [], logger);
+  const server = serves ? await listen(config, createApp({ config, logger, services, sessionSecret: resolveSessionSecret(config.sessionSecret, config.dataDir) })) : undefined;
+  const url = server && urlOf(server, config);
 
+  if (works) {
+    scheduler.start();
+    await services.wakeups.listen({ scribe_requests: () => services.dispatcher.nudge(), scribe_work: () => services.runtime.nudge() });
+    // Receipts, sessions and tasks left behind by an earlier run are picked up straight away.
+    services.dispatcher.nudge();
+    services.runtime.nudge();
+  }
+  if (url) logger.info({ url, role: config.processRole }, 'scribe is listening');
+  else logger.info({ role: config.processRole }, 'scribe worker started');
+
+  let stopping: Promise<void> | undefined;
+  return {
+    url,
+    stop() {
+      stopping ??= (async () => {
+        await scheduler.stop();
+        if (server) await closeServer(server);
+        await services.stop();
+        await db.destroy();
+        logger.info('scribe stopped');
+      })();
+      return stopping;
+    },
+  };
+}
+
+async function listen(config: Config, app: http.RequestListener): Promise<http.Server> {
   const server = http.createServer(
     {
       headersTimeout: config.http.headersTimeoutMs,
@@ -45,30 +79,13 @@ export async function startServer(config: Config, logger: Logger, options: Servi
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
+  return server;
+}
+
+function urlOf(server: http.Server, config: Config): string {
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  const url = `http://${host}:${port}`;
-
-  scheduler.start();
-  // Receipts, sessions and tasks left behind by an earlier run are picked up straight away.
-  services.dispatcher.nudge();
-  services.runtime.nudge();
-  logger.info({ url }, 'scribe is listening');
-
-  let stopping: Promise<void> | undefined;
-  return {
-    url,
-    stop() {
-      stopping ??= (async () => {
-        await scheduler.stop();
-        await closeServer(server);
-        await services.stop();
-        await db.destroy();
-        logger.info('scribe stopped');
-      })();
-      return stopping;
-    },
-  };
+  return `http://${host}:${port}`;
 }
 
 async function closeServer(server: http.Server): Promise<void> {

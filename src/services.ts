@@ -19,6 +19,10 @@ import { createAuditLog } from './audit/service.js';
 import { createMetrics } from './metrics.js';
 import { createRetention } from './retention.js';
 import { createMaintenance } from './maintenance.js';
+import { DatabaseRateLimitStore } from './http/rate-limit-store.js';
+import { createWakeups } from './db/wakeups.js';
+import { oncePerDatabase } from './jobs/once.js';
+import type { Job } from './jobs/scheduler.js';
 import { createIdempotency } from './http/idempotency.js';
 import { createSessionService } from './sessions/service.js';
 import { createTaskService } from './tasks/service.js';
@@ -60,6 +64,7 @@ export type Services = ReturnType<typeof createServices>;
 export function createServices({ config, db, logger, options = {} }: { config: Config; db: Db; logger: Logger; options?: ServiceOptions }) {
   const clock = options.clock ?? systemClock;
   const metrics = createMetrics(db);
+  const wakeups = createWakeups({ db, url: config.databaseUrl, logger });
   const store = createAttachmentStore(path.join(config.dataDir, 'attachments'));
   const downloader = createDownloader(
     options.addressPolicy ?? (config.attachmentsAllowPrivate ? anyAddress : publicAddressesOnly),
@@ -70,7 +75,11 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     clock,
     logger,
     options: { ...defaultDispatcherOptions, ...options.dispatcher },
-    onTasksCreated: () => wakeRuntime(),
+    createTask: (trx, receipt, at) => tasks.createForReceipt(trx, receipt, at),
+    // The tasks it made are worked here first; other processes find them as they poll.
+    onTasksCreated: () => {
+      if (runOnNewWork) runtime.nudge();
+    },
     onFinished: (outcome, ms) => metrics.dispatched(outcome, ms),
   });
   const dispatchOnAccept = options.dispatchOnAccept ?? true;
@@ -85,8 +94,9 @@ export function createServices({ config, db, logger, options = {} }: { config: C
   // New sessions, tasks given input and scribes powered on wake the runtime at once;
   // the cron job is the backstop. Fulfilled receipts reach it through that job too.
   const runOnNewWork = options.runOnNewWork ?? true;
-  const wakeRuntime = () => {
+  const wakeRuntime = (id: string) => {
     if (runOnNewWork) runtime.nudge();
+    void wakeups.notify('scribe_work', id);
   };
   const scribes = createScribeService({ db, clock, onActivated: wakeRuntime });
   const sessions = createSessionService({ db, clock, audit, onReplyDue: wakeRuntime });
@@ -124,8 +134,9 @@ export function createServices({ config, db, logger, options = {} }: { config: C
       clock,
       fetchAttachments: createAttachmentFetcher({ downloader, store }),
       audit,
-      onAccepted: () => {
+      onAccepted: (id) => {
         if (dispatchOnAccept) dispatcher.nudge();
+        void wakeups.notify('scribe_requests', id);
       },
     }),
     dispatcher,
@@ -134,9 +145,16 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     idempotency: createIdempotency({ db, clock }),
     retention: createRetention({ db, clock, logger, attachmentsDir: path.join(config.dataDir, 'attachments'), config: config.retention }),
     maintenance: createMaintenance({ db, clock }),
+    /** Rate-limit counters of the limit `name`, shared by every process on the database. */
+    rateLimitStore: (name: string) => new DatabaseRateLimitStore(db, clock, name),
+    /** Wraps a periodic job so that one process per database runs each of its fires (jobs/once.ts). */
+    oncePerDatabase: (job: Job, periodMs: number) => oncePerDatabase(db, clock, job, periodMs),
     attachmentStore: store,
+    /** Wakes the processes on this database when work arrives (PostgreSQL's LISTEN/NOTIFY; db/wakeups.ts). */
+    wakeups,
     /** Stops background work and releases sockets; the caller closes the database. */
     async stop(): Promise<void> {
+      await wakeups.close();
       await dispatcher.stop();
       await runtime.stop();
       await downloader.close();

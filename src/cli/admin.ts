@@ -6,6 +6,7 @@ import { migrateToLatest } from '../db/migrate.js';
 import { createServices } from '../services.js';
 import { HttpError } from '../http/errors.js';
 import { BackupNotSupportedError } from '../db/dialect.js';
+import { CopyRefusedError } from '../db/copy.js';
 import { FLAGS, UsageError, commands, usage } from './commands.js';
 
 /**
@@ -49,7 +50,7 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv): Promise<
       process.stderr.write(`error: ${err.message}\nusage: ${command.usage}\n`);
       return 2;
     }
-    if (err instanceof HttpError || err instanceof BackupNotSupportedError) {
+    if (err instanceof HttpError || err instanceof BackupNotSupportedError || err instanceof CopyRefusedError) {
       process.stderr.write(`error: ${err.message}\n`);
       return 1;
     }

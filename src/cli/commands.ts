@@ -114,6 +114,12 @@ export const commands: Record<string, Command> = {
     usage: 'backup --to FILE',
     run: (flags, s) => s.maintenance.backup(required(flags, 'to')),
   },
+  'copy-database': {
+    usage: 'copy-database --to POSTGRES_URL',
+    async run(flags, s) {
+      return { copied: await s.maintenance.copyTo(required(flags, 'to')) };
+    },
+  },
   'user create': {
     usage: 'user create --org ORG_ID --email EMAIL --password PASSWORD [--role admin|viewer]',
     async run(flags, s) {

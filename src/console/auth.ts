@@ -78,8 +78,9 @@ export function authRoutes(services: Services, { limit = LOGIN_ATTEMPTS.limit, p
 
   // Failed sign-ins are counted per address and email (guessing one password), and per
   // address alone (trying many accounts); a successful sign-in does not count.
-  const throttle = (max: number, key: (req: Request) => string) =>
+  const throttle = (name: string, max: number, key: (req: Request) => string) =>
     rateLimit({
+      store: services.rateLimitStore(name),
       windowMs: LOGIN_ATTEMPTS.windowMs,
       limit: max,
       skipSuccessfulRequests: true,
@@ -89,8 +90,8 @@ export function authRoutes(services: Services, { limit = LOGIN_ATTEMPTS.limit, p
       handler: (req, res) => loginPage(res, 429, { email: String(req.body?.email ?? ''), error: messages.throttled, next: safeNext(req.body?.next) }),
     });
   const address = (req: Request) => ipKeyGenerator(req.ip ?? '');
-  const perAccount = throttle(limit, (req) => `${address(req)}|${String(req.body?.email ?? '').trim().toLowerCase()}`);
-  const perClient = throttle(perAddress, address);
+  const perAccount = throttle('login-account', limit, (req) => `${address(req)}|${String(req.body?.email ?? '').trim().toLowerCase()}`);
+  const perClient = throttle('login-address', perAddress, address);
 
   router.get('/login', (req, res) => {
     if (req.user) return res.redirect(303, safeNext(req.query.next));

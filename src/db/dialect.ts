@@ -25,6 +25,12 @@ export interface Dialect {
   withStatementDeadline<T>(db: Knex, deadline: number, read: (db: Knex) => Promise<T>): Promise<T>;
   /** Adds the per-row deadline check to a statement that may read many rows (SQLite only). */
   whereWithinDeadline(query: Knex.QueryBuilder, deadline: number): void;
+  /**
+   * Writes `set` on the rows `candidates` (a SELECT of ids) picks, so that no two claimers,
+   * in any process, write the same row; `due` guards the write where the database needs it.
+   * Returns the rows as written (db/claims.ts).
+   */
+  claimRows(db: Knex, table: string, candidates: Knex.QueryBuilder, due: (query: Knex.QueryBuilder) => void, set: Record<string, unknown>): Promise<unknown[]>;
   /** Runs `fn` while no other process runs migrations on this database. */
   withMigrationLock<T>(db: Knex, fn: () => Promise<T>): Promise<T>;
   /** Keeps the query planner's statistics current as data grows. Run at start and daily. */
@@ -62,6 +68,12 @@ const sqlite: Dialect = {
   },
   whereWithinDeadline(query, deadline) {
     query.whereRaw('within_deadline(?)', [deadline]);
+  },
+  /** One writer at a time: a guarded UPDATE cannot meet another claim. */
+  claimRows(db, table, candidates, due, set) {
+    const claim = db(table).whereIn('id', candidates);
+    due(claim);
+    return claim.update(set).returning('*');
   },
   /**
    * An exclusive SQLite lock on a sidecar file next to the database. The operating system
@@ -129,6 +141,16 @@ const postgres: Dialect = {
     });
   },
   whereWithinDeadline() {},
+  /** The candidates are locked (passing over rows other claimers hold) until the claim is written. */
+  claimRows(db, table, candidates, _due, set) {
+    return db
+      .with('claimed', candidates.forUpdate().skipLocked())
+      .table(table)
+      .updateFrom('claimed')
+      .whereRaw('?? = claimed.id', [`${table}.id`])
+      .update(set)
+      .returning(`${table}.*`);
+  },
   /**
    * A session advisory lock on a connection of its own: the server releases it when that
    * connection closes, so a crashed migrator never leaves it behind.

@@ -1,17 +1,17 @@
 import type { RequestHandler } from 'express';
-import { ipKeyGenerator, rateLimit, type Options } from 'express-rate-limit';
+import { ipKeyGenerator, rateLimit, type Options, type Store } from 'express-rate-limit';
 import { callerOf } from './api-key-auth.js';
 import { errorBody, errorFormFor } from './envelopes.js';
 
 export const messages = { rateLimited: 'Rate limit exceeded' };
 
 /**
- * The API's rate limits (express-rate-limit, a fixed one-minute window kept in this
- * process): `perMinute` calls per API key, and as many unauthenticated calls (no key or a
+ * The API's rate limits (express-rate-limit, a fixed one-minute window; `storeFor` gives
+ * each limit its counters, in the database so every process counts): `perMinute` calls per API key, and as many unauthenticated calls (no key or a
  * bad one) per client address. 429 in the family's error form, with `Retry-After` and the
  * standard `RateLimit` / `RateLimit-Policy` headers. `perMinute` 0 turns both off.
  */
-export function apiRateLimits(perMinute: number): { beforeAuth: RequestHandler; afterAuth: RequestHandler } {
+export function apiRateLimits(perMinute: number, storeFor: (name: string) => Store): { beforeAuth: RequestHandler; afterAuth: RequestHandler } {
   if (perMinute === 0) {
     const pass: RequestHandler = (_req, _res, next) => next();
     return { beforeAuth: pass, afterAuth: pass };
@@ -30,10 +30,11 @@ export function apiRateLimits(perMinute: number): { beforeAuth: RequestHandler; 
     beforeAuth: rateLimit({
       ...common,
       identifier: 'unauthenticated',
+      store: storeFor('unauthenticated'),
       keyGenerator: (req) => ipKeyGenerator(req.ip ?? ''),
       skipSuccessfulRequests: true,
       requestWasSuccessful: (_req, res) => res.statusCode !== 401,
     }),
-    afterAuth: rateLimit({ ...common, identifier: 'api-key', keyGenerator: (req) => callerOf(req).keyId }),
+    afterAuth: rateLimit({ ...common, identifier: 'api-key', store: storeFor('api-key'), keyGenerator: (req) => callerOf(req).keyId }),
   };
 }

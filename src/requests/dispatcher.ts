@@ -3,10 +3,10 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Db } from '../db/knex.js';
 import type { Logger } from '../logger.js';
 import { type Clock, laterThan } from '../lib/clock.js';
-import { newId } from '../lib/ids.js';
+import { keepLeases } from '../db/claims.js';
 import { findScribesByIds } from '../scribes/queries.js';
 import { messages as scribeMessages } from '../scribes/service.js';
-import { insertTask, insertTaskEvent } from '../tasks/queries.js';
+import type { ReceiptInput } from '../tasks/service.js';
 import * as queries from './queries.js';
 import type { RequestRow } from './queries.js';
 
@@ -17,7 +17,7 @@ export const messages = {
 export interface DispatcherOptions {
   /** Receipts claimed per round trip. */
   batchSize: number;
-  /** How long a claim is exclusive; a claim older than this is taken over (crash recovery). */
+  /** How long a claim is exclusive unless renewed (every third of it, while its batch runs); a lapsed one is taken over (crash recovery). */
   leaseMs: number;
   /** Claims per receipt before an unexpected error fails it for good. */
   maxAttempts: number;
@@ -50,6 +50,7 @@ export function createDispatcher({
   clock,
   logger,
   options = defaultDispatcherOptions,
+  createTask,
   onTasksCreated = () => {},
   onFinished = () => {},
 }: {
@@ -57,6 +58,8 @@ export function createDispatcher({
   clock: Clock;
   logger: Logger;
   options?: DispatcherOptions;
+  /** Creates a fulfilled receipt's task in the given transaction (the tasks service); returns its id. */
+  createTask: (trx: Db, receipt: ReceiptInput, at: string) => Promise<string>;
   /** Called after a batch created tasks, so the agent runtime starts on them at once. */
   onTasksCreated?: () => void;
   /** Called once per receipt that ended (committed), with the time since it was accepted (metrics). */
@@ -130,20 +133,7 @@ export function createDispatcher({
       const failed = await queries.finishClaimedRequest(trx, claimRef, { status: 'failed', errorMessage: scribeMessages.scribeNotActive }, now);
       return failed ? 'failed' : 'lost';
     }
-    const taskId = newId();
-    await insertTask(trx, {
-      id: taskId,
-      organization_id: request.organization_id,
-      scribe_id: request.scribe_id,
-      request_id: request.id,
-      status: 'open',
-      title: request.title,
-      summary: request.summary,
-      acceptance_criteria: request.acceptance_criteria,
-      created_at: now,
-      updated_at: now,
-    });
-    await insertTaskEvent(trx, { task_id: taskId, from_status: null, to_status: 'open', author: 'system', text: `Created from receipt ${request.id}`, created_at: now });
+    const taskId = await createTask(trx, request, now);
     const fulfilled = await queries.finishClaimedRequest(trx, claimRef, { status: 'fulfilled', entityId: taskId }, now);
     // Lost the claim to another dispatcher: roll the task back with the transaction.
     if (!fulfilled) throw new LostClaim(request.id);
@@ -176,7 +166,11 @@ export function createDispatcher({
     while (!stopped) {
       const { token, requests } = await claim();
       if (requests.length === 0) break;
-      const result = await complete(token, requests);
+      const lease = keepLeases(
+        () => queries.renewRequestLeases(db, { ids: requests.map((r) => r.id), token }, new Date(clock().getTime() + options.leaseMs).toISOString()),
+        options.leaseMs / 3,
+      );
+      const result = await complete(token, requests).finally(() => lease.stop());
       if (result.fulfilled > 0) onTasksCreated();
       total.fulfilled += result.fulfilled;
       total.failed += result.failed;

@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import { claimDue, renewLeases, type Queue } from '../db/claims.js';
 import type { Position } from '../http/cursor.js';
 import type { RequestStatus } from './schemas.js';
 
@@ -84,25 +85,27 @@ export async function listAttachments(db: Db, requestId: string): Promise<Attach
 
 // ---- the dispatcher's queue -------------------------------------------------------------
 
+/** Receipts to dispatch: new ones (`accepted`) and ones whose lease or backoff ran out (`dispatched`, e.g. left by a crash). */
+const dispatchQueue: Queue = {
+  table: 'requests',
+  // requests_dispatch_queue: (available_at, id), where status in ('accepted', 'dispatched').
+  due: (query, now) => query.whereRaw("status in ('accepted', 'dispatched')").where('available_at', '<=', now),
+  order: ['available_at', 'id'],
+  leaseColumn: 'available_at',
+};
+
 /**
- * Claims up to `limit` receipts that are due: new ones (`accepted`) and ones whose lease or
- * backoff has run out (`dispatched`, e.g. left behind by a crash). One guarded UPDATE, so
- * two dispatchers can never claim the same receipt; the claim token proves ownership later.
+ * Claims up to `limit` due receipts for `token` (db/claims.ts: one statement, so no two
+ * dispatchers, in any process, claim the same receipt); the claim token proves ownership later.
  */
 export async function claimDueRequests(
   db: Db,
   { now, nowPlus1ms, leaseUntil, token, limit }: { now: string; nowPlus1ms: string; leaseUntil: string; token: string; limit: number },
 ): Promise<RequestRow[]> {
-  const due = db('requests')
-    .select('id')
-    .whereIn('status', ['accepted', 'dispatched'])
-    .where('available_at', '<=', now)
-    .orderBy('available_at')
-    .limit(limit);
-  return db<RequestRow>('requests')
-    .whereIn('id', due)
-    .whereIn('status', ['accepted', 'dispatched'])
-    .update({
+  return claimDue<RequestRow>(db, dispatchQueue, {
+    now,
+    limit,
+    set: {
       status: 'dispatched',
       claim_token: token,
       available_at: leaseUntil,
@@ -110,8 +113,13 @@ export async function claimDueRequests(
       dispatched_at: db.raw('coalesce(dispatched_at, ?)', [now]),
       // A receipt accepted in this very millisecond still gets a later updated_at.
       updated_at: db.raw('case when updated_at < ? then ? else ? end', [now, now, nowPlus1ms]),
-    })
-    .returning('*');
+    },
+  });
+}
+
+/** Extends the lease of receipts still claimed by `token` while their batch is completed. */
+export function renewRequestLeases(db: Db, claim: { ids: readonly string[]; token: string }, leaseUntil: string): Promise<number> {
+  return renewLeases(db, dispatchQueue, claim, leaseUntil);
 }
 
 /** Ends a claimed receipt; false when the claim was lost (another dispatcher took it over). */

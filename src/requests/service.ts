@@ -49,7 +49,8 @@ export function createRequestService(deps: {
   fetchAttachments: AttachmentFetcher;
   audit: AuditLog;
   /** Called after each accepted receipt, so the dispatcher need not wait for its next tick. */
-  onAccepted: () => void;
+  /** Runs after a receipt was stored, with its id (wakes the dispatchers). */
+  onAccepted: (id: string) => void;
 }) {
   const { db, clock } = deps;
 
@@ -102,7 +103,7 @@ export function createRequestService(deps: {
         if (actor) await deps.audit.record(actor, 'request.submit', { type: 'request', id: row.id }, row.title, trx);
         await save?.(trx, { request: receipt });
       } : undefined);
-      deps.onAccepted();
+      deps.onAccepted(row.id);
       return receipt;
     },
 

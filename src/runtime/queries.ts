@@ -1,76 +1,84 @@
+import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
+import { claimDue, renewLeases, type Queue } from '../db/claims.js';
 import { atOrAfter } from '../lib/clock.js';
 import type { SessionRow } from '../sessions/queries.js';
 import { insertTaskEvent, type WorkedTaskRow } from '../tasks/queries.js';
 
-/** A claim: exclusive until `leaseUntil`, after which another worker may take the work over. */
+/** A claim: exclusive until `leaseUntil` unless renewed, after which another worker may take the work over. */
 export interface ClaimTerms {
   token: string;
   now: string;
   leaseUntil: string;
 }
 
-export interface Candidate {
-  id: string;
-  scribe_id: string;
-}
+/** Free, or claimed by a worker whose lease ran out (it died, or its event loop stopped). */
+const unclaimed = (table: string, now: string) => (q: Knex.QueryBuilder) => q.whereNull(`${table}.claim_token`).orWhere(`${table}.lease_until`, '<=', now);
 
-/** Free, or claimed by a worker whose lease ran out (it crashed or hung). */
-const unclaimed = (table: string, now: string) => (q: import('knex').Knex.QueryBuilder) =>
-  q.whereNull(`${table}.claim_token`).orWhere(`${table}.lease_until`, '<=', now);
+/** Work of scribes that are on: a powered-off scribe's work waits. */
+const ofActiveScribe = (table: string) => (q: Knex.QueryBuilder) =>
+  q.whereExists((scribes) => scribes.select(scribes.client.raw('1')).from('scribes as c').whereRaw('c.id = ??', [`${table}.scribe_id`]).where('c.state', 'active'));
 
-/** What makes each kind of work due; both conditions match their table's partial index exactly. */
-const DUE = {
-  sessions: 'reply_due', // sessions_reply_queue
-  tasks: "status in ('open', 'in_progress')", // tasks_work_queue (in_progress: left by a crash)
-} as const;
+/** Each kind of work's queue (db/claims.ts); the due conditions match their table's partial index exactly. */
+export const workQueues = {
+  sessions: {
+    table: 'sessions',
+    // sessions_reply_queue: (created_at, id), where reply_due.
+    due: (q, now) => q.whereRaw('reply_due').where(unclaimed('sessions', now)).where(ofActiveScribe('sessions')),
+    order: ['created_at', 'id'],
+    leaseColumn: 'lease_until',
+  },
+  tasks: {
+    table: 'tasks',
+    // tasks_work_queue: (created_at, id), where status in ('open', 'in_progress') (in_progress: left by a crash).
+    due: (q, now) => q.whereRaw("status in ('open', 'in_progress')").where(unclaimed('tasks', now)).where(ofActiveScribe('tasks')),
+    order: ['created_at', 'id'],
+    leaseColumn: 'lease_until',
+  },
+} satisfies Record<string, Queue>;
 
-/** Due sessions or tasks of active scribes that no live claim holds, oldest first. */
-export async function dueWork(db: Db, table: keyof typeof DUE, now: string, limit: number): Promise<Candidate[]> {
-  return db(`${table} as w`)
-    .join('scribes as c', 'c.id', 'w.scribe_id')
-    .whereRaw(`w.${DUE[table]}`)
-    .where('c.state', 'active')
-    .where(unclaimed('w', now))
-    .orderBy('w.created_at')
-    .limit(limit)
-    .select('w.id', 'w.scribe_id');
-}
+/** Scribes whose work is not to be taken now (each already has enough under way). */
+const notOf = (scribeIds: readonly string[]) => (q: Knex.QueryBuilder) => {
+  if (scribeIds.length > 0) q.whereNotIn('scribe_id', scribeIds);
+};
 
-/** Takes a due session; `running` unless it was ended at once (it stays `completed`). Undefined if another worker was first. */
-export async function claimSession(db: Db, id: string, terms: ClaimTerms): Promise<SessionRow | undefined> {
-  const [row] = await db<SessionRow>('sessions')
-    .where({ id })
-    .whereRaw('reply_due')
-    .where(unclaimed('sessions', terms.now))
-    .update({
+/** Takes the oldest due session, `running` unless it was ended at once (it stays `completed`); undefined when none is due. */
+export async function claimNextSession(db: Db, terms: ClaimTerms, skipScribes: readonly string[] = []): Promise<SessionRow | undefined> {
+  const [row] = await claimDue<SessionRow>(db, workQueues.sessions, {
+    now: terms.now,
+    limit: 1,
+    only: notOf(skipScribes),
+    set: {
       claim_token: terms.token,
       lease_until: terms.leaseUntil,
       attempts: db.raw('attempts + 1'),
       state: db.raw("case when state = 'queued' then 'running' else state end"),
       updated_at: db.raw('case when updated_at < ? then ? else updated_at end', [terms.now, terms.now]),
-    })
-    .returning('*');
+    },
+  });
   return row;
 }
 
-/** Takes a due task and moves it to `in_progress` (recording the move when it was `open`). */
-export async function claimTask(db: Db, id: string, terms: ClaimTerms): Promise<WorkedTaskRow | undefined> {
+/** Takes the oldest due task and moves it to `in_progress` (recording the move when it was `open`); undefined when none is due. */
+export async function claimNextTask(db: Db, terms: ClaimTerms, skipScribes: readonly string[] = []): Promise<WorkedTaskRow | undefined> {
   return db.transaction(async (trx) => {
-    const before = await trx<WorkedTaskRow>('tasks').where({ id }).first('status', 'updated_at');
-    if (!before) return undefined;
-    const at = atOrAfter(new Date(terms.now), before.updated_at);
-    const [row] = await trx<WorkedTaskRow>('tasks')
-      .where({ id, status: before.status })
-      .whereIn('status', ['open', 'in_progress'])
-      .where(unclaimed('tasks', terms.now))
-      .update({ claim_token: terms.token, lease_until: terms.leaseUntil, attempts: trx.raw('attempts + 1'), status: 'in_progress', updated_at: at })
-      .returning('*');
-    if (row && before.status === 'open') {
-      await insertTaskEvent(trx, { task_id: id, from_status: 'open', to_status: 'in_progress', author: 'scribe', text: null, created_at: at });
-    }
+    const [claimed] = await claimDue<WorkedTaskRow>(trx, workQueues.tasks, {
+      now: terms.now,
+      limit: 1,
+      only: notOf(skipScribes),
+      set: { claim_token: terms.token, lease_until: terms.leaseUntil, attempts: trx.raw('attempts + 1') },
+    });
+    if (!claimed || claimed.status === 'in_progress') return claimed;
+    const at = atOrAfter(new Date(terms.now), claimed.updated_at);
+    const [row] = await trx<WorkedTaskRow>('tasks').where({ id: claimed.id }).update({ status: 'in_progress', updated_at: at }).returning('*');
+    await insertTaskEvent(trx, { task_id: claimed.id, from_status: 'open', to_status: 'in_progress', author: 'scribe', text: null, created_at: at });
     return row;
   });
+}
+
+/** Extends the lease of work still claimed by `token`; false when the claim was taken over. */
+export async function renewWorkLease(db: Db, table: keyof typeof workQueues, claim: { id: string; token: string }, leaseUntil: string): Promise<boolean> {
+  return (await renewLeases(db, workQueues[table], { ids: [claim.id], token: claim.token }, leaseUntil)) === 1;
 }
 
 /** Ends a claimed session's turn: the scribe's message, then `waiting` (or `completed`); false if the claim was lost. */

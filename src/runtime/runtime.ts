@@ -7,6 +7,7 @@ import type { Toolbox } from '../agents/toolbox.js';
 import type { AgentKind, ScribeRow } from '../scribes/service.js';
 import { findMessages, type SessionRow } from '../sessions/queries.js';
 import { findTaskEvents, moveTask, type WorkedTaskRow } from '../tasks/queries.js';
+import { keepLeases } from '../db/claims.js';
 import * as queries from './queries.js';
 
 export interface RuntimeOptions {
@@ -14,8 +15,10 @@ export interface RuntimeOptions {
   concurrency: number;
   /** Of those, at most this many for one scribe. */
   perScribe: number;
-  /** How long a claim is exclusive; longer than any agent call may take (the openai agent's timeouts and retries fit well inside). */
+  /** How long a claim is exclusive unless renewed; work renews it every `renewMs` while it runs, so only a dead process loses its work. */
   leaseMs: number;
+  /** How often running work renews its lease (a third of the lease by default). */
+  renewMs: number;
   /** Claims of one piece of work (each crash of a worker costs one) before it is failed. */
   maxAttempts: number;
 }
@@ -23,7 +26,8 @@ export interface RuntimeOptions {
 export const defaultRuntimeOptions: RuntimeOptions = {
   concurrency: 4,
   perScribe: 2,
-  leaseMs: 5 * 60_000,
+  leaseMs: 30_000,
+  renewMs: 10_000,
   maxAttempts: 3,
 };
 
@@ -75,29 +79,29 @@ export function createAgentRuntime({
 
   const busy = (scribeId: string) => busyByScribe.get(scribeId) ?? 0;
 
-  /** Picks due work that fits the free slots, per scribe too, and claims it. */
+  /**
+   * Claims due work, oldest first, into the free slots: one piece per claim, passing over
+   * scribes that already have `perScribe` pieces under way here, so one busy scribe's backlog
+   * does not hold up the others'.
+   */
   async function claimWork(): Promise<Work[]> {
     lastTickAt = clock();
     const free = options.concurrency - inFlight.size;
     if (free <= 0 || abort.signal.aborted) return [];
     const now = clock();
     const terms = { token: randomUUID(), now: now.toISOString(), leaseUntil: new Date(now.getTime() + options.leaseMs).toISOString() };
-    // Read a few more than fit, so one busy scribe's backlog does not hide the others' work.
-    const window = free * 4;
     const taken = new Map<string, number>();
-    const fits = (scribeId: string) => busy(scribeId) + (taken.get(scribeId) ?? 0) < options.perScribe;
+    const full = () => [...new Set([...busyByScribe.keys(), ...taken.keys()])].filter((id) => busy(id) + (taken.get(id) ?? 0) >= options.perScribe);
     const work: Work[] = [];
     const sources = [
-      { table: 'sessions', claim: (id: string) => queries.claimSession(db, id, terms).then((row) => row && ({ kind: 'session', row }) as Work) },
-      { table: 'tasks', claim: (id: string) => queries.claimTask(db, id, terms).then((row) => row && ({ kind: 'task', row }) as Work) },
-    ] as const;
-    for (const source of sources) {
-      for (const candidate of await queries.dueWork(db, source.table, terms.now, window)) {
-        if (work.length >= free) return work;
-        if (!fits(candidate.scribe_id)) continue;
-        const claimed = await source.claim(candidate.id);
-        if (!claimed) continue; // another worker was first
-        taken.set(candidate.scribe_id, (taken.get(candidate.scribe_id) ?? 0) + 1);
+      (skip: string[]) => queries.claimNextSession(db, terms, skip).then((row) => row && ({ kind: 'session', row }) as Work),
+      (skip: string[]) => queries.claimNextTask(db, terms, skip).then((row) => row && ({ kind: 'task', row }) as Work),
+    ];
+    for (const claimNext of sources) {
+      while (work.length < free && !abort.signal.aborted) {
+        const claimed = await claimNext(full());
+        if (!claimed) break;
+        taken.set(claimed.row.scribe_id, (taken.get(claimed.row.scribe_id) ?? 0) + 1);
         work.push(claimed);
       }
     }
@@ -107,9 +111,13 @@ export function createAgentRuntime({
   function start(work: Work): Promise<void> {
     const scribeId = work.row.scribe_id;
     busyByScribe.set(scribeId, busy(scribeId) + 1);
+    const claim = { id: work.row.id, token: work.row.claim_token! };
+    const table = work.kind === 'session' ? 'sessions' : 'tasks';
+    const lease = keepLeases(() => queries.renewWorkLease(db, table, claim, new Date(clock().getTime() + options.leaseMs).toISOString()), options.renewMs);
     const running = (work.kind === 'session' ? answerSession(work.row) : workTask(work.row))
       .catch((err) => logger.error({ err, [work.kind]: work.row.id }, 'agent runtime could not record its work'))
       .finally(() => {
+        lease.stop();
         finished[work.kind === 'session' ? 'sessions' : 'tasks']++;
         inFlight.delete(running);
         const left = busy(scribeId) - 1;

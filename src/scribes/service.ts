@@ -38,7 +38,7 @@ function checkInstructions(instructions: string): string {
 }
 
 /** `onActivated` runs when a scribe becomes active: its queued work can start. */
-export function createScribeService({ db, clock, onActivated = () => {} }: { db: Db; clock: Clock; onActivated?: () => void }) {
+export function createScribeService({ db, clock, onActivated = () => {} }: { db: Db; clock: Clock; onActivated?: (scribeId: string) => void }) {
   return {
     /** The organization's scribe with this slug; 404 `Scribe not found` otherwise, also for other organizations' scribes. */
     async getBySlug(organizationId: string, slug: string): Promise<ScribeRef> {
@@ -80,7 +80,7 @@ export function createScribeService({ db, clock, onActivated = () => {} }: { db:
       const scribe = await this.getBySlug(organizationId, slug);
       const now = isoNow(clock);
       await queries.updateScribeState(db, scribe.id, state, now);
-      if (state === 'active') onActivated();
+      if (state === 'active') onActivated(scribe.id);
       return { ...scribe, state };
     },
 

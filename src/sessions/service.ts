@@ -21,7 +21,7 @@ export type SessionService = ReturnType<typeof createSessionService>;
  * Chat sessions and their transcripts. A session owes an answer (`reply_due`) after each
  * user or staff message; `onReplyDue` tells the agent runtime so it starts at once.
  */
-export function createSessionService({ db, clock, audit, onReplyDue = () => {} }: { db: Db; clock: Clock; audit: AuditLog; onReplyDue?: () => void }) {
+export function createSessionService({ db, clock, audit, onReplyDue = () => {} }: { db: Db; clock: Clock; audit: AuditLog; onReplyDue?: (sessionId: string) => void }) {
   return {
     /**
      * A new session holding the user's message, `queued` for the scribe; or `completed`
@@ -46,7 +46,7 @@ export function createSessionService({ db, clock, audit, onReplyDue = () => {} }
         if (actor) await audit.record(actor, 'session.start', { type: 'session', id: session.id }, undefined, trx);
         await save?.(trx, { session_id: session.id });
       });
-      onReplyDue();
+      onReplyDue(session.id);
       return session;
     },
 
@@ -83,7 +83,7 @@ export function createSessionService({ db, clock, audit, onReplyDue = () => {} }
       const added = session.state === 'waiting' && (await queries.appendMessageAwaitingReply(db, id, 'waiting', { author: 'staff', text, created_at: isoNow(clock) }));
       if (!added) throw new ValidationError(messages.notWaiting);
       await audit.record(actor, 'session.reply', { type: 'session', id });
-      onReplyDue();
+      onReplyDue(id);
     },
   };
 }

@@ -1,6 +1,8 @@
 /** The task-dispatch API against bare Express, the dispatcher's and the agent runtime's throughput and latency. */
 import path from 'node:path';
 import { loadConfig } from '../../src/config.js';
+import { createTaskService } from '../../src/tasks/service.js';
+import { createAuditLog } from '../../src/audit/service.js';
 import { openDatabase, type Db } from '../../src/db/knex.js';
 import { createLogger } from '../../src/logger.js';
 import { createServices } from '../../src/services.js';
@@ -32,7 +34,9 @@ async function insertAccepted(db: Db, organizationId: string, scribeId: string, 
 async function dispatcherThroughput(dataDir: string, organizationId: string, scribeId: string, n: number) {
   const db = openDatabase(path.join(dataDir, 'scribe.sqlite'));
   await insertAccepted(db, organizationId, scribeId, n);
-  const dispatcher = createDispatcher({ db, clock: () => new Date(), logger: createLogger('silent') });
+  const clock = () => new Date();
+  const tasks = createTaskService({ db, clock, audit: createAuditLog({ db, clock }) });
+  const dispatcher = createDispatcher({ db, clock, logger: createLogger('silent'), createTask: tasks.createForReceipt });
   const started = process.hrtime.bigint();
   const result = await dispatcher.tick();
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;

@@ -83,7 +83,7 @@ describe('the dispatcher', () => {
     expect(crashed.requests.map((r) => r.id)).to.include(id);
 
     // The restarted process runs its own dispatcher on the same database.
-    const restarted = createDispatcher({ db: h.db, clock, logger: createLogger('silent') });
+    const restarted = createDispatcher({ db: h.db, clock, logger: createLogger('silent'), createTask: h.services.tasks.createForReceipt });
     await restarted.tick();
     expect((await poll(t, id)).status, 'the lease still holds').to.equal('dispatched');
 
@@ -104,7 +104,7 @@ describe('the dispatcher', () => {
   it('never creates two tasks for one receipt when ticks and dispatchers race', async () => {
     const t = await h.tenant();
     const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => submit(t, `race ${i}`)));
-    const other = createDispatcher({ db: h.db, clock, logger: createLogger('silent'), options: { batchSize: 3, leaseMs: 10_000, maxAttempts: 5, backoffMs: () => 1000 } });
+    const other = createDispatcher({ db: h.db, clock, logger: createLogger('silent'), createTask: h.services.tasks.createForReceipt, options: { batchSize: 3, leaseMs: 10_000, maxAttempts: 5, backoffMs: () => 1000 } });
     await Promise.all([h.services.dispatcher.tick(), other.tick(), h.services.dispatcher.tick(), other.tick(), h.services.dispatcher.tick()]);
     const counts = await h.db('tasks').whereIn('request_id', ids).groupBy('request_id').select('request_id').count({ n: '*' });
     expect(counts).to.have.length(40);

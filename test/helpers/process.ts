@@ -35,6 +35,27 @@ export async function startProcess(entry: string, env: Record<string, string>, t
   return { child, url, output: () => output, exited };
 }
 
+/** Starts `src/main.ts` as a worker (PROCESS_ROLE=worker: no URL) and waits for its start line. */
+export async function startWorkerProcess(env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
+  const file = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', file], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no "worker started" line within ${timeoutMs} ms:\n${output}`)), timeoutMs);
+    child.stdout!.on('data', () => {
+      if (output.includes('"msg":"scribe worker started"')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    void exited.then((code) => reject(new Error(`exited with ${code} before starting:\n${output}`)));
+  });
+  return { child, url: '', output: () => output, exited };
+}
+
 /** Runs an entry point to completion (for ones expected to fail at start). */
 export function runToExit(entry: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   const file = fileURLToPath(new URL(`../../${entry}`, import.meta.url));

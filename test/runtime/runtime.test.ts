@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { createHarness, staffOf, testClock, type Harness, type Tenant } from '../helpers/harness.js';
 import { stored } from '../helpers/databases.js';
 import { createAgentRuntime, defaultRuntimeOptions } from '../../src/runtime/runtime.js';
-import { claimSession, claimTask } from '../../src/runtime/queries.js';
+import { claimNextSession, claimNextTask } from '../../src/runtime/queries.js';
 import { createLogger } from '../../src/logger.js';
 import { createToolbox } from '../../src/agents/toolbox.js';
 import type { Agent } from '../../src/agents/agent.js';
@@ -204,10 +204,10 @@ describe('the agent runtime', () => {
       const t = await h.tenant({ slug: 'orphan' });
       const sessionId = await chat(t, 'hello');
       const taskId = await taskFromApi(t, { summary: 'Orphaned work', acceptance_criteria: 'ok' });
-      // A process claims both, then dies without finishing.
+      // A process claims both, then dies without finishing (nothing renews its lease).
       const terms = { token: randomUUID(), now: clock().toISOString(), leaseUntil: new Date(clock().getTime() + defaultRuntimeOptions.leaseMs).toISOString() };
-      expect(await claimSession(h.db, sessionId, terms)).to.include({ state: 'running', attempts: 1 });
-      expect(await claimTask(h.db, taskId, terms)).to.include({ status: 'in_progress', attempts: 1 });
+      expect(await claimNextSession(h.db, terms)).to.include({ id: sessionId, state: 'running', attempts: 1 });
+      expect(await claimNextTask(h.db, terms)).to.include({ id: taskId, status: 'in_progress', attempts: 1 });
 
       expect(await h.services.runtime.tick(), 'leases still held').to.deep.equal({ sessions: 0, tasks: 0 });
       clock.advance(defaultRuntimeOptions.leaseMs);
@@ -223,7 +223,8 @@ describe('the agent runtime', () => {
       const t = await h.tenant({ slug: 'slowpoke' });
       const id = await chat(t, 'hello');
       const slow = heldAgent();
-      const first = otherRuntime(slow.agent, { leaseMs: 1000 });
+      // It never renews its lease: a process whose event loop stopped.
+      const first = otherRuntime(slow.agent, { leaseMs: 1000, renewMs: 3_600_000 });
       const firstTick = first.tick();
       await waitFor(() => slow.started === 1);
       clock.advance(1000);
@@ -235,11 +236,28 @@ describe('the agent runtime', () => {
       expect(messages.map((m) => m.author)).to.deep.equal(['user', 'scribe']);
     });
 
+    it('renews the lease of work that runs longer than its lease, so no other worker takes it over', async () => {
+      const t = await h.tenant({ slug: 'longrunner' });
+      const id = await chat(t, 'hello');
+      const slow = heldAgent();
+      const first = otherRuntime(slow.agent, { leaseMs: 1000, renewMs: 20 });
+      const firstTick = first.tick();
+      await waitFor(() => slow.started === 1);
+      const claimed = await session(id);
+      clock.advance(5000);
+      await waitFor(async () => Date.parse((await session(id)).lease_until) > clock().getTime());
+      expect(await h.services.runtime.tick(), 'nothing to take over').to.deep.equal({ sessions: 0, tasks: 0 });
+      expect(await session(id)).to.include({ claim_token: claimed.claim_token, attempts: 1 });
+      slow.releaseAll();
+      await firstTick;
+      expect((await transcript(id)).map((m) => m.text)).to.deep.equal(['hello', 'held reply']);
+    });
+
     it('fails work that keeps crashing its worker after the last attempt', async () => {
       const t = await h.tenant({ slug: 'crasher' });
       const id = await chat(t, 'hello');
       for (let i = 0; i < defaultRuntimeOptions.maxAttempts; i++) {
-        await claimSession(h.db, id, { token: randomUUID(), now: clock().toISOString(), leaseUntil: clock().toISOString() });
+        expect(await claimNextSession(h.db, { token: randomUUID(), now: clock().toISOString(), leaseUntil: clock().toISOString() })).to.include({ id });
         clock.advance(1);
       }
       await h.services.runtime.tick();

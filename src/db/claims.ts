@@ -1,0 +1,64 @@
+import type { Knex } from 'knex';
+import type { Db } from './knex.js';
+import { dialectOf } from './dialect.js';
+
+/**
+ * Leased claims: how every background queue (receipts to dispatch, sessions and tasks to
+ * work) gives each due row to exactly one worker, however many processes share the
+ * database. A claim is one statement,
+ *
+ *   update <table> set <claim> where id in (
+ *     select id from <table> where <due> order by <order> limit n [for update skip locked]
+ *   ) and <due> returning *
+ *
+ * On PostgreSQL, SKIP LOCKED lets concurrent claimers take different rows without waiting
+ * for each other, and the outer <due> is checked again on each row as it stands once its
+ * lock is granted. SQLite runs one writer at a time, so there the guarded update alone is
+ * enough. The claim writes a token and a lease end; work renews its lease while it runs
+ * (`renewLeases`), and a lease that runs out (its process died) makes the row due again.
+ */
+export interface Queue {
+  table: string;
+  /** Limits `table`'s rows (unaliased) to those due at `now`; the claim checks it twice (above). */
+  due(query: Knex.QueryBuilder, now: string): void;
+  /** Which due rows go first: columns, ending in the id so ties break the same way on both databases. */
+  order: readonly string[];
+  /** The column that holds when a claim's lease ends. */
+  leaseColumn: string;
+}
+
+export interface ClaimOptions {
+  now: string;
+  limit: number;
+  /** The columns a claim sets: its token and lease end among them. */
+  set: Record<string, unknown>;
+  /** Further limits which due rows are taken (e.g. not those of a scribe that is busy enough). */
+  only?: (query: Knex.QueryBuilder) => void;
+}
+
+/** Claims up to `limit` due rows of the queue; the rows as they are after the claim. */
+export async function claimDue<Row extends object>(db: Db, queue: Queue, { now, limit, set, only }: ClaimOptions): Promise<Row[]> {
+  const candidates = db(queue.table).select('id').orderBy([...queue.order]).limit(limit);
+  queue.due(candidates, now);
+  only?.(candidates);
+  return dialectOf(db).claimRows(db, queue.table, candidates, (claim) => queue.due(claim, now), set) as Promise<Row[]>;
+}
+
+/** Extends the leases of rows still held by `token`; how many it still holds. */
+export async function renewLeases(db: Db, queue: Queue, claim: { ids: readonly string[]; token: string }, leaseUntil: string): Promise<number> {
+  if (claim.ids.length === 0) return 0;
+  return db(queue.table)
+    .whereIn('id', claim.ids)
+    .where('claim_token', claim.token)
+    .update({ [queue.leaseColumn]: leaseUntil });
+}
+
+/**
+ * Renews a claim's lease every `everyMs` until stopped, so that only a process that died (or
+ * stopped serving its event loop) loses its work. Renewal failures are left to the next try.
+ */
+export function keepLeases(renew: () => Promise<unknown>, everyMs: number): { stop(): void } {
+  const timer = setInterval(() => void renew().catch(() => {}), everyMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}

@@ -1,0 +1,81 @@
+import type { Db } from './knex.js';
+import { databaseKindOf, dialectOf } from './dialect.js';
+import { migrateToLatest } from './migrate.js';
+
+export const messages = {
+  notPostgres: '--to must be a postgres:// or postgresql:// URL',
+  notSqlite: 'copy-database copies from a SQLite install (DATABASE_URL is already PostgreSQL)',
+  notEmpty: (table: string) => `The target database is not empty (${table} has rows); copy into an empty database`,
+};
+
+export class CopyRefusedError extends Error {
+  override name = 'CopyRefusedError';
+}
+
+/**
+ * The tables an install's data lives in, parents before children (foreign keys). Left out:
+ * console sign-ins (staff sign in again), rate-limit counters and job runs (both short-lived).
+ */
+const TABLES = [
+  'organizations',
+  'api_keys',
+  'users',
+  'scribes',
+  'requests',
+  'attachments',
+  'tasks',
+  'task_events',
+  'sessions',
+  'session_messages',
+  'entry_types',
+  'entry_type_fields',
+  'entries',
+  'entry_values',
+  'entry_links',
+  'audit_events',
+  'idempotency_keys',
+] as const;
+
+/** Tables whose `id` is a sequence on PostgreSQL, moved past the copied ids. */
+const SERIAL_TABLES = ['task_events', 'session_messages', 'entry_values', 'audit_events'];
+
+/** Rows per INSERT: well under PostgreSQL's 65,535 parameters for the widest table. */
+const BATCH_ROWS = 500;
+
+/**
+ * Copies a SQLite install's data into an empty PostgreSQL database (migrated first), in one
+ * transaction: ids, timestamps, key and password hashes as they are, so API keys and
+ * console passwords keep working. Attachment files stay in DATA_DIR. Returns rows per table.
+ */
+export async function copyDatabase(source: Db, target: Db): Promise<Record<string, number>> {
+  if (dialectOf(source).kind !== 'sqlite') throw new CopyRefusedError(messages.notSqlite);
+  if (dialectOf(target).kind !== 'postgres') throw new CopyRefusedError(messages.notPostgres);
+  await migrateToLatest(target);
+  for (const table of TABLES) {
+    if (await target(table).first()) throw new CopyRefusedError(messages.notEmpty(table));
+  }
+  const copied: Record<string, number> = {};
+  await target.transaction(async (trx) => {
+    for (const table of TABLES) {
+      copied[table] = 0;
+      // In primary-key order, a batch at a time, so a large table never sits in memory whole.
+      const key = table === 'idempotency_keys' ? ['organization_id', 'key'] : table === 'entry_links' ? ['entry_id', 'field_id', 'target_entry_id'] : ['id'];
+      for (let offset = 0; ; offset += BATCH_ROWS) {
+        const rows: Array<Record<string, unknown>> = await source(table).orderBy(key).limit(BATCH_ROWS).offset(offset);
+        if (rows.length === 0) break;
+        await trx(table).insert(rows);
+        copied[table] += rows.length;
+      }
+    }
+    for (const table of SERIAL_TABLES) {
+      await trx.raw(`select setval(pg_get_serial_sequence(?, 'id'), coalesce((select max(id) from ??), 0) + 1, false)`, [table, table]);
+    }
+  });
+  await target.raw('analyze');
+  return copied;
+}
+
+/** Checks a `--to` value before anything is opened. */
+export function checkCopyTarget(url: string): void {
+  if (databaseKindOf(url) !== 'postgres') throw new CopyRefusedError(messages.notPostgres);
+}

@@ -1,0 +1,64 @@
+import type { ClientRateLimitInfo, Options, Store } from 'express-rate-limit';
+import type { Db } from '../db/knex.js';
+import type { Clock } from '../lib/clock.js';
+
+/**
+ * express-rate-limit's counters in the database, so that a limit counts the calls every
+ * process on it answered (a fixed window per key, as the library's memory store keeps).
+ * One upsert per counted call: it starts a new window when the old one has ended, or adds
+ * one to it, and returns the count.
+ */
+export class DatabaseRateLimitStore implements Store {
+  private windowMs = 60_000;
+  /** Keys of different limits live in one table. */
+  readonly prefix: string;
+  readonly localKeys = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    name: string,
+  ) {
+    this.prefix = `${name}:`;
+  }
+
+  init(options: Options): void {
+    this.windowMs = options.windowMs;
+  }
+
+  async get(key: string): Promise<ClientRateLimitInfo | undefined> {
+    const row = await this.db('rate_limit_hits').where({ key: this.prefix + key }).where('reset_at', '>', this.now()).first('hits', 'reset_at');
+    return row && { totalHits: Number(row.hits), resetTime: new Date(row.reset_at) };
+  }
+
+  async increment(key: string): Promise<ClientRateLimitInfo> {
+    const now = this.now();
+    const resetAt = new Date(Date.parse(now) + this.windowMs).toISOString();
+    const [row] = await this.db('rate_limit_hits')
+      .insert({ key: this.prefix + key, hits: 1, reset_at: resetAt })
+      .onConflict('key')
+      .merge({
+        hits: this.db.raw('case when rate_limit_hits.reset_at <= ? then 1 else rate_limit_hits.hits + 1 end', [now]),
+        reset_at: this.db.raw('case when rate_limit_hits.reset_at <= ? then ? else rate_limit_hits.reset_at end', [now, resetAt]),
+      })
+      .returning(['hits', 'reset_at']);
+    return { totalHits: Number(row.hits), resetTime: new Date(row.reset_at) };
+  }
+
+  async decrement(key: string): Promise<void> {
+    await this.db('rate_limit_hits').where({ key: this.prefix + key }).where('hits', '>', 0).decrement('hits', 1);
+  }
+
+  async resetKey(key: string): Promise<void> {
+    await this.db('rate_limit_hits').where({ key: this.prefix + key }).delete();
+  }
+
+  private now(): string {
+    return this.clock().toISOString();
+  }
+}
+
+/** Deletes counters whose window ended before `now`. */
+export async function pruneRateLimitHits(db: Db, now: string): Promise<number> {
+  return db('rate_limit_hits').where('reset_at', '<=', now).delete();
+}

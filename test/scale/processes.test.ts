@@ -1,0 +1,199 @@
+import { expect } from 'chai';
+import { eventually, tempDir } from '../helpers/harness.js';
+import { startProcess, startWorkerProcess, type ServerProcess } from '../helpers/process.js';
+import { provision } from '../helpers/provision.js';
+import type { Db } from '../../src/db/knex.js';
+
+/** Calls `send(i)` for i in [0, n), at most `parallel` at a time; what each answered, or the error. */
+async function spread<T>(n: number, parallel: number, send: (i: number) => Promise<T>): Promise<Array<T | Error>> {
+  const results: Array<T | Error> = new Array(n);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next < n) {
+        const i = next++;
+        results[i] = await send(i).catch((err: Error) => err);
+      }
+    }),
+  );
+  return results;
+}
+
+/** Every receipt fulfilled by exactly one task, and every session answered exactly once: counted per item. */
+async function expectEachDoneOnce(db: Db): Promise<{ receipts: number; sessions: number }> {
+  const receipts = await db('requests as r')
+    .leftJoin('tasks as t', 't.request_id', 'r.id')
+    .groupBy('r.id', 'r.status', 'r.entity_id')
+    .select('r.id', 'r.status', 'r.entity_id', db.raw('count(t.id) as tasks'), db.raw('min(cast(t.id as text)) as task_id'));
+  const notOnce = receipts.filter((r) => r.status !== 'fulfilled' || Number(r.tasks) !== 1 || String(r.entity_id) !== r.task_id);
+  expect(notOnce, 'receipts not fulfilled by exactly one task').to.deep.equal([]);
+
+  const sessions = await db('sessions as s')
+    .leftJoin('session_messages as m', (on) => on.on('m.session_id', 's.id').andOnVal('m.author', 'scribe'))
+    .groupBy('s.id', 's.state')
+    .select('s.id', 's.state', db.raw('count(m.id) as replies'));
+  const notAnswered = sessions.filter((s) => s.state !== 'waiting' || Number(s.replies) !== 1);
+  expect(notAnswered, 'sessions not answered exactly once').to.deep.equal([]);
+  return { receipts: receipts.length, sessions: sessions.length };
+}
+
+async function count(db: Db, table: string): Promise<number> {
+  return Number((await db(table).count({ n: '*' }).first())!.n);
+}
+
+/** Waits until no receipt and no session is left to do. */
+async function settled(db: Db, timeoutMs: number): Promise<void> {
+  await eventually(async () => {
+    const receipts = await db('requests').whereIn('status', ['accepted', 'dispatched']).count({ n: '*' }).first();
+    const sessions = await db('sessions').whereRaw('reply_due').count({ n: '*' }).first();
+    return Number(receipts!.n) + Number(sessions!.n) === 0 ? true : undefined;
+  }, timeoutMs);
+}
+
+describe('several processes on one database', function () {
+  this.timeout(180_000);
+  let install: Awaited<ReturnType<typeof provision>>;
+  let db: Db;
+  const processes: ServerProcess[] = [];
+
+  before(async () => {
+    install = await provision(tempDir());
+    await install.close();
+    db = install.install.open();
+    for (let i = 0; i < 3; i++) processes.push(await startProcess('src/main.ts', { ...install.env, RATE_LIMIT_PER_MINUTE: '0' }));
+  });
+  after(async () => {
+    for (const p of processes) p.child.kill('SIGKILL');
+    await db?.destroy();
+    await install?.install.drop();
+  });
+
+  const submit = (p: ServerProcess, summary: string) =>
+    fetch(`${p.url}/api/v1/scribes/${install.scribe.slug}/requests`, {
+      method: 'POST',
+      headers: { 'X-Api-Key': install.key, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ task: { summary } }),
+    }).then((res) => res.status);
+  const chat = (p: ServerProcess, message: string) =>
+    fetch(`${p.url}/api/v1/scribes/${install.scribe.slug}/chat`, {
+      method: 'POST',
+      headers: { 'X-Api-Key': install.key, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ message }),
+    }).then((res) => res.status);
+
+  it('three processes: 1,000 submits and 200 chat messages spread over them → each receipt fulfilled by one task, each session answered once', async () => {
+    const [submits, chats] = await Promise.all([
+      spread(1000, 12, (i) => submit(processes[i % 3]!, `spread ${i}`)),
+      spread(200, 4, (i) => chat(processes[i % 3]!, `hello ${i}`)),
+    ]);
+    expect(submits.filter((s) => s !== 202)).to.deep.equal([]);
+    expect(chats.filter((s) => s !== 202)).to.deep.equal([]);
+    await settled(db, 60_000);
+    expect(await expectEachDoneOnce(db)).to.deep.equal({ receipts: 1000, sessions: 200 });
+  });
+
+  it('SIGKILL of one process mid-load → the others take up its work once its leases lapse, each item still done once', async () => {
+    const before = { receipts: await count(db, 'requests'), sessions: await count(db, 'sessions') };
+    // Calls keep going to all three, the killed one included.
+    const targets = [...processes];
+    const load = Promise.all([
+      spread(300, 9, (i) => submit(targets[i % 3]!, `killed ${i}`)),
+      spread(60, 3, (i) => chat(targets[i % 3]!, `again ${i}`)),
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const killed = processes.splice(2, 1)[0]!;
+    killed.child.kill('SIGKILL');
+    await killed.exited;
+    const [submits, chats] = await load;
+    // Calls to the killed process may have failed; every call another process answered was accepted.
+    expect(submits.filter((s) => s !== 202 && !(s instanceof Error))).to.deep.equal([]);
+    expect(chats.filter((s) => s !== 202 && !(s instanceof Error))).to.deep.equal([]);
+    // Leases: 10 s for a dispatch batch, 30 s for agent work.
+    await settled(db, 90_000);
+    const done = await expectEachDoneOnce(db);
+    // Each accepted call made one item; a call cut by the kill may have made one too.
+    expect(done.receipts).to.be.within(before.receipts + submits.filter((s) => s === 202).length, before.receipts + 300);
+    expect(done.sessions).to.be.within(before.sessions + chats.filter((s) => s === 202).length, before.sessions + 60);
+  });
+});
+
+describe('a rate limit across processes', function () {
+  this.timeout(120_000);
+
+  it('RATE_LIMIT_PER_MINUTE=20 allows 20 calls of a key in total across three processes', async () => {
+    const install = await provision(tempDir());
+    await install.close();
+    const processes: ServerProcess[] = [];
+    try {
+      for (let i = 0; i < 3; i++) processes.push(await startProcess('src/main.ts', { ...install.env, RATE_LIMIT_PER_MINUTE: '20' }));
+      const statuses = await spread(45, 6, (i) =>
+        fetch(`${processes[i % 3]!.url}/api/v1/scribes/${install.scribe.slug}/requests`, { headers: { 'X-Api-Key': install.key } }).then((res) => res.status),
+      );
+      expect(statuses.filter((s) => s === 200)).to.have.length(20);
+      expect(statuses.filter((s) => s === 429)).to.have.length(25);
+    } finally {
+      for (const p of processes) p.child.kill('SIGKILL');
+      await install.install.drop();
+    }
+  });
+});
+
+describe('process roles and WEB_CONCURRENCY', function () {
+  this.timeout(120_000);
+
+  it('PROCESS_ROLE=web serves but leaves dispatch to a PROCESS_ROLE=worker process, which takes it up', async () => {
+    const install = await provision(tempDir());
+    await install.close();
+    const db = install.install.open();
+    const started: ServerProcess[] = [];
+    try {
+      const web = await startProcess('src/main.ts', { ...install.env, PROCESS_ROLE: 'web' });
+      started.push(web);
+      expect(await submit()).to.equal(202);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(await db('requests').pluck('status'), 'the web process dispatches nothing').to.deep.equal(['accepted']);
+      expect((await fetch(`${web.url}/readyz`)).status, 'a web process is ready without background work').to.equal(200);
+
+      const worker = await startWorkerProcess({ ...install.env, PROCESS_ROLE: 'worker' });
+      started.push(worker);
+      await eventually(async () => ((await db('requests').pluck('status'))[0] === 'fulfilled' ? true : undefined), 10_000);
+      expect(await submit()).to.equal(202);
+      await eventually(async () => ((await db('requests').where({ status: 'fulfilled' }).count({ n: '*' }).first())!.n === 2 ? true : undefined), 10_000);
+    } finally {
+      for (const p of started) p.child.kill('SIGKILL');
+      await db.destroy();
+      await install.install.drop();
+    }
+
+    async function submit() {
+      const res = await fetch(`${started[0]!.url}/api/v1/scribes/${install.scribe.slug}/requests`, {
+        method: 'POST',
+        headers: { 'X-Api-Key': install.key, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ task: { summary: 'split roles' } }),
+      });
+      return res.status;
+    }
+  });
+
+  it('WEB_CONCURRENCY=2 runs two server processes on one port, and SIGTERM stops them all', async () => {
+    const install = await provision(tempDir());
+    await install.close();
+    const server = await startProcess('src/main.ts', { ...install.env, WEB_CONCURRENCY: '2' });
+    try {
+      await eventually(async () => (listening(server.output()).size === 2 ? true : undefined), 20_000);
+      const statuses = await spread(20, 4, () => fetch(`${server.url}/api/v1/scribes/${install.scribe.slug}/requests`, { headers: { 'X-Api-Key': install.key } }).then((res) => res.status));
+      expect(statuses).to.deep.equal(new Array(20).fill(200));
+      server.child.kill('SIGTERM');
+      expect(await server.exited).to.equal(0);
+      expect(server.output().match(/"msg":"scribe stopped"/g)).to.have.length(2);
+    } finally {
+      server.child.kill('SIGKILL');
+      await install.install.drop();
+    }
+  });
+});
+
+/** The process ids that logged "scribe is listening". */
+function listening(output: string): Set<number> {
+  return new Set([...output.matchAll(/"pid":(\d+)[^\n]*"msg":"scribe is listening"/g)].map((m) => Number(m[1])));
+}
