@@ -19,6 +19,8 @@ import { createAuditLog } from './audit/service.js';
 import { createMetrics } from './metrics.js';
 import { createRetention } from './retention.js';
 import { createMaintenance } from './maintenance.js';
+import { createConsoleReads } from './console/queries.js';
+import { ConnectSessionKnexStore } from 'connect-session-knex';
 import { DatabaseRateLimitStore } from './http/rate-limit-store.js';
 import { createWakeups } from './db/wakeups.js';
 import { oncePerDatabase } from './jobs/once.js';
@@ -145,6 +147,10 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     idempotency: createIdempotency({ db, clock }),
     retention: createRetention({ db, clock, logger, attachmentsDir: path.join(config.dataDir, 'attachments'), config: config.retention }),
     maintenance: createMaintenance({ db, clock }),
+    /** The console's own reads (lists with filters, the dashboard's figures). */
+    consoleReads: createConsoleReads(db),
+    /** Where console sign-ins are kept: a table, so any process reads any cookie. */
+    consoleSessionStore: () => new ConnectSessionKnexStore({ knex: db, tableName: 'console_sessions', createTable: false, cleanupInterval: 0 }),
     /** Rate-limit counters of the limit `name`, shared by every process on the database. */
     rateLimitStore: (name: string) => new DatabaseRateLimitStore(db, clock, name),
     /** Wraps a periodic job so that one process per database runs each of its fires (jobs/once.ts). */

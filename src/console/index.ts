@@ -1,6 +1,5 @@
 import express, { Router, type ErrorRequestHandler, type Request } from 'express';
 import session from 'express-session';
-import { ConnectSessionKnexStore } from 'connect-session-knex';
 import { csrfSync } from 'csrf-sync';
 import type { Logger } from '../logger.js';
 import type { Services } from '../services.js';
@@ -50,7 +49,7 @@ export function consoleRouter({
   router.use('/assets', express.static(PUBLIC_DIR, { index: false, maxAge: '1h', fallthrough: false }));
 
   // Expired rows are pruned by the `prune-console-sessions` job, not by the store's own timer.
-  const store = new ConnectSessionKnexStore({ knex: services.db, tableName: 'console_sessions', createTable: false, cleanupInterval: 0 });
+  const store = services.consoleSessionStore();
   router.use(
     session({
       name: SESSION_COOKIE,

@@ -168,3 +168,19 @@ export async function findReceipt(db: Db, organizationId: string, id: string) {
 export async function deleteExpiredConsoleSessions(db: Db, now: string): Promise<number> {
   return db('console_sessions').where('expired', '<', now).delete();
 }
+
+export type ConsoleReads = ReturnType<typeof createConsoleReads>;
+
+/** The console's reads bound to the database, as its routes call them (routes never hold the database). */
+export function createConsoleReads(db: Db) {
+  return {
+    receiptCounts: (organizationId: string, since: string) => receiptCounts(db, organizationId, since),
+    dispatchBacklog: (organizationId: string) => dispatchBacklog(db, organizationId),
+    agentBacklog: (organizationId: string) => agentBacklog(db, organizationId),
+    recentFailures: (organizationId: string, limit?: number) => recentFailures(db, organizationId, limit),
+    scribesWithCounts: (organizationId: string) => scribesWithCounts(db, organizationId),
+    listReceipts: (organizationId: string, options: Parameters<typeof listReceipts>[2]) => listReceipts(db, organizationId, options),
+    listTasks: (organizationId: string, options: Parameters<typeof listTasks>[2]) => listTasks(db, organizationId, options),
+    findReceipt: (organizationId: string, id: string) => findReceipt(db, organizationId, id),
+  };
+}

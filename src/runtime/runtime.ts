@@ -160,6 +160,8 @@ export function createAgentRuntime({
       return;
     }
     try {
+      // Stopping between the claim and the agent call: hand the work back untouched.
+      if (abort.signal.aborted) return queries.releaseClaim(db, claim.table, claim);
       await work();
     } catch (err) {
       if (abort.signal.aborted) return queries.releaseClaim(db, claim.table, claim);

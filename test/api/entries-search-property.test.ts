@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { expect } from 'chai';
 import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
 import { entriesFixture, insertEntriesInBulk } from '../helpers/entries-fixture.js';
+import { onlyOn } from '../helpers/databases.js';
 import { createPageReader } from '../../src/entries/page-reader.js';
 import type { EntryTypeWithFields } from '../../src/entries/entry-type-service.js';
 
@@ -141,6 +142,65 @@ describe('entry search with random && / || trees of up to 20 terms on 3,000 entr
         },
       ),
       { numRuns: Number(process.env.PROPERTY_RUNS ?? 150) },
+    );
+  });
+});
+
+onlyOn('postgres')('entry search on SQLite and PostgreSQL, same data and same q (property)', function () {
+  this.timeout(180_000);
+  const sides: Array<{ h: Harness; t: Tenant; url: string }> = [];
+
+  before(async () => {
+    const cities = ['Zurich', 'Geneva', 'Basel', 'Bern', 'Lugano', 'Chur'];
+    const base = Date.parse('2026-01-01T00:00:00.000Z');
+    const entries = Array.from({ length: 2000 }, (_, i) => ({
+      fields: {
+        Name: `${['Acme', 'Globex', 'Initech', 'Umbrella', 'Hooli'][i % 5]} ${i}`,
+        City: i % 50 === 0 ? "O'Reilly %_\\ Straße" : cities[i % 6]!,
+        Employees: (i * 37) % 1000,
+        Public: i % 3 === 0,
+        Founded: new Date(base - (i % 4000) * 86_400_000).toISOString().slice(0, 10),
+      },
+      createdAt: new Date(base + i * 1000).toISOString(),
+      draft: i % 97 === 0,
+    }));
+    for (const database of ['sqlite', 'postgres'] as const) {
+      const h = await createHarness({ database, options: { dispatchOnAccept: false } });
+      const t = await h.tenant();
+      const fx = await entriesFixture(h, t);
+      await insertEntriesInBulk(h.db, await h.services.entryTypes.get(t.organizationId, fx.companies.id), entries);
+      sides.push({ h, t, url: `/api/v1/entry_types/${fx.companies.id}/entries` });
+    }
+  });
+  after(async () => {
+    for (const side of sides) await side.h.close();
+  });
+
+  const term = fc.oneof(
+    fc.constantFrom('ab', 'zu', 'o', 'acme', 'globex 12', 'hooli 29', 'ur', 'qq', 'ri', 'straße', "o'reilly", '%_', 'STRASSE'),
+    fc.constantFrom('zurich', 'ge', 'bern', 'lu', 'x', 'ch', 'asel', '\\').map((v) => `City:${v}`),
+    fc.constantFrom('acme 1', 'ho', 'q', '29').map((v) => `Name:${v}`),
+    fc.tuple(fc.constantFrom('>', '>=', '<', '<=', ':'), fc.integer({ min: -5, max: 1005 })).map(([op, n]) => `Employees${op}${n}`),
+    fc.constantFrom('true', 'false', 'yes', 'no', 'maybe').map((v) => `Public:${v}`),
+    fc.tuple(fc.constantFrom('>', '<', ':'), fc.integer({ min: 0, max: 4000 })).map(([op, d]) => `Founded${op}${new Date(Date.parse('2026-01-01') - d * 86_400_000).toISOString().slice(0, 10)}`),
+    fc.tuple(fc.constantFrom('>', '<'), fc.integer({ min: 0, max: 2000 })).map(([op, s]) => `created_at${op}${new Date(Date.parse('2026-01-01') + s * 1000).toISOString()}`),
+    fc.constantFrom('Employees:many', 'Founded>soon', '(', '"unclosed', '&& x', '\u0000'),
+  );
+  const q = fc.array(fc.tuple(term, fc.constantFrom(' && ', ' || ', ' ')), { minLength: 1, maxLength: 8 }).map((parts) => parts.map(([t, op], i) => (i === 0 ? t : `${op}${t}`)).join(''));
+
+  it('answers the same entries in the same order, or the same 400, on both databases', async () => {
+    await fc.assert(
+      fc.asyncProperty(q, fc.constantFrom(1, 25, 100), async (query, limit) => {
+        const [sqlite, postgres] = await Promise.all(sides.map(({ h, t, url }) => h.api.get(`${url}?limit=${limit}&q=${encodeURIComponent(query)}`).set(t.headers)));
+        const answer = (res: { status: number; body: { data: Array<{ fields: { Name: string } }> | null; error: string | null; meta: object } }) => ({
+          status: res.status,
+          names: res.body.data?.map((e) => e.fields.Name) ?? null,
+          error: res.body.error,
+          more: Boolean((res.body.meta as { next_cursor?: string | null }).next_cursor),
+        });
+        expect(answer(postgres!), `q=${query}`).to.deep.equal(answer(sqlite!));
+      }),
+      { numRuns: Number(process.env.PROPERTY_RUNS ?? 300) },
     );
   });
 });

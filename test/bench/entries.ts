@@ -5,7 +5,7 @@
  */
 import type { Knex } from 'knex';
 import { loadConfig } from '../../src/config.js';
-import { openDatabase, type Db } from '../../src/db/knex.js';
+import type { Db } from '../../src/db/knex.js';
 import { encodeCursor } from '../../src/http/cursor.js';
 import { listEntriesQuery } from '../../src/entries/queries.js';
 import { createPageReader } from '../../src/entries/page-reader.js';

@@ -1,9 +1,7 @@
-import path from 'node:path';
 import { expect } from 'chai';
 import { runAdmin } from '../helpers/cli.js';
 import { installEnv, openInstall } from '../helpers/databases.js';
 import { tempDir } from '../helpers/harness.js';
-import { openDatabase } from '../../src/db/knex.js';
 import { verifyPassword } from '../../src/users/passwords.js';
 import { hashApiKey } from '../../src/organizations/api-keys.js';
 

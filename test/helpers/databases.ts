@@ -4,7 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { openDatabase, type Db } from '../../src/db/knex.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
-import type { DatabaseKind } from '../../src/db/dialect.js';
+import { databaseKindOf, type DatabaseKind } from '../../src/db/dialect.js';
 
 /**
  * Which database this run of the suite uses: `TEST_DATABASE=postgres` (with the throwaway
@@ -80,8 +80,8 @@ function migratedTemplate(): Promise<string> {
  * Where a test's database lives: a SQLite file in `dir`, or a new PostgreSQL database on the
  * test cluster, migrated unless `migrated` is false. Drop it with `dropTestDatabase`.
  */
-export async function createTestDatabase(dir: string, { migrated = true }: { migrated?: boolean } = {}): Promise<string> {
-  if (testDatabaseKind === 'sqlite') {
+export async function createTestDatabase(dir: string, { migrated = true, kind = testDatabaseKind }: { migrated?: boolean; kind?: DatabaseKind } = {}): Promise<string> {
+  if (kind === 'sqlite') {
     const file = path.join(dir, 'scribe.sqlite');
     if (migrated) fs.copyFileSync(await migratedSqliteTemplate(), file);
     return file;
@@ -93,7 +93,7 @@ export async function createTestDatabase(dir: string, { migrated = true }: { mig
 
 /** Removes a database `createTestDatabase` made (a SQLite file goes with its folder). */
 export async function dropTestDatabase(url: string): Promise<void> {
-  if (testDatabaseKind === 'sqlite') return;
+  if (databaseKindOf(url) === 'sqlite') return;
   await adminQuery(`drop database if exists ${new URL(url).pathname.slice(1)} with (force)`);
 }
 
@@ -149,8 +149,8 @@ export interface TestInstall {
 }
 
 /** A fresh data folder with an empty database (the server or CLI migrates it), or a migrated one. */
-export async function createTestInstall(dir: string, { migrated = false }: { migrated?: boolean } = {}): Promise<TestInstall> {
-  const databaseUrl = await createTestDatabase(dir, { migrated });
+export async function createTestInstall(dir: string, { migrated = false, kind = testDatabaseKind }: { migrated?: boolean; kind?: DatabaseKind } = {}): Promise<TestInstall> {
+  const databaseUrl = await createTestDatabase(dir, { migrated, kind });
   const install: TestInstall = {
     dir,
     databaseUrl,

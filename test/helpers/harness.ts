@@ -6,6 +6,7 @@ import type { Express } from 'express';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/knex.js';
 import { createTestDatabase, dropTestDatabase } from './databases.js';
+import type { DatabaseKind } from '../../src/db/dialect.js';
 import { createLogger } from '../../src/logger.js';
 import { createServices, type ServiceOptions, type Services } from '../../src/services.js';
 import { createApp } from '../../src/app.js';
@@ -56,9 +57,10 @@ export async function createHarness({
   env = {},
   options = {},
   consoleOptions,
-}: { env?: Record<string, string>; options?: ServiceOptions; consoleOptions?: ConsoleOptions } = {}): Promise<Harness> {
+  database,
+}: { env?: Record<string, string>; options?: ServiceOptions; consoleOptions?: ConsoleOptions; database?: DatabaseKind } = {}): Promise<Harness> {
   const dir = tempDir();
-  const databaseUrl = await createTestDatabase(dir);
+  const databaseUrl = await createTestDatabase(dir, { kind: database });
   // Limits off unless a test turns them on: suites make thousands of calls with one key.
   const config = loadConfig({ DATA_DIR: dir, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '0', ...env });
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });

@@ -267,16 +267,20 @@ describe('the agent runtime', () => {
     it('gives claimed work back when it stops, so the next start picks it up at once', async () => {
       const t = await h.tenant({ slug: 'stopper' });
       const id = await chat(t, 'hello');
-      const slowAgent: Agent = {
-        answer: ({ signal }) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))),
-        work: () => new Promise(() => {}),
-      };
+      // Answers only when aborted, as a model call does; work other tests left due may be claimed too.
+      const untilAborted = (signal: AbortSignal) =>
+        new Promise<never>((_resolve, reject) => {
+          if (signal.aborted) reject(new Error('aborted'));
+          signal.addEventListener('abort', () => reject(new Error('aborted')));
+        });
+      const slowAgent: Agent = { answer: ({ signal }) => untilAborted(signal), work: ({ signal }) => untilAborted(signal) };
       const runtime = otherRuntime(slowAgent);
       runtime.fill();
       await waitFor(async () => (await session(id)).claim_token !== null);
       await runtime.stop();
       expect(await session(id)).to.include({ state: 'running', reply_due: stored(true), claim_token: null, lease_until: null });
       await h.services.runtime.tick();
+
       expect(await session(id)).to.include({ state: 'waiting', reply_due: stored(false) });
     });
   });
@@ -293,7 +297,7 @@ describe('the agent runtime', () => {
       for (let i = 0; i < 4; i++) await chat(b, `b${i}`);
       const ticking = runtime.tick();
       await waitFor(() => held.started === 3);
-      const running = await h.db('sessions').whereNotNull('claim_token').select('scribe_id');
+      const running = await h.db('sessions').whereIn('scribe_id', [a.scribe.id, b.scribe.id]).whereNotNull('claim_token').select('scribe_id');
       expect(running).to.have.length(3);
       const perScribe = [a, b].map((t) => running.filter((r) => r.scribe_id === t.scribe.id).length);
       expect(Math.max(...perScribe)).to.equal(2);

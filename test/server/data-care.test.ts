@@ -6,7 +6,6 @@ import { installEnv, openInstall, testDatabaseKind } from '../helpers/databases.
 import { runAdmin } from '../helpers/cli.js';
 import { startProcess } from '../helpers/process.js';
 import { provision } from '../helpers/provision.js';
-import { openDatabase } from '../../src/db/knex.js';
 
 describe('backups and data care', function () {
   this.timeout(60_000);

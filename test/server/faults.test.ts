@@ -1,6 +1,4 @@
-import path from 'node:path';
 import { expect } from 'chai';
-import { openDatabase } from '../../src/db/knex.js';
 import { eventually, tempDir } from '../helpers/harness.js';
 import { installEnv, openInstall } from '../helpers/databases.js';
 import { startProcess, type ServerProcess } from '../helpers/process.js';

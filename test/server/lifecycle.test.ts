@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { expect } from 'chai';
 import { openDatabase } from '../../src/db/knex.js';

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { expect } from 'chai';
 import { tempDir } from '../helpers/harness.js';
-import { installEnv, openInstall } from '../helpers/databases.js';
+import { installEnv } from '../helpers/databases.js';
 import { startProcess, type ServerProcess } from '../helpers/process.js';
 import { provision } from '../helpers/provision.js';
 

@@ -1,6 +1,5 @@
 import { Router } from 'express';
 import type { Services } from '../../services.js';
-import { agentBacklog, dispatchBacklog, receiptCounts, recentFailures } from '../queries.js';
 import { REQUEST_STATUSES } from '../../requests/schemas.js';
 
 /** The dashboard: receipts by status, the health of the background workers, recent failures. */
@@ -12,11 +11,11 @@ export function dashboardRoutes(services: Services): Router {
     const now = services.clock().getTime();
     const since = (ms: number) => new Date(now - ms).toISOString();
     const [lastHour, lastDay, dispatch, agents, failures] = await Promise.all([
-      receiptCounts(services.db, org, since(3_600_000)),
-      receiptCounts(services.db, org, since(86_400_000)),
-      dispatchBacklog(services.db, org),
-      agentBacklog(services.db, org),
-      recentFailures(services.db, org),
+      services.consoleReads.receiptCounts(org, since(3_600_000)),
+      services.consoleReads.receiptCounts(org, since(86_400_000)),
+      services.consoleReads.dispatchBacklog(org),
+      services.consoleReads.agentBacklog(org),
+      services.consoleReads.recentFailures(org),
     ]);
     res.render('dashboard', {
       title: 'Dashboard',

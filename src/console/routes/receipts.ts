@@ -4,7 +4,6 @@ import { REQUEST_STATUSES } from '../../requests/schemas.js';
 import { decodeCursor, encodeCursor } from '../../http/cursor.js';
 import { NotFoundError } from '../../http/errors.js';
 import { REQUEST_ID_PATTERN } from '../../lib/ids.js';
-import { findReceipt, listReceipts } from '../queries.js';
 import { scribeFilter } from './filters.js';
 import { sanitizeFilename } from '../../requests/attachments/fetch.js';
 import { servableMediaType } from '../../requests/attachments/media-type.js';
@@ -25,7 +24,7 @@ export function receiptRoutes(services: Services): Router {
     const since = SINCE[String(req.query.since)] ? String(req.query.since) : '';
     const scribe = await scribeFilter(services, org, req.query.scribe);
     const before = req.query.before ? decodeCursor(req.query.before, (id) => REQUEST_ID_PATTERN.test(id)) : undefined;
-    const page = await listReceipts(services.db, org, {
+    const page = await services.consoleReads.listReceipts(org, {
       scribeId: scribe.selected?.id,
       status,
       since: since ? new Date(services.clock().getTime() - SINCE[since]!).toISOString() : undefined,
@@ -46,7 +45,7 @@ export function receiptRoutes(services: Services): Router {
 
   router.get('/receipts/:id', async (req, res) => {
     const id = String(req.params.id);
-    const found = REQUEST_ID_PATTERN.test(id) ? await findReceipt(services.db, req.user!.organization_id, id) : undefined;
+    const found = REQUEST_ID_PATTERN.test(id) ? await services.consoleReads.findReceipt(req.user!.organization_id, id) : undefined;
     if (!found) throw new NotFoundError(messages.receiptNotFound);
     const { receipt } = found;
     const timeline = [
@@ -61,7 +60,7 @@ export function receiptRoutes(services: Services): Router {
   // Files are served to signed-in staff of the receipt's organization only, never inline.
   router.get('/receipts/:id/attachments/:position', async (req, res) => {
     const id = String(req.params.id);
-    const found = REQUEST_ID_PATTERN.test(id) ? await findReceipt(services.db, req.user!.organization_id, id) : undefined;
+    const found = REQUEST_ID_PATTERN.test(id) ? await services.consoleReads.findReceipt(req.user!.organization_id, id) : undefined;
     const file = found?.attachments.find((a: { position: number }) => String(a.position) === req.params.position);
     if (!found || !file) throw new NotFoundError(messages.attachmentNotFound);
     // Sanitized again and typed safely whatever the database holds (rows older than the checks at submit).

@@ -3,7 +3,6 @@ import type { Services } from '../../services.js';
 import { AGENT_KINDS } from '../../scribes/queries.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
-import { listReceipts, scribesWithCounts } from '../queries.js';
 
 /** The scribes list and each scribe's own page, `/b/<slug>` (spec 1, 4.4 rule 3). */
 export function scribeRoutes(services: Services): Router {
@@ -11,7 +10,7 @@ export function scribeRoutes(services: Services): Router {
   const pageOf = (slug: string) => `/b/${encodeURIComponent(slug)}`;
 
   router.get('/scribes', async (req, res) => {
-    res.render('scribes/index', { title: 'Scribes', scribes: await scribesWithCounts(services.db, req.user!.organization_id) });
+    res.render('scribes/index', { title: 'Scribes', scribes: await services.consoleReads.scribesWithCounts(req.user!.organization_id) });
   });
 
   router.get('/b/:slug', async (req, res) => {
@@ -20,7 +19,7 @@ export function scribeRoutes(services: Services): Router {
     const scribe = (await services.scribes.find(ref.id))!;
     const [sessions, receipts, tasks] = await Promise.all([
       services.sessions.listWithTranscripts(scribe.id, 20),
-      listReceipts(services.db, org, { scribeId: scribe.id, limit: 10 }),
+      services.consoleReads.listReceipts(org, { scribeId: scribe.id, limit: 10 }),
       services.tasks.listForScribe(scribe.id, { limit: 10 }),
     ]);
     // The page always polls (views/scribes/show.ejs): new sessions arrive from the API at any time.

@@ -5,7 +5,6 @@ import { decodeCursor, encodeCursor } from '../../http/cursor.js';
 import { UUID_PATTERN } from '../../lib/ids.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
-import { listTasks } from '../queries.js';
 import { scribeFilter } from './filters.js';
 
 const PAGE = 25;
@@ -20,7 +19,7 @@ export function taskRoutes(services: Services): Router {
     const status = (TASK_STATUSES as readonly string[]).includes(String(req.query.status)) ? String(req.query.status) : '';
     const scribe = await scribeFilter(services, org, req.query.scribe);
     const before = req.query.before ? decodeCursor(req.query.before, (id) => UUID_PATTERN.test(id)) : undefined;
-    const page = await listTasks(services.db, org, { scribeId: scribe.selected?.id, status, before, limit: PAGE });
+    const page = await services.consoleReads.listTasks(org, { scribeId: scribe.selected?.id, status, before, limit: PAGE });
     res.render('tasks/index', {
       title: 'Tasks',
       tasks: page.items,
