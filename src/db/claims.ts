@@ -5,21 +5,21 @@ import { dialectOf } from './dialect.js';
 /**
  * Leased claims: how every background queue (receipts to dispatch, sessions and tasks to
  * work) gives each due row to exactly one worker, however many processes share the
- * database. A claim is one statement,
+ * database. A claim is one statement (dialect.ts, `claimRows`). On PostgreSQL,
  *
- *   update <table> set <claim> where id in (
- *     select id from <table> where <due> order by <order> limit n [for update skip locked]
- *   ) and <due> returning *
+ *   with claimed as (select id from <table> where <due> order by <order> limit n
+ *                     for no key update skip locked)
+ *   update <table> set <claim> from claimed where <table>.id = claimed.id returning <table>.*
  *
- * On PostgreSQL, SKIP LOCKED lets concurrent claimers take different rows without waiting
- * for each other, and the outer <due> is checked again on each row as it stands once its
- * lock is granted. SQLite runs one writer at a time, so there the guarded update alone is
+ * SKIP LOCKED lets concurrent claimers take different rows without waiting for each other,
+ * and the rows stay locked until the claim is written. SQLite runs one writer at a time, so
+ * there a guarded update (update … where id in (<candidates>) and <due>) is
  * enough. The claim writes a token and a lease end; work renews its lease while it runs
  * (`renewLeases`), and a lease that runs out (its process died) makes the row due again.
  */
 export interface Queue {
   table: string;
-  /** Limits `table`'s rows (unaliased) to those due at `now`; the claim checks it twice (above). */
+  /** Limits `table`'s rows (unaliased) to those due at `now`. */
   due(query: Knex.QueryBuilder, now: string): void;
   /** Which due rows go first: columns, ending in the id so ties break the same way on both databases. */
   order: readonly string[];

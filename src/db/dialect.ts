@@ -141,10 +141,15 @@ const postgres: Dialect = {
     });
   },
   whereWithinDeadline() {},
-  /** The candidates are locked (passing over rows other claimers hold) until the claim is written. */
+  /**
+   * The candidates are locked (passing over rows other claimers hold) until the claim is
+   * written. NO KEY UPDATE, the lock the claim's own UPDATE takes: unlike FOR UPDATE it does
+   * not conflict with the key-share locks that inserting a row's events or messages takes
+   * on it (foreign keys), so a claim never passes over a row only because of those.
+   */
   claimRows(db, table, candidates, _due, set) {
     return db
-      .with('claimed', candidates.forUpdate().skipLocked())
+      .with('claimed', candidates.forNoKeyUpdate().skipLocked())
       .table(table)
       .updateFrom('claimed')
       .whereRaw('?? = claimed.id', [`${table}.id`])

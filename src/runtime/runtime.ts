@@ -204,6 +204,14 @@ export function createAgentRuntime({
     }, { log: { task: task.id }, message: 'agent failed to work a task' });
   }
 
+  /** Resolves once no claim is queued (claims queue behind each other in `claiming`). */
+  async function claimsSettled(): Promise<void> {
+    for (let last = claiming; ; last = claiming) {
+      await last;
+      if (last === claiming) return;
+    }
+  }
+
   function fill(): void {
     if (!abort.signal.aborted) void claimAndStart();
   }
@@ -213,8 +221,10 @@ export function createAgentRuntime({
     async tick(): Promise<RuntimeTickResult> {
       const before = { ...finished };
       for (;;) {
-        const started = await claimAndStart();
-        if (started.length === 0 && inFlight.size === 0) break;
+        await claimAndStart();
+        // Work that finished meanwhile queued claims of its own (fill): let them start theirs first.
+        await claimsSettled();
+        if (inFlight.size === 0) break;
         await Promise.race([...inFlight]);
       }
       return { sessions: finished.sessions - before.sessions, tasks: finished.tasks - before.tasks };
