@@ -32,7 +32,7 @@ export async function startServer(config: Config, logger: Logger, options: Servi
   const works = config.processRole !== 'web';
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   await migrateToLatest(db);
-  if (works) await dialectOf(db).optimize(db);
+  if (works) await dialectOf(db).optimizeAtStart(db);
   // A web process leaves new work to the workers, which its NOTIFY (or their polling) wakes.
   const services = createServices({ config, db, logger, options: works ? options : { ...options, dispatchOnAccept: false, runOnNewWork: false } });
   const scheduler = createScheduler(works ? backgroundJobs(services) : [], logger);

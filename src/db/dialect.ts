@@ -33,8 +33,10 @@ export interface Dialect {
   claimRows(db: Knex, table: string, candidates: Knex.QueryBuilder, due: (query: Knex.QueryBuilder) => void, set: Record<string, unknown>): Promise<unknown[]>;
   /** Runs `fn` while no other process runs migrations on this database. */
   withMigrationLock<T>(db: Knex, fn: () => Promise<T>): Promise<T>;
-  /** Keeps the query planner's statistics current as data grows. Run at start and daily. */
+  /** Keeps the query planner's statistics current as data grows. Run daily, once per database. */
   optimize(db: Knex): Promise<void>;
+  /** What a process that does background work runs at start, before serving. */
+  optimizeAtStart(db: Knex): Promise<void>;
   /** A consistent copy of the database, taken while it serves, written to `file`. */
   backup(db: Knex, file: string): Promise<{ file: string; bytes: number }>;
 }
@@ -95,6 +97,10 @@ const sqlite: Dialect = {
   /** `PRAGMA optimize` analyzes only the tables that need it, with a bounded effort. */
   async optimize(db) {
     await db.raw('pragma optimize');
+  },
+  /** Cheap, so every process starts from current statistics (SQLite keeps none up to date by itself). */
+  optimizeAtStart(db) {
+    return this.optimize(db);
   },
   /**
    * SQLite's online backup API (better-sqlite3's `backup()`), which copies page by page and
@@ -179,6 +185,8 @@ const postgres: Dialect = {
   async optimize(db) {
     await db.raw('analyze');
   },
+  /** Nothing: autovacuum keeps statistics, and an ANALYZE from each of N starting processes would only repeat the daily one. */
+  async optimizeAtStart() {},
   async backup() {
     throw new BackupNotSupportedError('On PostgreSQL, back up with pg_dump (docs/deploy.md, "Backups"): pg_dump --format=custom --file=scribe.dump "$DATABASE_URL"');
   },

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Db } from './knex.js';
+import { dialectOf } from './dialect.js';
 import type { Logger } from '../logger.js';
 
 /**
@@ -25,7 +26,7 @@ export interface Wakeups {
 const RECONNECT_MS = 1000;
 
 export function createWakeups({ db, url, logger }: { db: Db; url: string; logger: Logger }): Wakeups {
-  if (db.client.config.client !== 'pg') {
+  if (dialectOf(db).kind !== 'postgres') {
     return { notify: async () => {}, listen: async () => {}, close: async () => {} };
   }
   let client: pg.Client | undefined;

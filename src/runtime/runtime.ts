@@ -118,7 +118,7 @@ export function createAgentRuntime({
       .catch((err) => logger.error({ err, [work.kind]: work.row.id }, 'agent runtime could not record its work'))
       .finally(() => {
         lease.stop();
-        finished[work.kind === 'session' ? 'sessions' : 'tasks']++;
+        finished[table]++;
         inFlight.delete(running);
         const left = busy(scribeId) - 1;
         if (left > 0) busyByScribe.set(scribeId, left);

@@ -5,6 +5,7 @@ import { eventually, tempDir } from '../helpers/harness.js';
 import { createTestInstall, onlyOn, type TestInstall } from '../helpers/databases.js';
 import { startProcess, type ServerProcess } from '../helpers/process.js';
 import { runAdmin } from '../helpers/cli.js';
+import { signInByForm } from '../helpers/console.js';
 import { DEMO } from '../../seeds/demo.js';
 
 const README = fileURLToPath(new URL('../../README.md', import.meta.url));
@@ -71,15 +72,7 @@ onlyOn('postgres')('admin copy-database', function () {
       expect(is!.status, path).to.equal(was!.status);
       expect(await is!.text(), path).to.equal(await was!.text());
     }
-    const login = await fetch(`${after.url}/login`);
-    const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
-    const csrf = /name="_csrf" value="([^"]+)"/.exec(await login.text())![1]!;
-    const signIn = await fetch(`${after.url}/login`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: cookie },
-      body: new URLSearchParams({ _csrf: csrf, email: DEMO.userEmail, password: DEMO.userPassword }),
-    });
+    const signIn = await signInByForm(after.url!, DEMO.userEmail, DEMO.userPassword);
     expect(signIn.status, 'the copied password hash signs in').to.equal(303);
 
     // New work goes on where the copy left off (sequences were moved past the copied ids).

@@ -41,3 +41,19 @@ export async function signIn(h: Harness, t: Tenant, role: 'admin' | 'viewer' = '
   };
   return client;
 }
+
+/**
+ * Signs in to a running server's console through its form, as a browser would: the login
+ * page's cookie and CSRF token, then the POST. Resolves with the POST's answer: 303 with the
+ * session cookie when signed in.
+ */
+export async function signInByForm(baseUrl: string, email: string, password: string): Promise<Response> {
+  const login = await fetch(`${baseUrl}/login`);
+  const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+  return fetch(`${baseUrl}/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ _csrf: csrfTokenOf(await login.text()), email, password }),
+  });
+}

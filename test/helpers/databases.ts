@@ -42,19 +42,23 @@ async function adminQuery(sql: string): Promise<void> {
   await admin.query(sql);
 }
 
+async function migrateAndClose(location: string): Promise<void> {
+  const db = openDatabase(location);
+  try {
+    await migrateToLatest(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
 /** A migrated database to clone: migrating once per run and copying it is much faster than migrating each time. */
 function migratedSqliteTemplate(): Promise<string> {
   sqliteTemplate ??= (async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scribe-template-'));
     process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
     const file = path.join(dir, 'scribe.sqlite');
-    const db = openDatabase(file);
-    try {
-      await migrateToLatest(db);
-    } finally {
-      // Closing the last connection checkpoints the WAL into the file, so the file alone is the database.
-      await db.destroy();
-    }
+    // Closing the last connection checkpoints the WAL into the file, so the file alone is the database.
+    await migrateAndClose(file);
     return file;
   })();
   return sqliteTemplate;
@@ -65,12 +69,7 @@ function migratedTemplate(): Promise<string> {
     const name = `scribe_template_${process.pid}`;
     await adminQuery(`drop database if exists ${name}`);
     await adminQuery(`create database ${name}`);
-    const db = openDatabase(urlOf(name));
-    try {
-      await migrateToLatest(db);
-    } finally {
-      await db.destroy();
-    }
+    await migrateAndClose(urlOf(name));
     return name;
   })();
   return template;

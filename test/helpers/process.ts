@@ -11,49 +11,36 @@ export interface ServerProcess {
 
 /** Starts an entry point (`src/main.ts`, `src/demo.ts`) from source and waits until it listens. */
 export async function startProcess(entry: string, env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
-  const file = fileURLToPath(new URL(`../../${entry}`, import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', file], {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no "listening" line within ${timeoutMs} ms:\n${output}`)), timeoutMs);
-    const look = () => {
-      const match = /"url":"(http:\/\/[^"]+)"/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    };
-    child.stdout!.on('data', look);
-    void exited.then((code) => reject(new Error(`exited with ${code} before listening:\n${output}`)));
-  });
-  return { child, url, output: () => output, exited };
+  const { match, ...started } = await startUntil(entry, { HOST: '127.0.0.1', PORT: '0', ...env }, /"url":"(http:\/\/[^"]+)"/, 'listening', timeoutMs);
+  return { ...started, url: match[1]! };
 }
 
 /** Starts `src/main.ts` as a worker (PROCESS_ROLE=worker: no URL) and waits for its start line. */
 export async function startWorkerProcess(env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
-  const file = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+  const { child, output, exited } = await startUntil('src/main.ts', env, /"msg":"scribe worker started"/, 'worker started', timeoutMs);
+  return { child, output, exited, url: '' };
+}
+
+/** Starts an entry point from source and waits until its output matches `pattern`. */
+async function startUntil(entry: string, env: Record<string, string>, pattern: RegExp, what: string, timeoutMs: number) {
+  const file = fileURLToPath(new URL(`../../${entry}`, import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', file], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no "worker started" line within ${timeoutMs} ms:\n${output}`)), timeoutMs);
+  const match = await new Promise<RegExpExecArray>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no "${what}" line within ${timeoutMs} ms:\n${output}`)), timeoutMs);
     child.stdout!.on('data', () => {
-      if (output.includes('"msg":"scribe worker started"')) {
+      const found = pattern.exec(output);
+      if (found) {
         clearTimeout(timer);
-        resolve();
+        resolve(found);
       }
     });
-    void exited.then((code) => reject(new Error(`exited with ${code} before starting:\n${output}`)));
+    void exited.then((code) => reject(new Error(`exited with ${code} before ${what}:\n${output}`)));
   });
-  return { child, url: '', output: () => output, exited };
+  return { child, match, output: () => output, exited };
 }
 
 /** Runs an entry point to completion (for ones expected to fail at start). */

@@ -7,6 +7,7 @@ import { runToExit, startProcess } from '../helpers/process.js';
 import { startFileServer } from '../helpers/file-server.js';
 import { provision } from '../helpers/provision.js';
 import { startFakeOpenAi } from '../helpers/fake-openai.js';
+import { signInByForm } from '../helpers/console.js';
 
 describe('the server process', function () {
   this.timeout(60_000);
@@ -212,15 +213,7 @@ describe('the server process', function () {
         expect(body.requests.length).to.equal(3);
         // The printed console login signs in (through the form, as a browser would).
         const [, email, password] = /Console login:\s+(\S+) \/ (\S+)/.exec(demo.output())!;
-        const login = await fetch(`${demo.url}/login`);
-        const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
-        const token = /name="_csrf" value="([^"]+)"/.exec(await login.text())![1]!;
-        const signedIn = await fetch(`${demo.url}/login`, {
-          method: 'POST',
-          redirect: 'manual',
-          headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ _csrf: token, email: email!, password: password! }),
-        });
+        const signedIn = await signInByForm(demo.url, email!, password!);
         expect(signedIn.status).to.equal(303);
         const dashboard = await fetch(`${demo.url}/`, { headers: { cookie: signedIn.headers.get('set-cookie')!.split(';')[0]! } });
         expect(await dashboard.text()).to.include('<h1>Dashboard</h1>');

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../../db/knex.js';
+import { dialectOf } from '../../db/dialect.js';
 
 /**
  * The substring index over text values, the one part of search each database does its own
@@ -70,7 +71,7 @@ const pgTrgm: TextIndex = {
 };
 
 export function textIndexOf(db: Db): TextIndex {
-  return db.client.config.client === 'pg' ? pgTrgm : fts5;
+  return dialectOf(db).kind === 'postgres' ? pgTrgm : fts5;
 }
 
 async function totalChanges(db: Knex): Promise<number> {
