@@ -1,8 +1,9 @@
 import type { Services } from '../src/services.js';
+import { operatorActor } from '../src/audit/service.js';
 
 /**
  * Demo data: one organization with a known API key and console user, a scribe in each
- * state, and a few receipts. Running it again changes nothing: each part is made only
+ * state, a few receipts, a weekly schedule and a webhook channel. Running it again changes nothing: each part is made only
  * when missing. The key and password are public; never seed them into a real install.
  */
 export const DEMO = {
@@ -25,6 +26,15 @@ export const DEMO = {
     },
     { summary: 'Check the pricing page for broken links.\nReport each broken link with the page it is on.' },
   ],
+  /** A webhook channel without verification, so a plain curl reaches atlas (its URL is printed at start). */
+  channel: { scribe: 'atlas', kind: 'webhook', name: 'Demo webhook', verify: 'none' },
+  schedule: {
+    scribe: 'atlas',
+    cron: '0 9 * * 1',
+    timezone: 'Europe/Berlin',
+    title: 'Weekly summary',
+    summary: "Summarize last week's receipts: what was asked, what was done, what is still open.",
+  },
 } as const;
 
 /** Fixed ids, so the README's examples work as written against any demo database. */
@@ -130,6 +140,8 @@ export interface DemoCredentials {
   apiKey: string;
   email: string;
   password: string;
+  /** The demo webhook channel's path, `/inbound/<token>`. */
+  webhookPath: string;
 }
 
 export async function seed(services: Services): Promise<DemoCredentials> {
@@ -150,7 +162,19 @@ export async function seed(services: Services): Promise<DemoCredentials> {
     for (const task of DEMO.tasks) await services.requests.submit(created, { task });
   }
 
+  if ((await services.schedules.list(organizationId)).length === 0) {
+    const { scribe, ...schedule } = DEMO.schedule;
+    await services.schedules.create(operatorActor(organizationId), scribe, schedule);
+  }
+
+  let [channel] = await services.channels.list(organizationId);
+  if (!channel) {
+    const { scribe, ...input } = DEMO.channel;
+    const created = await services.channels.create(operatorActor(organizationId), scribe, input);
+    channel = await services.channels.get(organizationId, created.channel.id);
+  }
+
   await seedEntries(services, organizationId);
 
-  return { organizationId, apiKey: DEMO.apiKey, email: DEMO.userEmail, password: DEMO.userPassword };
+  return { organizationId, apiKey: DEMO.apiKey, email: DEMO.userEmail, password: DEMO.userPassword, webhookPath: `/inbound/${channel.token}` };
 }

@@ -1,11 +1,11 @@
 import express, { type Express } from 'express';
-import helmet from 'helmet';
 import './http/express-augment.js';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 import type { Services } from './services.js';
 import { requestId } from './http/request-id.js';
 import { requestLog } from './http/request-log.js';
+import { securityHeaders } from './http/security-headers.js';
 import { requireApiKey } from './http/api-key-auth.js';
 import { apiRateLimits } from './http/rate-limits.js';
 import { healthRoutes } from './http/health.js';
@@ -17,6 +17,7 @@ import { VIEWS_DIR } from './lib/paths.js';
 import { requestRoutes } from './requests/routes.js';
 import { entryRoutes } from './entries/routes.js';
 import { chatRoutes } from './sessions/routes.js';
+import { inboundRoutes } from './channels/routes.js';
 
 /** Builds the HTTP app from its dependencies; opens, listens and schedules nothing. */
 export function createApp({
@@ -42,30 +43,13 @@ export function createApp({
   app.set('trust proxy', config.trustProxy);
   app.use(requestId());
   app.use(requestLog(logger));
-  app.use(
-    helmet({
-      // The console serves its own scripts and styles; nothing inline, nothing from elsewhere.
-      contentSecurityPolicy: {
-        directives: {
-          'default-src': ["'self'"],
-          'script-src': ["'self'"],
-          'style-src': ["'self'"],
-          'img-src': ["'self'", 'data:'],
-          'connect-src': ["'self'"],
-          'form-action': ["'self'"],
-          'frame-ancestors': ["'none'"],
-          'object-src': ["'none'"],
-          'base-uri': ["'none'"],
-        },
-      },
-    }),
-  );
+  app.use(securityHeaders());
 
   app.use(services.metrics.http());
   app.use(healthRoutes({ config, services }));
 
   const limits = apiRateLimits(config.rateLimitPerMinute, services.rateLimitStore);
-  const auth = [limits.beforeAuth, requireApiKey((key) => services.organizations.authenticate(key)), limits.afterAuth];
+  const auth = [requireApiKey((key) => services.organizations.authenticate(key), limits.refused), limits.perKey];
   const docs = apiDocsRoutes();
   app.use(docs.browser);
   const api = express.Router();
@@ -77,6 +61,11 @@ export function createApp({
   api.use(apiNotFound());
   api.use(apiErrors(logger));
   app.use('/api/v1', api);
+
+  const inbound = inboundRoutes({ channels: services.channels, perChannel: limits.perChannel, countRefusal: limits.refused });
+  inbound.use(apiNotFound());
+  inbound.use(apiErrors(logger));
+  app.use('/inbound', inbound);
 
   // Everything else is the staff console (HTML pages, its own 404 and error pages).
   app.use(consoleRouter({ services, logger, sessionSecret, options: consoleOptions }));

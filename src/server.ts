@@ -10,6 +10,7 @@ import { createApp } from './app.js';
 import { createScheduler } from './jobs/scheduler.js';
 import { backgroundJobs } from './jobs/registry.js';
 import { resolveSessionSecret } from './console/session-secret.js';
+import { startSmtpListener, type SmtpListener } from './channels/smtp.js';
 
 /** How long in-flight requests get to finish on shutdown before their connections are cut. */
 const DRAIN_TIMEOUT_MS = 10_000;
@@ -18,6 +19,8 @@ const CONNECTIONS_CHECK_MS = 1000;
 export interface RunningServer {
   /** Where it listens; undefined for a worker (PROCESS_ROLE=worker), which does not. */
   url: string | undefined;
+  /** The email channels' SMTP port, when SMTP_PORT is set (and the process serves). */
+  smtpPort: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -38,6 +41,7 @@ export async function startServer(config: Config, logger: Logger, options: Servi
   const scheduler = createScheduler(works ? backgroundJobs(services) : [], logger);
   const server = serves ? await listen(config, createApp({ config, logger, services, sessionSecret: resolveSessionSecret(config.sessionSecret, config.dataDir) })) : undefined;
   const url = server && urlOf(server, config);
+  const smtp: SmtpListener | undefined = serves && config.smtp ? await startSmtpListener({ ...config.smtp, channels: services.channels, logger }) : undefined;
 
   if (works) {
     scheduler.start();
@@ -46,16 +50,18 @@ export async function startServer(config: Config, logger: Logger, options: Servi
     services.dispatcher.nudge();
     services.runtime.nudge();
   }
-  if (url) logger.info({ url, role: config.processRole }, 'scribe is listening');
+  if (url) logger.info({ url, smtpPort: smtp?.port, role: config.processRole }, 'scribe is listening');
   else logger.info({ role: config.processRole }, 'scribe worker started');
 
   let stopping: Promise<void> | undefined;
   return {
     url,
+    smtpPort: smtp?.port,
     stop() {
       stopping ??= (async () => {
         await scheduler.stop();
         if (server) await closeServer(server);
+        await smtp?.close();
         await services.stop();
         await db.destroy();
         logger.info('scribe stopped');

@@ -11,7 +11,7 @@ import { type ReadWorkerOptions, createReadWorkers } from './entries/read-worker
 import { createEntryService } from './entries/entry-service.js';
 import { createRequestService } from './requests/service.js';
 import { createDispatcher, defaultDispatcherOptions, type DispatcherOptions } from './requests/dispatcher.js';
-import { anyAddress, publicAddressesOnly, type AddressPolicy } from './requests/attachments/address-policy.js';
+import { anyAddress, publicAddressesOnly, type AddressPolicy } from './net/address-policy.js';
 import { createDownloader, type DownloadLimits } from './requests/attachments/download.js';
 import { createAttachmentFetcher } from './requests/attachments/fetch.js';
 import { createAttachmentStore } from './requests/attachments/store.js';
@@ -28,6 +28,8 @@ import type { Job } from './jobs/scheduler.js';
 import { createIdempotency } from './http/idempotency.js';
 import { createSessionService } from './sessions/service.js';
 import { createTaskService } from './tasks/service.js';
+import { createChannelService } from './channels/service.js';
+import { createScheduleService, defaultScheduleOptions, type ScheduleOptions } from './schedules/service.js';
 import { createAgentRuntime, defaultRuntimeOptions, type RuntimeOptions } from './runtime/runtime.js';
 import { createBuiltinAgent } from './agents/builtin.js';
 import { createOpenAiAgent } from './agents/openai.js';
@@ -56,6 +58,7 @@ export interface ServiceOptions {
   agents?: Partial<Record<AgentKind, Agent>>;
   /** Most matches a search lists from its indexes (see driveLimitFor in search/compile.ts); -1 always reads in page order. */
   searchDriveLimit?: number;
+  schedules?: Partial<ScheduleOptions>;
   /** Replaces how long an entry read may take (5 s) and the module the read threads run (tests). */
   reads?: Partial<ReadWorkerOptions>;
 }
@@ -118,6 +121,19 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     options: { ...defaultRuntimeOptions, ...options.runtime },
   });
 
+  const requests = createRequestService({
+    db,
+    clock,
+    fetchAttachments: createAttachmentFetcher({ downloader, store }),
+    audit,
+    onAccepted: (id) => {
+      if (dispatchOnAccept) dispatcher.nudge();
+      void wakeups.notify('scribe_requests', id);
+    },
+  });
+
+  const sessionStores: ConnectSessionKnexStore[] = [];
+
   return {
     db,
     clock,
@@ -131,16 +147,9 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     audit,
     sessions,
     tasks,
-    requests: createRequestService({
-      db,
-      clock,
-      fetchAttachments: createAttachmentFetcher({ downloader, store }),
-      audit,
-      onAccepted: (id) => {
-        if (dispatchOnAccept) dispatcher.nudge();
-        void wakeups.notify('scribe_requests', id);
-      },
-    }),
+    requests,
+    schedules: createScheduleService({ db, clock, logger, audit, requests, scribes, options: { ...defaultScheduleOptions, ...options.schedules } }),
+    channels: createChannelService({ db, clock, logger, audit, requests, sessions, scribes, store }),
     dispatcher,
     runtime,
     metrics,
@@ -150,7 +159,11 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     /** The console's own reads (lists with filters, the dashboard's figures). */
     consoleReads: createConsoleReads(db),
     /** Where console sign-ins are kept: a table, so any process reads any cookie. */
-    consoleSessionStore: () => new ConnectSessionKnexStore({ knex: db, tableName: 'console_sessions', createTable: false, cleanupInterval: 0 }),
+    consoleSessionStore: () => {
+      const store = new ConnectSessionKnexStore({ knex: db, tableName: 'console_sessions', createTable: false, cleanupInterval: 0 });
+      sessionStores.push(store);
+      return store;
+    },
     /** Rate-limit counters of the limit `name`, shared by every process on the database. */
     rateLimitStore: (name: string) => new DatabaseRateLimitStore(db, clock, name),
     /** Wraps a periodic job so that one process per database runs each of its fires (jobs/once.ts). */
@@ -160,6 +173,8 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     wakeups,
     /** Stops background work and releases sockets; the caller closes the database. */
     async stop(): Promise<void> {
+      // A store checks its table when made; closing the pool under that query fails it noisily.
+      await Promise.allSettled(sessionStores.map((store) => store.ready));
       await wakeups.close();
       await dispatcher.stop();
       await runtime.stop();

@@ -3,6 +3,7 @@ import { MAX_ATTACHMENTS, submitRequestBody, listRequestsQuery } from '../reques
 import { chatBody } from '../sessions/schemas.js';
 import { REQUEST_LIST_LIMIT } from '../requests/routes.js';
 import { ENTRY_LIST_LIMIT } from '../entries/routes.js';
+import { encodeCursor } from '../http/cursor.js';
 import * as responses from './responses.js';
 
 /**
@@ -48,7 +49,8 @@ export const examples = {
         updated_at: '2026-11-21T09:30:00.131Z',
       },
     ],
-    next_cursor: 'eyJjIjoiMjAyNi0xMS0yMVQwOTozMDowMC4xMjNaIiwiaSI6InJlcV8wMUpENVYyUThaSzNNNE41UDZRN1I4UzlUMCJ9',
+    // Made by the encoder itself, so the example is a cursor the API accepts.
+    next_cursor: encodeCursor({ createdAt: '2026-11-21T09:30:00.123Z', id: 'req_01JD5V2Q8ZK3M4N5P6Q7R8S9T0' }),
   },
   chatResponse: { session_id: '01935f00-0000-7000-8000-0000000005e1' },
   entry: {
@@ -115,7 +117,7 @@ const idempotencyKey = {
   in: 'header',
   required: false,
   description: 'Makes the call safe to retry: the same key and body replay the first response (header `Idempotent-Replayed: true`) for 24 hours; other parameters → 422, while the first runs → 409.',
-  schema: { type: 'string', maxLength: 255 },
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
 };
 
 export function openApiDocument(): Record<string, unknown> {

@@ -1,9 +1,12 @@
 import type { Db } from '../db/knex.js';
 import { type Clock, isoNow } from '../lib/clock.js';
+import { type AuditFilter, insertAuditEvent, listAuditActions, listAuditEvents } from './queries.js';
 
-/** Who did something: a signed-in console user, an API key, or the operator at the admin CLI. */
+export type { AuditFilter };
+
+/** Who did something: a signed-in console user, an API key, the operator at the admin CLI, or a schedule or inbound channel acting on its own. */
 export interface Actor {
-  type: 'user' | 'api_key' | 'operator';
+  type: 'user' | 'api_key' | 'operator' | 'schedule' | 'channel';
   id: string | null;
   /** The user's email or the key's name and prefix, as shown in the log. */
   label: string;
@@ -30,12 +33,16 @@ export function operatorActor(organizationId: string): Actor {
   return { type: 'operator', id: null, label: 'admin CLI', organizationId };
 }
 
-/** The audit log: every console change and every API call that changes data (who, what, when). */
+/**
+ * The audit log: every console change, every API call that changes data, and what schedules
+ * and channels do on their own (who, what, when). Rows are only ever added: the database
+ * refuses updates and deletes (migration 20261124000200).
+ */
 export function createAuditLog({ db, clock }: { db: Db; clock: Clock }) {
   return {
     /** Records one event; `trx` puts it in the caller's transaction. */
     async record(actor: Actor, action: string, subject: { type: string; id: string }, detail?: string, trx: Db = db): Promise<void> {
-      await trx('audit_events').insert({
+      await insertAuditEvent(trx, {
         organization_id: actor.organizationId,
         actor_type: actor.type,
         actor_id: actor.id,
@@ -48,11 +55,22 @@ export function createAuditLog({ db, clock }: { db: Db; clock: Clock }) {
       });
     },
 
-    /** The organization's events, newest first; `before` is the id of the last one shown. */
-    async list(organizationId: string, { before, limit = 50 }: { before?: number; limit?: number } = {}): Promise<AuditEventRow[]> {
-      const query = db<AuditEventRow>('audit_events').where({ organization_id: organizationId });
-      if (before !== undefined) query.where('id', '<', before);
-      return query.orderBy('id', 'desc').limit(limit);
+    /** The organization's events matching `filter`, newest first; `before` is the id of the last one shown. */
+    list(organizationId: string, filter: AuditFilter = {}, { before, limit = 50 }: { before?: number; limit?: number } = {}): Promise<AuditEventRow[]> {
+      return listAuditEvents(db, organizationId, filter, { before, limit });
     },
+
+    /** Every matching event, newest first, a batch at a time (the CSV export: never the whole log in memory). */
+    async *each(organizationId: string, filter: AuditFilter, batch = 1000): AsyncGenerator<AuditEventRow> {
+      let before: number | undefined;
+      for (;;) {
+        const rows = await listAuditEvents(db, organizationId, filter, { before, limit: batch });
+        yield* rows;
+        if (rows.length < batch) return;
+        before = rows.at(-1)!.id;
+      }
+    },
+
+    actions: (organizationId: string) => listAuditActions(db, organizationId),
   };
 }

@@ -1,5 +1,7 @@
 import type { Services } from '../services.js';
 import { operatorActor } from '../audit/service.js';
+import type { ScheduleListRow } from '../schedules/queries.js';
+import type { ChannelListRow } from '../channels/queries.js';
 
 /** What a command needs: its parsed flags and the services. */
 type Flags = Record<string, string | boolean | undefined>;
@@ -110,6 +112,104 @@ export const commands: Record<string, Command> = {
       return { id: task.id, status: 'open' };
     },
   },
+  'schedule create': {
+    usage: 'schedule create --org ORG_ID --scribe SLUG --cron EXPR --summary TEXT [--title TEXT] [--acceptance-criteria TEXT] [--timezone ZONE] [--overlap skip|allow]',
+    async run(flags, s) {
+      const org = await s.organizations.getOrganization(required(flags, 'org'));
+      const schedule = await s.schedules.create(operatorActor(org.id), required(flags, 'scribe'), { ...scheduleFlags(flags), cron: required(flags, 'cron'), summary: required(flags, 'summary') });
+      return { id: schedule.id, next_run_at: schedule.next_run_at };
+    },
+  },
+  'schedule edit': {
+    usage: 'schedule edit --id ID [--cron EXPR] [--summary TEXT] [--title TEXT] [--acceptance-criteria TEXT] [--timezone ZONE] [--overlap skip|allow]',
+    async run(flags, s) {
+      const { actor, id } = await scheduleOf(flags, s);
+      const current = await s.schedules.get(actor.organizationId, id);
+      const schedule = await s.schedules.update(actor, id, { ...current, ...scheduleFlags(flags), cron: optional(flags, 'cron') ?? current.cron, summary: optional(flags, 'summary') ?? current.summary });
+      return { id: schedule.id, next_run_at: schedule.next_run_at };
+    },
+  },
+  'schedule pause': pausing('pause'),
+  'schedule resume': pausing('resume'),
+  'schedule run-now': {
+    usage: 'schedule run-now --id ID',
+    async run(flags, s) {
+      const { actor, id } = await scheduleOf(flags, s);
+      const fired = await s.schedules.runNow(actor, id);
+      return { id, request_id: fired.request_id };
+    },
+  },
+  'schedule delete': {
+    usage: 'schedule delete --id ID',
+    async run(flags, s) {
+      const { actor, id } = await scheduleOf(flags, s);
+      await s.schedules.remove(actor, id);
+      return { id, deleted: true };
+    },
+  },
+  'schedule show': {
+    usage: 'schedule show --id ID',
+    async run(flags, s) {
+      const { actor, id } = await scheduleOf(flags, s);
+      const schedule = await s.schedules.get(actor.organizationId, id);
+      const fires = (await s.schedules.fires(id, 20)).map((f) => ({
+        fire_at: f.fire_at,
+        outcome: f.outcome,
+        reason: f.reason,
+        request_id: f.request_id,
+        missed_since: f.missed_since,
+        manual: f.manual,
+      }));
+      return { ...presentSchedule(schedule), description: s.schedules.describe(schedule.cron), fires };
+    },
+  },
+  'schedule list': {
+    usage: 'schedule list --org ORG_ID [--scribe SLUG]',
+    async run(flags, s) {
+      const org = await s.organizations.getOrganization(required(flags, 'org'));
+      const scribe = optional(flags, 'scribe');
+      const scribeId = scribe === undefined ? undefined : (await s.scribes.getBySlug(org.id, scribe)).id;
+      return { schedules: (await s.schedules.list(org.id, scribeId)).map(presentSchedule) };
+    },
+  },
+  'channel create': {
+    usage:
+      'channel create --org ORG_ID --scribe SLUG --kind webhook [--mode task|chat] [--verify none|standard-webhooks|github|slack|hmac-sha256] [--secret S] [--name NAME]\n' +
+      '  channel create --org ORG_ID --scribe SLUG --kind email --address ADDRESS [--mode task|chat] [--name NAME]',
+    async run(flags, s) {
+      const org = await s.organizations.getOrganization(required(flags, 'org'));
+      const input = { kind: required(flags, 'kind'), mode: optional(flags, 'mode'), name: optional(flags, 'name'), verify: optional(flags, 'verify'), secret: optional(flags, 'secret'), address: optional(flags, 'address') };
+      const { channel, secret } = await s.channels.create(operatorActor(org.id), required(flags, 'scribe'), input);
+      return channel.kind === 'email' ? { id: channel.id, address: channel.address } : { id: channel.id, url: `/inbound/${channel.token}`, secret };
+    },
+  },
+  'channel disable': enabling(false),
+  'channel enable': enabling(true),
+  'channel rotate-secret': {
+    usage: 'channel rotate-secret --id ID',
+    async run(flags, s) {
+      const { actor, id } = await channelOf(flags, s);
+      return { id, secret: await s.channels.rotateSecret(actor, id) };
+    },
+  },
+  'channel list': {
+    usage: 'channel list --org ORG_ID [--scribe SLUG]',
+    async run(flags, s) {
+      const org = await s.organizations.getOrganization(required(flags, 'org'));
+      const scribe = optional(flags, 'scribe');
+      const scribeId = scribe === undefined ? undefined : (await s.scribes.getBySlug(org.id, scribe)).id;
+      return { channels: (await s.channels.list(org.id, scribeId)).map(presentChannel) };
+    },
+  },
+  'channel show': {
+    usage: 'channel show --id ID',
+    async run(flags, s) {
+      const { actor, id } = await channelOf(flags, s);
+      const channel = await s.channels.get(actor.organizationId, id);
+      const deliveries = (await s.channels.deliveries(id, 20)).map(({ received_at, sender, outcome, status, reason, request_id, session_id }) => ({ received_at, sender, outcome, status, reason, request_id, session_id }));
+      return { ...presentChannel(channel), deliveries };
+    },
+  },
   backup: {
     usage: 'backup --to FILE',
     run: (flags, s) => s.maintenance.backup(required(flags, 'to')),
@@ -133,6 +233,64 @@ export const commands: Record<string, Command> = {
     },
   },
 };
+
+/** `schedule pause` and `schedule resume`: the same command but for the change. */
+function pausing(verb: 'pause' | 'resume'): Command {
+  return {
+    usage: `schedule ${verb} --id ID`,
+    async run(flags, s) {
+      const { actor, id } = await scheduleOf(flags, s);
+      const schedule = await s.schedules[verb](actor, id);
+      return { id: schedule.id, paused: schedule.paused, next_run_at: schedule.next_run_at };
+    },
+  };
+}
+
+/** `channel disable` and `channel enable`: the same command but for the change. */
+function enabling(enabled: boolean): Command {
+  return {
+    usage: `channel ${enabled ? 'enable' : 'disable'} --id ID`,
+    async run(flags, s) {
+      const { actor, id } = await channelOf(flags, s);
+      await s.channels.setEnabled(actor, id, enabled);
+      return enabled ? { id, enabled: true } : { id, disabled: true };
+    },
+  };
+}
+
+/** The channel named by --id, and the operator acting on its organization. */
+async function channelOf(flags: Flags, s: Services) {
+  const id = required(flags, 'id');
+  return { id, actor: operatorActor(await s.channels.organizationOf(id)) };
+}
+
+/** A channel as the CLI prints it: never its secret (shown once, at creation or rotation). */
+function presentChannel(channel: ChannelListRow) {
+  const { id, scribe_slug, kind, mode, name, token, verify, address, enabled, created_at } = channel;
+  return { id, scribe: scribe_slug, kind, mode, name, ...(kind === 'webhook' ? { url: `/inbound/${token}`, verify } : { address }), enabled, created_at };
+}
+
+/** The schedule named by --id, and the operator acting on its organization. */
+async function scheduleOf(flags: Flags, s: Services) {
+  const id = required(flags, 'id');
+  return { id, actor: operatorActor(await s.schedules.organizationOf(id)) };
+}
+
+/** The schedule flags given; absent ones stay undefined (create's defaults, edit's current values). */
+function scheduleFlags(flags: Flags) {
+  const given = {
+    title: optional(flags, 'title'),
+    acceptance_criteria: optional(flags, 'acceptance-criteria'),
+    timezone: optional(flags, 'timezone'),
+    overlap: optional(flags, 'overlap'),
+  };
+  return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
+}
+
+function presentSchedule(schedule: ScheduleListRow) {
+  const { id, scribe_slug, cron, timezone, overlap, summary, title, acceptance_criteria, paused, next_run_at, last_fire_at, created_at } = schedule;
+  return { id, scribe: scribe_slug, cron, timezone, overlap, summary, title, acceptance_criteria, paused, next_run_at, last_fire_at, created_at };
+}
 
 function jsonFlag(flags: Flags, name: string): unknown {
   const text = required(flags, name);
@@ -160,6 +318,18 @@ export const FLAGS = {
   instructions: { type: 'string' },
   text: { type: 'string' },
   to: { type: 'string' },
+  scribe: { type: 'string' },
+  cron: { type: 'string' },
+  summary: { type: 'string' },
+  title: { type: 'string' },
+  'acceptance-criteria': { type: 'string' },
+  timezone: { type: 'string' },
+  overlap: { type: 'string' },
+  kind: { type: 'string' },
+  mode: { type: 'string' },
+  verify: { type: 'string' },
+  secret: { type: 'string' },
+  address: { type: 'string' },
 } as const;
 
 export function usage(): string {

@@ -16,6 +16,8 @@ import { sessionRoutes } from './routes/sessions.js';
 import { keyRoutes } from './routes/keys.js';
 import { auditRoutes } from './routes/audit.js';
 import { entryRoutes } from './routes/entries.js';
+import { scheduleRoutes } from './routes/schedules.js';
+import { channelRoutes } from './routes/channels.js';
 
 /** How long a console sign-in lasts without use. */
 export const SESSION_IDLE_MS = 8 * 3_600_000;
@@ -84,6 +86,8 @@ export function consoleRouter({
   router.use(taskRoutes(services));
   router.use(sessionRoutes(services));
   router.use(entryRoutes(services));
+  router.use(scheduleRoutes(services));
+  router.use(channelRoutes(services));
   router.use(keyRoutes(services));
   router.use(auditRoutes(services));
   router.use((_req, _res, next) => next(new HttpError(404, 'There is nothing at this address.')));

@@ -1,3 +1,5 @@
+import { describeCron } from '../schedules/cron.js';
+
 /**
  * Helpers every view gets (as `h`). Templates escape with `<%= %>`; none of these return
  * HTML, so nothing here needs `<%-`.
@@ -36,6 +38,9 @@ export function tone(status: string): 'ok' | 'busy' | 'wait' | 'bad' | 'idle' {
     case 'done':
     case 'completed':
     case 'active':
+    case 'submitted':
+    case 'created':
+    case 'enabled':
       return 'ok';
     case 'accepted':
     case 'dispatched':
@@ -45,8 +50,10 @@ export function tone(status: string): 'ok' | 'busy' | 'wait' | 'bad' | 'idle' {
     case 'open':
       return 'busy';
     case 'waiting':
+    case 'paused':
       return 'wait';
     case 'failed':
+    case 'refused':
       return 'bad';
     default:
       return 'idle';
@@ -80,4 +87,20 @@ export function withQuery(base: Record<string, unknown>, changes: Record<string,
   return text ? `?${text}` : '';
 }
 
-export const viewHelpers = { timeAgo, exactTime, tone, label, truncate, bytes, withQuery };
+/** A moment as read in an IANA zone: `Tue, 24 Nov 2026, 09:00:00 CET`. */
+export function inZone(at: string | Date, timeZone: string): string {
+  return new Intl.DateTimeFormat('en-GB', {
+    timeZone,
+    weekday: 'short',
+    day: 'numeric',
+    month: 'short',
+    year: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hourCycle: 'h23',
+    timeZoneName: 'short',
+  }).format(typeof at === 'string' ? new Date(at) : at);
+}
+
+export const viewHelpers = { timeAgo, exactTime, tone, label, truncate, bytes, withQuery, inZone, describeCron };

@@ -23,10 +23,14 @@ const TABLES = [
   'scribes',
   'requests',
   'attachments',
+  'schedules',
+  'schedule_fires',
   'tasks',
   'task_events',
   'sessions',
   'session_messages',
+  'channels',
+  'channel_deliveries',
   'entry_types',
   'entry_type_fields',
   'entries',
@@ -67,9 +71,7 @@ export async function copyDatabase(source: Db, target: Db): Promise<Record<strin
         copied[table] += rows.length;
       }
     }
-    for (const table of SERIAL_TABLES) {
-      await trx.raw(`select setval(pg_get_serial_sequence(?, 'id'), coalesce((select max(id) from ??), 0) + 1, false)`, [table, table]);
-    }
+    for (const table of SERIAL_TABLES) await dialectOf(trx).moveSequencePastRows(trx, table);
   });
   await target.raw('analyze');
   return copied;

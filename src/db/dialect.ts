@@ -37,6 +37,8 @@ export interface Dialect {
   optimize(db: Knex): Promise<void>;
   /** What a process that does background work runs at start, before serving. */
   optimizeAtStart(db: Knex): Promise<void>;
+  /** After rows were inserted with their ids: the next generated `id` of `table` comes after them. */
+  moveSequencePastRows(db: Knex, table: string): Promise<void>;
   /** A consistent copy of the database, taken while it serves, written to `file`. */
   backup(db: Knex, file: string): Promise<{ file: string; bytes: number }>;
 }
@@ -102,6 +104,8 @@ const sqlite: Dialect = {
   optimizeAtStart(db) {
     return this.optimize(db);
   },
+  /** Nothing: AUTOINCREMENT already continues after the largest id inserted. */
+  async moveSequencePastRows() {},
   /**
    * SQLite's online backup API (better-sqlite3's `backup()`), which copies page by page and
    * restarts around concurrent writes. Writes `<file>.partial` and renames at the end, so a
@@ -187,6 +191,9 @@ const postgres: Dialect = {
   },
   /** Nothing: autovacuum keeps statistics, and an ANALYZE from each of N starting processes would only repeat the daily one. */
   async optimizeAtStart() {},
+  async moveSequencePastRows(db, table) {
+    await db.raw(`select setval(pg_get_serial_sequence(?, 'id'), coalesce((select max(id) from ??), 0) + 1, false)`, [table, table]);
+  },
   async backup() {
     throw new BackupNotSupportedError('On PostgreSQL, back up with pg_dump (docs/deploy.md, "Backups"): pg_dump --format=custom --file=scribe.dump "$DATABASE_URL"');
   },

@@ -12,18 +12,21 @@ export const messages = {
 
 /**
  * Requires a valid `X-Api-Key` and attaches the caller. The 401 text follows the family:
- * form A tells a missing key from a bad one, form B says `Unauthorized` for both.
+ * form A tells a missing key from a bad one, form B says `Unauthorized` for both. A refused
+ * call passes through `countRefusal` (the per-address limit), which answers 429 itself once
+ * the address has been refused too often; calls with a valid key never touch that count.
  */
-export function requireApiKey(authenticate: (key: string) => Promise<ApiCaller | null>): RequestHandler {
-  return async (req, _res, next) => {
+export function requireApiKey(authenticate: (key: string) => Promise<ApiCaller | null>, countRefusal?: RequestHandler): RequestHandler {
+  return async (req, res, next) => {
     const key = req.get('x-api-key')?.trim();
     const caller = key ? await authenticate(key) : null;
     if (caller) {
       req.caller = caller;
       return next();
     }
-    if (errorFormFor(req.originalUrl) === 'B') throw new UnauthorizedError(messages.unauthorized);
-    throw new UnauthorizedError(key ? messages.keyInvalid : messages.keyRequired);
+    const refused = new UnauthorizedError(errorFormFor(req.originalUrl) === 'B' ? messages.unauthorized : key ? messages.keyInvalid : messages.keyRequired);
+    if (!countRefusal) throw refused;
+    await countRefusal(req, res, (err?: unknown) => next(err ?? refused));
   };
 }
 

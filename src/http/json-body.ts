@@ -29,6 +29,19 @@ export function refuseDeclaredTooLarge(): RequestHandler {
   };
 }
 
+const parseRaw = express.raw({ limit: BODY_LIMIT, type: () => true });
+
+/** The request's body as bytes (an inbound webhook's, whose signature covers them exactly); 413 above 1 MiB. */
+export function readRawBody(req: Request, res: Response): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    parseRaw(req, res, (err?: unknown) => {
+      if (!err) return resolve(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));
+      const type = (err as { type?: string }).type;
+      reject(type === 'entity.too.large' ? new PayloadTooLargeError(messages.tooLarge) : new BadRequestError((err as Error).message));
+    });
+  });
+}
+
 /**
  * Reads the request's JSON body: 400 `Invalid JSON body` when it does not parse, 413
  * `Request body too large` above 1 MiB, `undefined` when there is none. Handlers call it

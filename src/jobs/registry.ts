@@ -14,6 +14,8 @@ export function backgroundJobs(services: Services): Job[] {
   return [
     // Cron is the backstop; accepted receipts also wake the dispatchers at once.
     { name: 'dispatch-requests', schedule: '* * * * * *', run: () => services.dispatcher.tick() },
+    // Each due schedule is claimed by one process; its fire's unique key keeps a fire time to one receipt.
+    { name: 'fire-schedules', schedule: '* * * * * *', run: () => services.schedules.tick() },
     // Claims due sessions and tasks into free slots and returns; the work runs on its own.
     { name: 'run-agents', schedule: '* * * * * *', run: async () => services.runtime.fill() },
     // Idempotency keys are kept 24 hours.

@@ -27,6 +27,11 @@ export function newRequestId(at: Date): string {
   return `req_${nextUlid(at.getTime())}`;
 }
 
+/** An outbound webhook event's id, its deliveries' `webhook-id`: `evt_` and a ULID. */
+export function newEventId(at: Date): string {
+  return `evt_${nextUlid(at.getTime())}`;
+}
+
 /** Time-ordered UUID (v7) for every other record. */
 export function newId(): string {
   return uuidv7();

@@ -19,6 +19,9 @@ export interface RequestRow {
   attempts: number;
   dispatched_at: string | null;
   completed_at: string | null;
+  /** Where it came from when not from the API (a schedule, a channel); null for the API. */
+  origin_type: 'schedule' | 'channel' | null;
+  origin_id: string | null;
   created_at: string;
   updated_at: string;
 }

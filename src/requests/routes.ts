@@ -29,7 +29,9 @@ export function requestRoutes({
   router.post('/scribes/:scribe_id/requests', ...auth, async (req, res) => {
     const scribe = await scribes.getBySlug(callerOf(req).organizationId, String(req.params.scribe_id));
     const raw = (await readJsonBody(req, res)) ?? {};
-    await idempotency.run(req, res, raw, 202, async (save) => ({ request: await requests.submit(scribe, parseSubmitRequestBody(raw), actorOf(req), save) }));
+    await idempotency.run(req, res, raw, 202, async (save) => ({
+      request: await requests.submit(scribe, parseSubmitRequestBody(raw), { actor: actorOf(req), alongside: save && ((trx, receipt) => save(trx, { request: receipt })) }),
+    }));
   });
 
   router.get('/requests/:id', ...auth, async (req, res) => {

@@ -1,12 +1,11 @@
 import type { Db } from '../db/knex.js';
 import type { Actor, AuditLog } from '../audit/service.js';
-import type { SaveResponse } from '../http/idempotency.js';
 import type { Clock } from '../lib/clock.js';
 import { REQUEST_ID_PATTERN, newId, newRequestId } from '../lib/ids.js';
 import { decodeAfter, keysetPage } from '../http/cursor.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import { messages as scribeMessages, type ScribeRef } from '../scribes/service.js';
-import type { AttachmentFetcher } from './attachments/fetch.js';
+import type { AttachmentFetcher, FetchedAttachment } from './attachments/fetch.js';
 import * as queries from './queries.js';
 import type { ApiRequestRow, RequestRow } from './queries.js';
 import type { RequestStatus, SubmitRequestBody } from './schemas.js';
@@ -43,12 +42,27 @@ export function presentRequest(row: ApiRequestRow, scribeSlug: string): ApiReque
 
 export type RequestService = ReturnType<typeof createRequestService>;
 
+/** Where a receipt came from when not from the API: a schedule's fire or an inbound channel. */
+export interface Origin {
+  type: 'schedule' | 'channel';
+  id: string;
+}
+
+export interface SubmitOptions {
+  /** Who submits, for the audit log. */
+  actor?: Actor;
+  origin?: Origin;
+  /** More to write in the receipt's transaction (the idempotent response, a schedule's fire). */
+  alongside?: (trx: Db, receipt: ApiRequest) => Promise<void>;
+  /** Files already in the attachment store (an email's), instead of downloading `task.attachments`. */
+  files?: FetchedAttachment[];
+}
+
 export function createRequestService(deps: {
   db: Db;
   clock: Clock;
   fetchAttachments: AttachmentFetcher;
   audit: AuditLog;
-  /** Called after each accepted receipt, so the dispatcher need not wait for its next tick. */
   /** Runs after a receipt was stored, with its id (wakes the dispatchers). */
   onAccepted: (id: string) => void;
 }) {
@@ -60,10 +74,10 @@ export function createRequestService(deps: {
      * the receipt as `accepted` and hands it to the dispatcher. Rules after validation, in
      * the contract's order: 422 `Scribe is not active`, then 422 `Attachment download failed: …`.
      */
-    async submit(scribe: ScribeRef, body: SubmitRequestBody, actor?: Actor, save?: SaveResponse): Promise<ApiRequest> {
+    async submit(scribe: ScribeRef, body: SubmitRequestBody, { actor, origin, alongside, files: stored }: SubmitOptions = {}): Promise<ApiRequest> {
       if (scribe.state !== 'active') throw new ValidationError(scribeMessages.scribeNotActive);
       const { task } = body;
-      const files = await deps.fetchAttachments(task.attachments ?? []);
+      const files = stored ?? (await deps.fetchAttachments(task.attachments ?? []));
 
       const now = clock();
       const at = now.toISOString();
@@ -83,6 +97,8 @@ export function createRequestService(deps: {
         attempts: 0,
         dispatched_at: null,
         completed_at: null,
+        origin_type: origin?.type ?? null,
+        origin_id: origin?.id ?? null,
         created_at: at,
         updated_at: at,
       };
@@ -98,10 +114,10 @@ export function createRequestService(deps: {
         created_at: at,
       }));
       const receipt = presentRequest(row, scribe.slug);
-      // The audit event and the idempotent response are written with the receipt, or not at all.
-      await queries.insertRequest(db, row, attachments, actor || save ? async (trx) => {
+      // The audit event and what the caller adds are written with the receipt, or not at all.
+      await queries.insertRequest(db, row, attachments, actor || alongside ? async (trx) => {
         if (actor) await deps.audit.record(actor, 'request.submit', { type: 'request', id: row.id }, row.title, trx);
-        await save?.(trx, { request: receipt });
+        await alongside?.(trx, receipt);
       } : undefined);
       deps.onAccepted(row.id);
       return receipt;

@@ -37,9 +37,17 @@ export const workQueues = {
   },
 } satisfies Record<string, Queue>;
 
-/** Scribes whose work is not to be taken now (each already has enough under way). */
-const notOf = (scribeIds: readonly string[]) => (q: Knex.QueryBuilder) => {
-  if (scribeIds.length > 0) q.whereNotIn('scribe_id', scribeIds);
+/**
+ * Passes over the work of scribes that already have enough under way (`scribeIds`): takes only
+ * the oldest due piece of each other active scribe, one seek per scribe in the queue's
+ * `_by_scribe` index, since a filter on the whole queue would read past every due row of
+ * the busy scribes, on each claim.
+ */
+const notOf = (db: Db, queue: Queue, scribeIds: readonly string[], now: string) => (q: Knex.QueryBuilder) => {
+  if (scribeIds.length === 0) return;
+  const next = db(queue.table).select('id').whereRaw('??.scribe_id = s.id', [queue.table]).orderBy([...queue.order]).limit(1);
+  queue.due(next, now);
+  q.whereIn('id', db('scribes as s').where('s.state', 'active').whereNotIn('s.id', scribeIds).select(next.as('next_id')));
 };
 
 /** Takes the oldest due session, `running` unless it was ended at once (it stays `completed`); undefined when none is due. */
@@ -47,7 +55,7 @@ export async function claimNextSession(db: Db, terms: ClaimTerms, skipScribes: r
   const [row] = await claimDue<SessionRow>(db, workQueues.sessions, {
     now: terms.now,
     limit: 1,
-    only: notOf(skipScribes),
+    only: notOf(db, workQueues.sessions, skipScribes, terms.now),
     set: {
       claim_token: terms.token,
       lease_until: terms.leaseUntil,
@@ -65,7 +73,7 @@ export async function claimNextTask(db: Db, terms: ClaimTerms, skipScribes: read
     const [claimed] = await claimDue<WorkedTaskRow>(trx, workQueues.tasks, {
       now: terms.now,
       limit: 1,
-      only: notOf(skipScribes),
+      only: notOf(trx, workQueues.tasks, skipScribes, terms.now),
       set: { claim_token: terms.token, lease_until: terms.leaseUntil, attempts: trx.raw('attempts + 1') },
     });
     if (!claimed || claimed.status === 'in_progress') return claimed;

@@ -76,6 +76,12 @@ export function createAgentRuntime({
   let claiming: Promise<unknown> = Promise.resolve();
   let lastTickAt: Date | null = null;
   const finished: RuntimeTickResult = { sessions: 0, tasks: 0 };
+  /**
+   * Claims that found nothing (queue, and the scribes passed over) since the last look for new
+   * work: a finished piece of work refills its slot without asking them again, so a backlog
+   * costs one claim per piece. New work (a nudge) and the once-a-second tick clear it.
+   */
+  const foundEmpty = new Set<string>();
 
   const busy = (scribeId: string) => busyByScribe.get(scribeId) ?? 0;
 
@@ -97,10 +103,16 @@ export function createAgentRuntime({
       (skip: string[]) => queries.claimNextSession(db, terms, skip).then((row) => row && ({ kind: 'session', row }) as Work),
       (skip: string[]) => queries.claimNextTask(db, terms, skip).then((row) => row && ({ kind: 'task', row }) as Work),
     ];
-    for (const claimNext of sources) {
+    for (const [queue, claimNext] of sources.entries()) {
       while (work.length < free && !abort.signal.aborted) {
-        const claimed = await claimNext(full());
-        if (!claimed) break;
+        const skip = full();
+        const asked = `${queue}:${skip.sort().join(',')}`;
+        if (foundEmpty.has(asked)) break;
+        const claimed = await claimNext(skip);
+        if (!claimed) {
+          foundEmpty.add(asked);
+          break;
+        }
         taken.set(claimed.row.scribe_id, (taken.get(claimed.row.scribe_id) ?? 0) + 1);
         work.push(claimed);
       }
@@ -124,7 +136,7 @@ export function createAgentRuntime({
         if (left > 0) busyByScribe.set(scribeId, left);
         else busyByScribe.delete(scribeId);
         // A slot is free: take the next piece of work without waiting for the cron tick.
-        fill();
+        refill();
       });
     inFlight.add(running);
     return running;
@@ -212,14 +224,21 @@ export function createAgentRuntime({
     }
   }
 
-  function fill(): void {
+  function refill(): void {
     if (!abort.signal.aborted) void claimAndStart();
+  }
+
+  /** Looks for work anew: new work arrived, or the once-a-second tick. */
+  function fill(): void {
+    foundEmpty.clear();
+    refill();
   }
 
   return {
     /** Works everything due, slot by slot, and resolves with what was finished meanwhile (tests drive the runtime with it). */
     async tick(): Promise<RuntimeTickResult> {
       const before = { ...finished };
+      foundEmpty.clear();
       for (;;) {
         await claimAndStart();
         // Work that finished meanwhile queued claims of its own (fill): let them start theirs first.

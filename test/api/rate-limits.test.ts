@@ -50,6 +50,19 @@ describe('API rate limits (RATE_LIMIT_PER_MINUTE)', () => {
     expect(refused.body).to.deep.equal({ error: 'Rate limit exceeded' });
   });
 
+  it('lets a valid key through from an address that is over its limit of refused calls, and does not count it there', async () => {
+    for (let i = 0; i < 3; i++) expect((await list({ 'X-Api-Key': 'sk_wrong' })).status).to.equal(401);
+    expect((await list({ 'X-Api-Key': 'sk_wrong' })).status).to.equal(429);
+    const res = await list(t.headers);
+    expect(res.status).to.equal(200);
+    expect(res.headers.ratelimit, "the key's own count").to.match(/r=2\b/);
+    const counters = await h.db('rate_limit_hits').orderBy('key').select('key', 'hits');
+    expect(counters.map((c) => [c.key.split(':')[0], Number(c.hits)])).to.deep.equal([
+      ['api-key', 1],
+      ['unauthenticated', 4],
+    ]);
+  });
+
   it('is off with RATE_LIMIT_PER_MINUTE=0', async () => {
     const open = await createHarness({ env: { RATE_LIMIT_PER_MINUTE: '0' } });
     try {

@@ -1,5 +1,4 @@
 /** The task-dispatch API against bare Express, the dispatcher's and the agent runtime's throughput and latency. */
-import path from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { createTaskService } from '../../src/tasks/service.js';
 import { createAuditLog } from '../../src/audit/service.js';
@@ -8,20 +7,27 @@ import { createLogger } from '../../src/logger.js';
 import { createServices } from '../../src/services.js';
 import { createDispatcher } from '../../src/requests/dispatcher.js';
 import { newRequestId } from '../../src/lib/ids.js';
+import type { DatabaseKind } from '../../src/db/dialect.js';
 import { provision } from '../helpers/provision.js';
 import { LOAD_LINE, load, machineLine, startServer, writeSection, type Row } from './lib.js';
 
+/**
+ * As in production: a log line per request (to /dev/null here), metrics, rate limiting on
+ * (with a limit this load never reaches, so every call pays for the check).
+ */
+export const PRODUCTION_SETTINGS = { LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '1000000000' };
+
 /** A data dir with an org, key and scribe `bench`, and 200 receipts for list and poll to read. */
-async function provisionBench(dataDir: string) {
-  const { services, key, scribe, organizationId, close } = await provision(dataDir, 'bench');
+export async function provisionBench(dataDir: string, kind?: DatabaseKind) {
+  const { services, key, scribe, organizationId, install, close } = await provision(dataDir, 'bench', { kind });
   for (let i = 0; i < 200; i++) await services.requests.submit(scribe, { task: { summary: `seed ${i}` } });
   const pollId = (await services.requests.list(scribe, { limit: 1 })).requests[0]!.id;
   await close();
-  return { key, pollId, organizationId, scribeId: scribe.id };
+  return { key, pollId, organizationId, scribeId: scribe.id, install };
 }
 
 /** Inserts `n` accepted receipts directly, as a burst of submits would leave them. */
-async function insertAccepted(db: Db, organizationId: string, scribeId: string, n: number): Promise<void> {
+export async function insertAccepted(db: Db, organizationId: string, scribeId: string, n: number): Promise<void> {
   const now = new Date();
   const at = now.toISOString();
   const rows = Array.from({ length: n }, (_, i) => ({
@@ -31,8 +37,8 @@ async function insertAccepted(db: Db, organizationId: string, scribeId: string, 
   for (let i = 0; i < rows.length; i += 500) await db('requests').insert(rows.slice(i, i + 500));
 }
 
-async function dispatcherThroughput(dataDir: string, organizationId: string, scribeId: string, n: number) {
-  const db = openDatabase(path.join(dataDir, 'scribe.sqlite'));
+async function dispatcherThroughput(databaseUrl: string, organizationId: string, scribeId: string, n: number) {
+  const db = openDatabase(databaseUrl);
   await insertAccepted(db, organizationId, scribeId, n);
   const clock = () => new Date();
   const tasks = createTaskService({ db, clock, audit: createAuditLog({ db, clock }) });
@@ -59,15 +65,15 @@ async function sequentialPosts(url: string, key: string, bodyOf: (i: number) => 
   return ids;
 }
 
-function percentiles(latencies: number[], samples: number) {
+export function percentiles(latencies: number[], samples: number) {
   if (latencies.length !== samples) throw new Error(`only ${latencies.length} of ${samples} finished`);
   const sorted = [...latencies].sort((a, b) => a - b);
   return { samples, p50: sorted[Math.floor(samples / 2)]!, p99: sorted[Math.floor(samples * 0.99)]! };
 }
 
 /** The builtin agent working the open tasks the dispatcher left (one process, default concurrency). */
-async function runtimeThroughput(dataDir: string, expected: number) {
-  const config = loadConfig({ DATA_DIR: dataDir });
+async function runtimeThroughput(env: Record<string, string>, expected: number) {
+  const config = loadConfig(env);
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   const services = createServices({ config, db, logger: createLogger('silent'), options: { runOnNewWork: false } });
   const started = process.hrtime.bigint();
@@ -80,10 +86,10 @@ async function runtimeThroughput(dataDir: string, expected: number) {
 }
 
 /** Sequential chat messages to an idle server; latency from the session's created_at to the scribe's reply. */
-async function idleChatLatency(url: string, key: string, dataDir: string, samples: number) {
+async function idleChatLatency(url: string, key: string, databaseUrl: string, samples: number) {
   const bodyOf = (i: number) => ({ message: i % 2 ? 'What are you working on?' : `Anything about item ${i}?` });
   const ids = await sequentialPosts(`${url}/api/v1/scribes/bench/chat`, key, bodyOf, (b: { session_id: string }) => b.session_id, samples);
-  const db = openDatabase(path.join(dataDir, 'scribe.sqlite'));
+  const db = openDatabase(databaseUrl);
   const rows = await db('sessions as s')
     .join('session_messages as m', 'm.session_id', 's.id')
     .whereIn('s.id', ids)
@@ -94,17 +100,23 @@ async function idleChatLatency(url: string, key: string, dataDir: string, sample
 }
 
 /** Sequential submits to an idle server; latency from the receipt's own created_at to completed_at. */
-async function idleDispatchLatency(url: string, key: string, dataDir: string, samples: number) {
+export async function idleDispatchLatency(url: string, key: string, databaseUrl: string, samples: number) {
   const bodyOf = (i: number) => ({ task: { summary: `latency ${i}` } });
   const ids = await sequentialPosts(`${url}/api/v1/scribes/bench/requests`, key, bodyOf, (b: { request: { id: string } }) => b.request.id, samples);
-  const db = openDatabase(path.join(dataDir, 'scribe.sqlite'));
-  const rows = await db('requests').whereIn('id', ids).where({ status: 'fulfilled' }).select('created_at', 'completed_at');
+  const db = openDatabase(databaseUrl);
+  // A worker in another process on SQLite finds receipts by polling, so the last may still be on its way.
+  let rows: Array<{ created_at: string; completed_at: string }> = [];
+  for (let waited = 0; waited <= 10_000; waited += 100) {
+    rows = await db('requests').whereIn('id', ids).where({ status: 'fulfilled' }).select('created_at', 'completed_at');
+    if (rows.length === samples) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
   await db.destroy();
   return percentiles(rows.map((r) => Date.parse(r.completed_at) - Date.parse(r.created_at)), samples);
 }
 
 export async function benchApi(dataDir: string): Promise<void> {
-  const { key, pollId, organizationId, scribeId } = await provisionBench(dataDir);
+  const { key, pollId, organizationId, scribeId, install } = await provisionBench(dataDir, 'sqlite');
   const rows: Row[] = [];
 
   const bare = await startServer(['--import', 'tsx', 'test/bench/bare-express.ts'], {}, '/');
@@ -112,9 +124,7 @@ export async function benchApi(dataDir: string): Promise<void> {
   await bare.stop();
   rows.push(baseline);
 
-  // As in production: a log line per request (to /dev/null here), metrics, rate limiting
-  // on (with a limit this load never reaches, so every call pays for the check).
-  const server = await startServer(['dist/src/main.js'], { DATA_DIR: dataDir, LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '1000000000' }, '/healthz', { quiet: true });
+  const server = await startServer(['dist/src/main.js'], { ...install.env, ...PRODUCTION_SETTINGS }, '/healthz', { quiet: true });
   const headers = { 'x-api-key': key, 'content-type': 'application/json' };
   let latency: Awaited<ReturnType<typeof idleDispatchLatency>>;
   let chatLatency: Awaited<ReturnType<typeof idleChatLatency>>;
@@ -137,17 +147,17 @@ export async function benchApi(dataDir: string): Promise<void> {
     rows.push(await load('GET poll', { url: `${server.url}/api/v1/requests/${pollId}`, headers: { 'x-api-key': key } }));
     rows.push(await load('GET list (25 per page)', { url: `${server.url}/api/v1/scribes/bench/requests`, headers: { 'x-api-key': key } }));
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    latency = await idleDispatchLatency(server.url, key, dataDir, 200);
-    chatLatency = await idleChatLatency(server.url, key, dataDir, 200);
+    latency = await idleDispatchLatency(server.url, key, install.databaseUrl, 200);
+    chatLatency = await idleChatLatency(server.url, key, install.databaseUrl, 200);
   } finally {
     await server.stop();
   }
   for (const row of rows.slice(1)) row.ratio = row.rps / baseline.rps;
 
-  const drain = await dispatcherThroughput(dataDir, organizationId, scribeId, 10_000);
+  const drain = await dispatcherThroughput(install.databaseUrl, organizationId, scribeId, 10_000);
   console.log(`dispatcher: ${drain.n} receipts in ${drain.seconds.toFixed(2)} s = ${drain.perSecond}/s`);
   console.log(`202 → fulfilled when idle: p50 ${latency.p50} ms, p99 ${latency.p99} ms (${latency.samples} samples)`);
-  const worked = await runtimeThroughput(dataDir, drain.n);
+  const worked = await runtimeThroughput(install.env, drain.n);
   console.log(`agent runtime: ${worked.n} tasks in ${worked.seconds.toFixed(2)} s = ${worked.perSecond}/s`);
   console.log(`chat 202 → reply when idle: p50 ${chatLatency.p50} ms, p99 ${chatLatency.p99} ms (${chatLatency.samples} samples)`);
 

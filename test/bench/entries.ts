@@ -6,6 +6,7 @@
 import type { Knex } from 'knex';
 import { loadConfig } from '../../src/config.js';
 import type { Db } from '../../src/db/knex.js';
+import type { DatabaseKind } from '../../src/db/dialect.js';
 import { encodeCursor } from '../../src/http/cursor.js';
 import { listEntriesQuery } from '../../src/entries/queries.js';
 import { createPageReader } from '../../src/entries/page-reader.js';
@@ -73,8 +74,8 @@ async function plan(services: Services, type: EntryTypeWithFields, q: string, af
 }
 
 /** A data dir with N contacts of one type, and the scenarios to run against it. */
-export async function prepareEntries(dataDir: string, n: number) {
-  const { services, key, organizationId, close } = await provision(dataDir, 'bench');
+export async function prepareEntries(dataDir: string, n: number, kind?: DatabaseKind) {
+  const { services, key, organizationId, scribe, install, close } = await provision(dataDir, 'bench', { kind });
   const companies = await services.entryTypes.create(organizationId, { name: 'Companies', fields: [{ name: 'Name', type: 'text', primary: true }] });
   const contacts = await services.entryTypes.create(organizationId, {
     name: 'Contacts',
@@ -112,7 +113,7 @@ export async function prepareEntries(dataDir: string, n: number) {
     // Issue 12: the 20-term shapes that cost most, each from one client at a time (latency).
     ...ADVERSARIAL.map(({ name, q }) => ({ name, q, connections: 1 })),
   ];
-  return { services, key, contacts, scenarios, loadSeconds, close };
+  return { services, key, scribe, contacts, scenarios, loadSeconds, install, close };
 }
 
 /**
@@ -145,7 +146,7 @@ async function firstPageUnderAttack(serverUrl: string, typeId: string, key: stri
 const cell = (text: string) => text.replace(/\|/g, '\\|');
 
 export async function benchEntries(dataDir: string, n: number): Promise<void> {
-  const { services, key, contacts, scenarios, loadSeconds, close } = await prepareEntries(dataDir, n);
+  const { services, key, contacts, scenarios, loadSeconds, close } = await prepareEntries(dataDir, n, 'sqlite');
   const plans = new Map<string, string>();
   const matches = new Map<string, number>();
   const stats = new TrigramStats(services.db, { sample: 1, ttlMs: 0, maxEntries: 0 });

@@ -33,6 +33,16 @@ export interface Server {
   stop(): Promise<void>;
 }
 
+/** Stops a child process gracefully (SIGTERM) and waits for it to exit. */
+function stopper(child: ChildProcess): () => Promise<void> {
+  return async () => {
+    if (child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  };
+}
+
 /** Starts a server process on a free port; ready once GET `readyPath` answers. */
 export async function startServer(command: string[], env: Record<string, string>, readyPath = '/healthz', { quiet = false } = {}): Promise<Server> {
   const port = await new Promise<number>((resolve) => {
@@ -43,12 +53,7 @@ export async function startServer(command: string[], env: Record<string, string>
   });
   const child = spawn(process.execPath, command, { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port) }, stdio: quiet ? ['ignore', 'ignore', 'inherit'] : 'inherit' });
   const url = `http://127.0.0.1:${port}`;
-  const stop = async () => {
-    if (child.exitCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    await exited;
-  };
+  const stop = stopper(child);
   for (let i = 0; i < 200; i++) {
     if (child.exitCode !== null) break;
     if (await fetch(`${url}${readyPath}`).then((r) => r.status < 500, () => false)) return { child, url, stop };
@@ -98,3 +103,19 @@ it. Servers run in their own processes from \`dist/\` with \`LOG_LEVEL=warn\`; a
 loopback with ${CONNECTIONS} connections. Absolute numbers vary between machines and runs; compare
 ratios measured in the same run. Where the time goes: [performance.md](performance.md).
 `;
+
+/** Starts `dist/src/main.js` as a worker (PROCESS_ROLE=worker, no port); ready once it logs its start line. */
+export async function startWorker(env: Record<string, string>): Promise<Pick<Server, 'child' | 'stop'>> {
+  const child = spawn(process.execPath, ['dist/src/main.js'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env, PROCESS_ROLE: 'worker' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const stop = stopper(child);
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk) => {
+      if (output.includes('"msg":"scribe worker started"')) return; // started: the rest is read and dropped
+      output += chunk;
+      if (output.includes('"msg":"scribe worker started"')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`worker exited with ${code} before it started:\n${output}`)));
+  });
+  return { child, stop };
+}

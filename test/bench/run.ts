@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --only api|entries|console] [--entries N]`: runs the scenarios and rewrites their
+ * `npm run bench [-- --only api|entries|console|scale] [--entries N]`: runs the scenarios and rewrites their
  * sections of docs/benchmarks.md. Everything runs on loopback, bounded in time.
  */
 import fs from 'node:fs';
@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import { benchApi } from './api.js';
 import { benchEntries } from './entries.js';
 import { benchConsole } from './console.js';
+import { benchScale } from './scale.js';
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, entries: { type: 'string', default: '100000' } } });
 const temp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'scribe-bench-'));
@@ -17,6 +18,7 @@ for (const [name, run] of [
   ['api', (dir: string) => benchApi(dir)],
   ['entries', (dir: string) => benchEntries(dir, Number(values.entries))],
   ['console', (dir: string) => benchConsole(dir)],
+  ['scale', (dir: string) => benchScale(dir, Number(values.entries))],
 ] as const) {
   if (values.only && values.only !== name) continue;
   const dir = temp();

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -48,7 +49,7 @@ describe('the console in Chromium', function () {
 
   after(async () => {
     await browser?.close();
-    await new Promise((resolve) => server?.close(resolve));
+    if (server) await new Promise((resolve) => server.close(resolve));
     await h?.close();
   });
 
@@ -143,8 +144,52 @@ describe('the console in Chromium', function () {
     expect(problems).to.deep.equal([]);
   });
 
+  it('creates a schedule with a preview of its fire times, runs it now and shows the fire', async () => {
+    await page.goto(`${base}/b/atlas`);
+    await page.getByRole('link', { name: 'New schedule' }).click();
+    await page.getByLabel('Cron expression').fill('0 9 * * 1-5');
+    await page.getByLabel('Time zone').fill('Nowhere/Land');
+    await page.getByRole('button', { name: 'Preview' }).click();
+    await expectText(page.locator('.preview'), 'Unknown time zone: Nowhere/Land');
+    await page.getByLabel('Time zone').fill('Europe/Berlin');
+    await page.getByRole('button', { name: 'Preview' }).click();
+    await expectText(page.locator('.preview'), 'At 09:00, Monday through Friday');
+    expect(await page.locator('.preview .next-fires li').count()).to.equal(5);
+    expect(await page.locator('.preview .next-fires li').first().textContent()).to.match(/09:00:00 CET$/);
+    await page.getByLabel('Task summary').fill('Summarize the morning mail');
+    await page.getByRole('button', { name: 'Create schedule' }).click();
+    await expectText(page.locator('.flash-notice'), 'Schedule created.');
+    await page.getByRole('button', { name: 'Run now' }).click();
+    await expectText(page.locator('.flash-notice'), 'Submitted receipt req_');
+    await expectText(page.locator('table'), 'run now by staff');
+    await shot('schedule');
+  });
+
+  it('creates a signed webhook channel, shows its secret once, and lists a delivery linked to its receipt', async () => {
+    await page.goto(`${base}/b/atlas`);
+    await page.getByRole('link', { name: 'New channel' }).click();
+    await page.getByLabel('Name').fill('Order hook');
+    await page.getByLabel('Verification').selectOption('hmac-sha256');
+    await page.getByRole('button', { name: 'Create channel' }).click();
+    await expectText(page.locator('.flash-notice'), 'Channel created.');
+    const secret = (await page.locator('#new-secret').textContent())!;
+    const url = (await page.locator('#channel-url').textContent())!;
+    expect(url.startsWith(`${base}/inbound/`)).to.equal(true);
+    const body = JSON.stringify({ summary: 'Ship order 1042', title: 'Order 1042' });
+    const sent = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Signature': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` }, body });
+    expect(sent.status).to.equal(202);
+    const { request_id } = (await sent.json()) as { request_id: string };
+    await page.goto(`${base}/channels`);
+    await page.getByRole('link', { name: 'Order hook' }).click();
+    await expectText(page.locator('h1'), 'Order hook');
+    expect(await page.locator('#new-secret').count(), 'shown only once').to.equal(0);
+    await shot('channel');
+    await page.getByRole('link', { name: request_id }).click();
+    await expectText(page.locator('.origin'), 'Received through the channel Order hook');
+  });
+
   it('renders the other main pages', async () => {
-    for (const [name, route] of [['scribes', '/scribes'], ['receipts', '/receipts'], ['tasks', '/tasks'], ['entry-types', '/entry-types'], ['audit', '/audit']]) {
+    for (const [name, route] of [['scribes', '/scribes'], ['receipts', '/receipts'], ['tasks', '/tasks'], ['entry-types', '/entry-types'], ['schedules', '/schedules'], ['channels', '/channels'], ['audit', '/audit']]) {
       const response = await page.goto(`${base}${route}`);
       expect(response?.status(), route).to.equal(200);
       await shot(name!);
@@ -152,6 +197,14 @@ describe('the console in Chromium', function () {
   });
 });
 
+/** Waits for `text` in `locator`; when it does not come, says what the page showed instead. */
 async function expectText(locator: ReturnType<Page['locator']>, text: string) {
-  await locator.filter({ hasText: text }).first().waitFor({ timeout: 10_000 });
+  try {
+    await locator.filter({ hasText: text }).first().waitFor({ timeout: 10_000 });
+  } catch (err) {
+    const page = locator.page();
+    const flashes = await page.locator('.flash').allTextContents().catch(() => []);
+    const heading = await page.locator('h1').first().textContent().catch(() => null);
+    throw new Error(`"${text}" did not appear; the page at ${page.url()} showed h1 ${JSON.stringify(heading)} and flashes ${JSON.stringify(flashes)}\n${(err as Error).message}`);
+  }
 }

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { runAdmin } from '../helpers/cli.js';
+import { cliInstall, runAdmin } from '../helpers/cli.js';
 import { installEnv, openInstall } from '../helpers/databases.js';
 import { tempDir } from '../helpers/harness.js';
 import { verifyPassword } from '../../src/users/passwords.js';
@@ -7,20 +7,9 @@ import { hashApiKey } from '../../src/organizations/api-keys.js';
 
 describe('the admin CLI', function () {
   this.timeout(60_000);
-  const dir = tempDir();
-  let env: Record<string, string>;
-  before(async () => {
-    env = await installEnv(dir);
-  });
-  const admin = (...args: string[]) => runAdmin(args, env);
-  const json = async (...args: string[]) => {
-    const result = await admin(...args);
-    expect(result.stderr, args.join(' ')).to.equal('');
-    expect(result.code).to.equal(0);
-    const lines = result.stdout.trim().split('\n');
-    expect(lines, 'exactly one JSON object').to.have.length(1);
-    return JSON.parse(lines[0]!);
-  };
+  const cli = cliInstall();
+  const { admin, json, dir } = cli;
+  before(() => cli.open());
   let orgId: string;
 
   it('org create prints {id, name}', async () => {

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { openDatabase } from '../../src/db/knex.js';
 import { migrateToLatest, migrationConfig } from '../../src/db/migrate.js';
 import { createHarness, tempDir } from '../helpers/harness.js';
-import { createTestInstall, stored, tableNames, testDatabaseKind } from '../helpers/databases.js';
+import { createTestInstall, itOnlyOn, stored, tableNames } from '../helpers/databases.js';
 import { entriesFixture } from '../helpers/entries-fixture.js';
 
 describe('migrations', () => {
@@ -96,7 +96,7 @@ describe('migrations', () => {
     }
   });
 
-  (testDatabaseKind === 'sqlite' ? it : it.skip)('set WAL, foreign keys and a busy timeout on the SQLite connection', async () => {
+  itOnlyOn('sqlite')('set WAL, foreign keys and a busy timeout on the SQLite connection', async () => {
     const db = openDatabase(path.join(tempDir(), 'p.sqlite'));
     try {
       expect((await db.raw('pragma journal_mode'))[0].journal_mode).to.equal('wal');

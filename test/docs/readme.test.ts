@@ -3,50 +3,60 @@ import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { tempDir } from '../helpers/harness.js';
-import { installEnv } from '../helpers/databases.js';
+import { eventually, tempDir } from '../helpers/harness.js';
+import { installEnv, openInstall } from '../helpers/databases.js';
 import { startProcess } from '../helpers/process.js';
 
 const README = fileURLToPath(new URL('../../README.md', import.meta.url));
 const ADMIN = fileURLToPath(new URL('../../src/cli/admin.ts', import.meta.url));
 
-/** The shell blocks of the README's "Trying the API" section, as written. */
-function exampleBlocks(): string[] {
+/** The shell blocks after the README's `<!-- marker` comment, up to its section's end, as written. */
+function exampleBlocks(marker: string): string[] {
   const text = fs.readFileSync(README, 'utf8');
-  const start = text.indexOf('<!-- readme-examples');
+  const start = text.indexOf(`<!-- ${marker}`);
   const end = text.indexOf('\n## ', start);
-  expect(start, 'README marks its examples').to.be.greaterThan(-1);
+  expect(start, `README marks its ${marker}`).to.be.greaterThan(-1);
   return [...text.slice(start, end).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+}
+
+/** The statuses the script's comments expect ("→ 202"), one per curl call. */
+function expectedStatuses(script: string): string[] {
+  const expected = [...script.matchAll(/^#.*→ (\d{3})/gm)].map((m) => m[1]!);
+  const calls = script.split('\n').filter((line) => /(^|\$\()\s*curl /.test(line) || /^\S+=\$\(curl /.test(line));
+  expect(expected.length, 'one status per curl call').to.equal(calls.length);
+  return expected;
+}
+
+/**
+ * Runs `script` in bash against a running demo, as a reader would paste it. Each curl call's
+ * status is recorded (its body passes on unchanged, also into pipes and $(...)), and
+ * `npm run --silent admin -- …` runs the CLI from source on the demo's data.
+ */
+async function runAgainstDemo(script: string, env: Record<string, string>): Promise<{ output: string; statuses: string[] }> {
+  const statusFile = path.join(tempDir(), 'statuses');
+  const wrapper = [
+    'set -euo pipefail',
+    `npm() { shift 4; node --import tsx "$ADMIN" "$@"; }`,
+    `curl() { local out; out=$(command curl -w '\\n%{http_code}' "$@"); printf '%s\\n' "\${out##*$'\\n'}" >> "$STATUS_FILE"; printf '%s' "\${out%$'\\n'*}"; }`,
+  ].join('\n');
+  const output = await new Promise<string>((resolve, reject) => {
+    execFile('bash', ['-c', `${wrapper}\n${script}`], { env: { ...process.env, STATUS_FILE: statusFile, ADMIN, ...env } }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
+    );
+  });
+  return { output, statuses: fs.readFileSync(statusFile, 'utf8').trim().split('\n') };
 }
 
 describe('the README', function () {
   this.timeout(60_000);
 
   it('has curl examples that answer as their comments say, against the demo', async () => {
-    const script = exampleBlocks().join('\n');
-    const expected = [...script.matchAll(/^#.*→ (\d{3})/gm)].map((m) => m[1]);
-    const calls = script.split('\n').filter((line) => /(^|\$\()\s*curl /.test(line) || /^\S+=\$\(curl /.test(line));
-    expect(expected.length, 'one status per curl call').to.equal(calls.length);
-
-    const dataDir = tempDir();
-    const install = await installEnv(dataDir);
+    const script = exampleBlocks('readme-examples').join('\n');
+    const expected = expectedStatuses(script);
+    const install = await installEnv(tempDir());
     const demo = await startProcess('src/demo.ts', { ...install });
-    const statusFile = path.join(dataDir, 'statuses');
     try {
-      // Records each call's status, passes its body on unchanged (also into pipes and $(...)).
-      const wrapper = [
-        'set -euo pipefail',
-        // `npm run --silent admin -- …` runs the CLI from source, on the demo's data.
-        `npm() { shift 4; node --import tsx "$ADMIN" "$@"; }`,
-        `curl() { local out; out=$(command curl -w '\\n%{http_code}' "$@"); printf '%s\\n' "\${out##*$'\\n'}" >> "$STATUS_FILE"; printf '%s' "\${out%$'\\n'*}"; }`,
-      ].join('\n');
-      const body = script.replace(/^export SCRIBE=.*$/m, '');
-      const output = await new Promise<string>((resolve, reject) => {
-        execFile('bash', ['-c', `${wrapper}\n${body}`], { env: { ...process.env, SCRIBE: demo.url, STATUS_FILE: statusFile, ADMIN, ...install } }, (err, stdout, stderr) =>
-          err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
-        );
-      });
-      const statuses = fs.readFileSync(statusFile, 'utf8').trim().split('\n');
+      const { output, statuses } = await runAgainstDemo(script.replace(/^export SCRIBE=.*$/m, ''), { SCRIBE: demo.url, ...install });
       expect(statuses).to.deep.equal(expected);
       expect(output).to.include('"status":"fulfilled"');
       expect(output).to.include('{"error":"Scribe is not active"}');
@@ -60,6 +70,33 @@ describe('the README', function () {
       expect(session.messages.map((m: { author: string }) => m.author)).to.deep.equal(['user', 'scribe']);
       expect(session.messages[1].text).to.match(/^Here is what I found for "acme":\n- Acme/);
       expect(output).to.include('{"error":"message must be a string"}');
+    } finally {
+      demo.child.kill('SIGTERM');
+      await demo.exited;
+    }
+  });
+
+  it('has a signed webhook channel example that answers as its comments say, against the demo', async () => {
+    const script = exampleBlocks('channel-example').join('\n');
+    const expected = expectedStatuses(script);
+    const dataDir = tempDir();
+    const install = await installEnv(dataDir);
+    const demo = await startProcess('src/demo.ts', { ...install });
+    try {
+      await eventually(async () => (demo.output().includes('Organization:') ? true : undefined));
+      const orgId = /Organization:\s+(\S+)/.exec(demo.output())![1]!;
+      const { output, statuses } = await runAgainstDemo(script, { SCRIBE: demo.url, ORG_ID: orgId, ...install });
+      expect(statuses).to.deep.equal(expected);
+      expect(output).to.include('{"error":"Invalid signature"}');
+      const requestId = /\{"request_id":"(req_[^"]+)"\}/.exec(output)![1]!;
+      // One receipt, from the channel, with the signed body's summary; the tampered body made nothing.
+      const db = await openInstall(dataDir);
+      try {
+        const made = await db('requests').where({ origin_type: 'channel' }).select('id', 'summary');
+        expect(made.map((r) => [r.id, r.summary])).to.deep.equal([[requestId, 'Call back Ms. Ito about invoice 1042']]);
+      } finally {
+        await db.destroy();
+      }
     } finally {
       demo.child.kill('SIGTERM');
       await demo.exited;

@@ -1,5 +1,8 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import { installEnv } from './databases.js';
+import { tempDir } from './harness.js';
 
 const ADMIN = fileURLToPath(new URL('../../src/cli/admin.ts', import.meta.url));
 
@@ -19,4 +22,35 @@ export function runAdmin(args: string[], env: Record<string, string>): Promise<C
       (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
+}
+
+/**
+ * A fresh install that CLI tests drive: `open()` it in `before`, then `admin(...)` runs a
+ * command, and `json(...)` one that must succeed, printing exactly one JSON object.
+ */
+export function cliInstall() {
+  const dir = tempDir();
+  const cli = {
+    dir,
+    env: {} as Record<string, string>,
+    async open(): Promise<void> {
+      cli.env = await installEnv(dir);
+    },
+    admin: (...args: string[]) => runAdmin(args, cli.env),
+    async json(...args: string[]) {
+      const result = await cli.admin(...args);
+      expect(result.stderr, args.join(' ')).to.equal('');
+      expect(result.code).to.equal(0);
+      const lines = result.stdout.trim().split('\n');
+      expect(lines, 'exactly one JSON object').to.have.length(1);
+      return JSON.parse(lines[0]!);
+    },
+    /** A new organization with one scribe, `slug`; its id. */
+    async organizationWithScribe(slug: string): Promise<string> {
+      const orgId: string = (await cli.json('org', 'create', '--name', 'Acme')).id;
+      await cli.json('scribe', 'create', '--org', orgId, '--slug', slug, '--name', slug);
+      return orgId;
+    },
+  };
+  return cli;
 }

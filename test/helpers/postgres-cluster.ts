@@ -92,7 +92,11 @@ function startWatchdog(pid: number, pgCtl: string, dir: string): number | undefi
   return child.pid;
 }
 
-export async function startPostgresCluster(): Promise<PostgresCluster> {
+/**
+ * `durable: false` (the tests) trades crash safety for speed; `durable: true` (the benchmarks)
+ * keeps PostgreSQL's own defaults, as an install would run it.
+ */
+export async function startPostgresCluster({ durable = false }: { durable?: boolean } = {}): Promise<PostgresCluster> {
   const bin = findPostgresBinDir();
   const pgCtl = path.join(bin, 'pg_ctl');
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'scribe-pg-'));
@@ -154,9 +158,7 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
       `-p ${port}`,
       `-k ${shellQuote(dir)}`,
       '-c listen_addresses=127.0.0.1',
-      '-c fsync=off',
-      '-c synchronous_commit=off',
-      '-c full_page_writes=off',
+      ...(durable ? [] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off']),
       '-c max_connections=300',
       '-c shared_buffers=128MB',
     ].join(' ');

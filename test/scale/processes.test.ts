@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { startFakeOpenAi } from '../helpers/fake-openai.js';
+import { stored } from '../helpers/databases.js';
 import { eventually, tempDir } from '../helpers/harness.js';
 import { startProcess, startWorkerProcess, type ServerProcess } from '../helpers/process.js';
 import { provision } from '../helpers/provision.js';
@@ -92,6 +94,47 @@ describe('several processes on one database', function () {
     expect(await expectEachDoneOnce(db)).to.deep.equal({ receipts: 1000, sessions: 200 });
   });
 
+  it('three processes ticking one every-second schedule → one fire and one receipt per fire time, each fire time fired or caught up', async () => {
+    const id = '01935f00-0000-7000-8000-0000000005c1';
+    const start = new Date(Math.ceil(Date.now() / 1000) * 1000 + 1000);
+    await db('schedules').insert({
+      id,
+      organization_id: install.organizationId,
+      scribe_id: install.scribe.id,
+      cron: '* * * * * *',
+      timezone: 'UTC',
+      overlap: 'allow',
+      summary: 'every second',
+      paused: false,
+      next_run_at: start.toISOString(),
+      created_at: start.toISOString(),
+      updated_at: start.toISOString(),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 6_000));
+    await db('schedules').where({ id }).update({ paused: true, next_run_at: null });
+    // A fire under way when it was paused ends within its transaction.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+
+    const fires = await db('schedule_fires').where({ schedule_id: id }).orderBy('fire_at').select('fire_at', 'outcome', 'request_id', 'missed_since');
+    expect(fires.length).to.be.within(3, 7);
+    expect(fires.every((f) => f.outcome === 'submitted' && f.request_id), 'every fire submitted').to.equal(true);
+    // Each second fired once; a second passed over (every process busy at once) is owned by the next fire's catch-up.
+    for (let i = 1; i < fires.length; i++) {
+      const gap = Date.parse(fires[i]!.fire_at) - Date.parse(fires[i - 1]!.fire_at);
+      if (gap !== 1000) expect(fires[i]!.missed_since, `fire ${fires[i]!.fire_at}`).to.equal(new Date(Date.parse(fires[i - 1]!.fire_at) + 1000).toISOString());
+      else expect(fires[i]!.missed_since).to.equal(null);
+    }
+    const receipts = await db('requests as r')
+      .leftJoin('schedule_fires as f', 'f.request_id', 'r.id')
+      .where({ 'r.origin_type': 'schedule', 'r.origin_id': id })
+      .groupBy('r.id')
+      .select('r.id', db.raw('count(f.id) as fires'));
+    expect(receipts).to.have.length(fires.length);
+    expect(receipts.filter((r) => Number(r.fires) !== 1), 'receipts not made by exactly one fire').to.deep.equal([]);
+    await settled(db, 30_000);
+    await expectEachDoneOnce(db);
+  });
+
   it('SIGKILL of one process mid-load → the others take up its work once its leases lapse, each item still done once', async () => {
     const before = { receipts: await count(db, 'requests'), sessions: await count(db, 'sessions') };
     // Calls keep going to all three, the killed one included.
@@ -114,6 +157,88 @@ describe('several processes on one database', function () {
     // Each accepted call made one item; a call cut by the kill may have made one too.
     expect(done.receipts).to.be.within(before.receipts + submits.filter((s) => s === 202).length, before.receipts + 300);
     expect(done.sessions).to.be.within(before.sessions + chats.filter((s) => s === 202).length, before.sessions + 60);
+  });
+});
+
+describe('work held by a killed process', function () {
+  this.timeout(60_000);
+
+  it('SIGKILL while the model call is under way → a peer leaves the live lease alone, then takes the work up once it lapses, each item done once', async () => {
+    const fake = await startFakeOpenAi();
+    const install = await provision(tempDir());
+    await install.services.scribes.setAgent(install.organizationId, install.scribe.slug, { agent: 'openai' });
+    await install.close();
+    const db = install.install.open();
+    const env = { ...install.env, OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODEL: 'm', OPENAI_MAX_RETRIES: '0' };
+    const started: ServerProcess[] = [];
+    const post = async (p: ServerProcess, path: string, body: object) => {
+      const res = await fetch(`${p.url}/api/v1/scribes/${install.scribe.slug}${path}`, {
+        method: 'POST',
+        headers: { 'X-Api-Key': install.key, 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status, path).to.equal(202);
+      return res.json() as Promise<{ session_id?: string }>;
+    };
+    const held = async () => ({
+      session: await db('sessions').first(),
+      task: await db('tasks').first(),
+      receipts: await db('requests').select('status', 'entity_id'),
+    });
+    try {
+      // The model never answers A, so A dies holding both leases.
+      fake.script({ hang: true }, { hang: true });
+      const a = await startProcess('src/main.ts', env);
+      started.push(a);
+      const sessionId = (await post(a, '/chat', { message: 'hello' })).session_id;
+      await post(a, '/requests', { task: { summary: 'Work', acceptance_criteria: 'ok' } });
+      await eventually(async () => (fake.seen.length === 2 ? true : undefined), 10_000);
+      const claimed = await held();
+      expect(claimed.session).to.include({ id: sessionId, state: 'running', reply_due: stored(true) });
+      expect(claimed.task).to.include({ status: 'in_progress', attempts: 1 });
+      expect(claimed.receipts).to.deep.equal([{ status: 'fulfilled', entity_id: claimed.task.id }]);
+      for (const row of [claimed.session, claimed.task]) {
+        expect(row.claim_token).to.be.a('string');
+        expect(new Date(row.lease_until).getTime()).to.be.above(Date.now());
+      }
+
+      // A peer running alongside must not take work whose lease is still live.
+      const b = await startProcess('src/main.ts', env);
+      started.push(b);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      a.child.kill('SIGKILL');
+      await a.exited;
+      const afterKill = await held();
+      expect(afterKill.session).to.include({ state: 'running', reply_due: stored(true), claim_token: claimed.session.claim_token, lease_until: claimed.session.lease_until });
+      expect(afterKill.task).to.include({ status: 'in_progress', claim_token: claimed.task.claim_token, lease_until: claimed.task.lease_until });
+      expect(await db('session_messages').where({ author: 'scribe' }).pluck('id')).to.deep.equal([]);
+      expect(fake.seen, 'only A called the model').to.have.length(2);
+
+      // Stands in for the lease's time passing with no renewal from the dead process.
+      fake.script({ reply: 'Recovered.' }, { reply: 'Recovered.' });
+      const lapsed = await Promise.all(
+        ([['sessions', claimed.session], ['tasks', claimed.task]] as const).map(([table, row]) => db(table).where({ claim_token: row.claim_token }).update({ lease_until: '2000-01-01T00:00:00.000Z' })),
+      );
+      expect(lapsed).to.deep.equal([1, 1]);
+
+      await settled(db, 10_000);
+      await eventually(async () => ((await db('tasks').first()).status === 'done' ? true : undefined), 10_000);
+      expect(await expectEachDoneOnce(db)).to.deep.equal({ receipts: 1, sessions: 1 });
+      expect(await db('tasks').select('id', 'status', 'result', 'claim_token')).to.deep.equal([{ id: claimed.task.id, status: 'done', result: 'Recovered.', claim_token: null }]);
+      expect(await db('session_messages').where({ session_id: sessionId }).orderBy('id').select('author', 'text')).to.deep.equal([
+        { author: 'user', text: 'hello' },
+        { author: 'scribe', text: 'Recovered.' },
+      ]);
+      // The in_progress A recorded is kept, not recorded again by B.
+      expect(await db('task_events').orderBy('id').pluck('to_status')).to.deep.equal(['open', 'in_progress', 'done']);
+      expect(fake.seen, 'B called the model once per item').to.have.length(4);
+    } finally {
+      for (const p of started) p.child.kill('SIGKILL');
+      await Promise.all(started.map((p) => p.exited));
+      await fake.close();
+      await db.destroy();
+      await install.install.drop();
+    }
   });
 });
 

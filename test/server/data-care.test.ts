@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { createHarness, tempDir, testClock, type Harness, type Tenant } from '../helpers/harness.js';
-import { installEnv, openInstall, testDatabaseKind } from '../helpers/databases.js';
+import { installEnv, itOnlyOn, openInstall } from '../helpers/databases.js';
 import { runAdmin } from '../helpers/cli.js';
 import { startProcess } from '../helpers/process.js';
 import { provision } from '../helpers/provision.js';
@@ -11,7 +11,7 @@ describe('backups and data care', function () {
   this.timeout(60_000);
 
   // SQLite's online backup; PostgreSQL is backed up with pg_dump (below).
-  (testDatabaseKind === 'sqlite' ? it : it.skip)('admin backup copies the database while the server writes to it, and the copy restores into a working server', async () => {
+  itOnlyOn('sqlite')('admin backup copies the database while the server writes to it, and the copy restores into a working server', async () => {
     const dataDir = tempDir();
     const { services, key, scribe, close } = await provision(dataDir);
     for (let i = 0; i < 50; i++) await services.requests.submit(scribe, { task: { summary: `before backup ${i}` } });
@@ -127,7 +127,7 @@ describe('backups and data care', function () {
       }
     });
   });
-  (testDatabaseKind === 'postgres' ? it : it.skip)('admin backup on PostgreSQL says to use pg_dump, exits 1 and writes nothing', async () => {
+  itOnlyOn('postgres')('admin backup on PostgreSQL says to use pg_dump, exits 1 and writes nothing', async () => {
     const dataDir = tempDir();
     const { close, env } = await provision(dataDir);
     await close();

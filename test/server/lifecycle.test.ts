@@ -6,6 +6,7 @@ import { stored, installEnv, openInstall } from '../helpers/databases.js';
 import { runToExit, startProcess } from '../helpers/process.js';
 import { startFileServer } from '../helpers/file-server.js';
 import { provision } from '../helpers/provision.js';
+import { runAdmin } from '../helpers/cli.js';
 import { startFakeOpenAi } from '../helpers/fake-openai.js';
 import { signInByForm } from '../helpers/console.js';
 
@@ -194,7 +195,7 @@ describe('the server process', function () {
     const counts = async () => {
       const db = await openInstall(dataDir);
       try {
-        const tables = ['organizations', 'api_keys', 'users', 'scribes', 'requests', 'entry_types', 'entries'];
+        const tables = ['organizations', 'api_keys', 'users', 'scribes', 'schedules', 'channels', 'requests', 'entry_types', 'entries'];
         return Object.fromEntries(await Promise.all(tables.map(async (t) => [t, Number((await db(t).count({ n: '*' }).first())!.n)])));
       } finally {
         await db.destroy();
@@ -207,16 +208,28 @@ describe('the server process', function () {
         await eventually(async () => (demo.output().includes('Console login:') ? true : undefined));
         const key = /API key:\s+(\S+)/.exec(demo.output())![1]!;
         expect(demo.output()).to.match(/Console login:\s+\S+@\S+ \/ \S+/);
+        const orgId = /Organization:\s+(\S+)/.exec(demo.output())![1]!;
         const res = await fetch(`${demo.url}/api/v1/scribes/atlas/requests`, { headers: { 'X-Api-Key': key } });
         expect(res.status).to.equal(200);
         const body = (await res.json()) as { requests: unknown[] };
-        expect(body.requests.length).to.equal(3);
+        // The first run's webhook call below made one more.
+        expect(body.requests.length).to.equal(run === 0 ? 3 : 4);
         // The printed console login signs in (through the form, as a browser would).
         const [, email, password] = /Console login:\s+(\S+) \/ (\S+)/.exec(demo.output())!;
         const signedIn = await signInByForm(demo.url, email!, password!);
         expect(signedIn.status).to.equal(303);
         const dashboard = await fetch(`${demo.url}/`, { headers: { cookie: signedIn.headers.get('set-cookie')!.split(';')[0]! } });
         expect(await dashboard.text()).to.include('<h1>Dashboard</h1>');
+        // The printed organization is the key's (the README's admin commands take it as ORG_ID).
+        const listed = await runAdmin(['schedule', 'list', '--org', orgId], await installEnv(dataDir));
+        expect(listed.code, listed.stderr).to.equal(0);
+        expect(JSON.parse(listed.stdout).schedules.map((s: { scribe: string }) => s.scribe)).to.deep.equal(['atlas']);
+        if (run === 0) {
+          // The printed webhook example works as printed.
+          const [, url, body] = /curl -s (\S+\/inbound\/\S+) -H 'Content-Type: application\/json' -d '([^']+)'/.exec(demo.output())!;
+          const made = await fetch(url!, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+          expect(made.status).to.equal(202);
+        }
       } finally {
         demo.child.kill('SIGTERM');
         expect(await demo.exited).to.equal(0);
@@ -225,6 +238,6 @@ describe('the server process', function () {
       if (first) expect(now, 'a second run adds nothing').to.deep.equal(first);
       first = now;
     }
-    expect(first).to.deep.equal({ organizations: 1, api_keys: 1, users: 1, scribes: 3, requests: 3, entry_types: 2, entries: 355 });
+    expect(first).to.deep.equal({ organizations: 1, api_keys: 1, users: 1, scribes: 3, schedules: 1, channels: 1, requests: 4, entry_types: 2, entries: 355 });
   });
 });

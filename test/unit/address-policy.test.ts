@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { publicAddressesOnly } from '../../src/requests/attachments/address-policy.js';
+import { publicAddressesOnly } from '../../src/net/address-policy.js';
 import { sanitizeFilename } from '../../src/requests/attachments/fetch.js';
 import { formatBytes } from '../../src/requests/attachments/download.js';
 

@@ -1,17 +1,98 @@
-import { Router } from 'express';
+import { Router, type Request } from 'express';
+import { stringify } from 'csv-stringify';
 import type { Services } from '../../services.js';
+import type { AuditFilter } from '../../audit/service.js';
+import { BadRequestError } from '../../http/errors.js';
 
 const PAGE = 50;
+const ACTOR_TYPES = ['user', 'api_key', 'operator', 'schedule', 'channel'] as const;
+const SUBJECT_TYPES = ['request', 'task', 'session', 'scribe', 'schedule', 'channel', 'api_key', 'entry', 'entry_type'] as const;
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?Z?$/;
 
-/** The audit log, newest first, paged by event id. */
+/** Where a subject's own page is, for the links in the log. */
+export function subjectHref(type: string, id: string): string | null {
+  const pages: Record<string, string> = { request: '/receipts/', task: '/tasks/', session: '/sessions/', schedule: '/schedules/', entry: '/entries/', entry_type: '/entry-types/' };
+  return pages[type] ? `${pages[type]}${encodeURIComponent(id)}` : null;
+}
+
+/** A bound of the time range: a date (UTC midnight; `until` a date means through that day) or a date and time in UTC. */
+function timeBound(value: unknown, name: string, endOfDay: boolean): string | undefined {
+  const text = typeof value === 'string' ? value.trim() : '';
+  if (text === '') return undefined;
+  const ok = DATE_ONLY.test(text) || DATE_TIME.test(text);
+  const at = ok ? Date.parse(DATE_ONLY.test(text) ? `${text}T00:00:00Z` : text.endsWith('Z') ? text : `${text}Z`) : NaN;
+  if (Number.isNaN(at)) throw new BadRequestError(`${name} must be a date (2026-11-23) or a date and time in UTC (2026-11-23T14:30)`);
+  return new Date(endOfDay && DATE_ONLY.test(text) ? at + 86_400_000 : at).toISOString();
+}
+
+/** The filters of `?actor_type=&actor=&action=&subject_type=&subject_id=&from=&to=`, as given and as the query takes them. */
+function filtersOf(req: Request): { given: Record<string, string>; filter: AuditFilter } {
+  const text = (name: string) => (typeof req.query[name] === 'string' ? (req.query[name] as string).trim().slice(0, 320) : '');
+  const pick = (name: string, allowed: readonly string[]) => (allowed.includes(text(name)) ? text(name) : '');
+  const given = {
+    actor_type: pick('actor_type', ACTOR_TYPES),
+    actor: text('actor'),
+    action: text('action'),
+    subject_type: pick('subject_type', SUBJECT_TYPES),
+    subject_id: text('subject_id'),
+    from: text('from'),
+    to: text('to'),
+  };
+  const filter: AuditFilter = {
+    actorType: given.actor_type || undefined,
+    actor: given.actor || undefined,
+    action: given.action || undefined,
+    subjectType: given.subject_type || undefined,
+    subjectId: given.subject_id || undefined,
+    since: timeBound(given.from, 'From', false),
+    until: timeBound(given.to, 'To', true),
+  };
+  return { given, filter };
+}
+
+/**
+ * Spreadsheets run a cell that starts with = + - @ (or a tab or return) as a formula; such
+ * cells are exported with a leading apostrophe (OWASP's advice for CSV injection).
+ */
+const inert = (value: string | null) => (value && /^[=+\-@\t\r]/.test(value) ? `'${value}` : value ?? '');
+
+/** The audit log: filters an auditor needs, a subject's whole history, and CSV export of any filtered view. */
 export function auditRoutes(services: Services): Router {
   const router = Router();
 
   router.get('/audit', async (req, res) => {
+    const org = req.user!.organization_id;
+    const { given, filter } = filtersOf(req);
     const before = /^\d{1,15}$/.test(String(req.query.before)) ? Number(req.query.before) : undefined;
-    const events = await services.audit.list(req.user!.organization_id, { before, limit: PAGE + 1 });
+    const [events, actions] = await Promise.all([services.audit.list(org, filter, { before, limit: PAGE + 1 }), services.audit.actions(org)]);
     const page = events.slice(0, PAGE);
-    res.render('audit/index', { title: 'Audit log', events: page, next: events.length > PAGE ? page.at(-1)!.id : null });
+    res.render('audit/index', {
+      title: 'Audit log',
+      events: page,
+      next: events.length > PAGE ? page.at(-1)!.id : null,
+      filters: given,
+      filtered: Object.values(given).some(Boolean),
+      actions,
+      actorTypes: ACTOR_TYPES,
+      subjectTypes: SUBJECT_TYPES,
+      subjectHref,
+    });
+  });
+
+  // The filtered view in full, oldest columns first as the table shows them; streamed a batch at a time.
+  router.get('/audit.csv', async (req, res) => {
+    const { filter } = filtersOf(req);
+    res.attachment(`audit-${new Date().toISOString().slice(0, 10)}.csv`);
+    res.type('text/csv; charset=utf-8');
+    res.set('Cache-Control', 'no-store');
+    const csv = stringify({ header: true, columns: ['id', 'created_at', 'actor_type', 'actor_id', 'actor_label', 'action', 'subject_type', 'subject_id', 'detail'] });
+    csv.pipe(res);
+    for await (const e of services.audit.each(req.user!.organization_id, filter)) {
+      const row = [e.id, e.created_at, e.actor_type, e.actor_id ?? '', inert(e.actor_label), e.action, e.subject_type, e.subject_id, inert(e.detail)];
+      if (!csv.write(row)) await new Promise((resolve) => csv.once('drain', resolve));
+    }
+    csv.end();
   });
 
   return router;

@@ -54,7 +54,8 @@ export function receiptRoutes(services: Services): Router {
       ...(receipt.completed_at ? [{ status: receipt.status, at: receipt.completed_at }] : []),
     ];
     const live = receipt.status === 'accepted' || receipt.status === 'dispatched' || (found.task !== undefined && found.task.status !== 'done');
-    res.render('receipts/show', { title: receipt.title, ...found, timeline, live });
+    const delivery = receipt.origin_type === 'channel' ? await services.channels.deliveryOfRequest(receipt.id) : undefined;
+    res.render('receipts/show', { title: receipt.title, ...found, timeline, live, delivery });
   });
 
   // Files are served to signed-in staff of the receipt's organization only, never inline.

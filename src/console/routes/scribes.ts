@@ -17,13 +17,15 @@ export function scribeRoutes(services: Services): Router {
     const org = req.user!.organization_id;
     const ref = await services.scribes.getBySlug(org, String(req.params.slug));
     const scribe = (await services.scribes.find(ref.id))!;
-    const [sessions, receipts, tasks] = await Promise.all([
+    const [sessions, receipts, tasks, schedules, channels] = await Promise.all([
       services.sessions.listWithTranscripts(scribe.id, 20),
       services.consoleReads.listReceipts(org, { scribeId: scribe.id, limit: 10 }),
       services.tasks.listForScribe(scribe.id, { limit: 10 }),
+      services.schedules.list(org, scribe.id),
+      services.channels.list(org, scribe.id),
     ]);
     // The page always polls (views/scribes/show.ejs): new sessions arrive from the API at any time.
-    res.render('scribes/show', { title: scribe.name, scribe, sessions, receipts: receipts.items, tasks, agents: AGENT_KINDS });
+    res.render('scribes/show', { title: scribe.name, scribe, sessions, receipts: receipts.items, tasks, schedules, channels, agents: AGENT_KINDS });
   });
 
   router.post(

@@ -12,7 +12,8 @@ export function sessionRoutes(services: Services): Router {
     const org = req.user!.organization_id;
     const session = await services.sessions.get(org, String(req.params.id));
     const scribe = (await services.scribes.find(session.scribe_id))!;
-    res.render('sessions/show', { title: `Session with ${scribe.name}`, session, scribe, live: Boolean(session.reply_due) });
+    const delivery = await services.channels.deliveryOfSession(session.id);
+    res.render('sessions/show', { title: `Session with ${scribe.name}`, session, scribe, delivery, live: Boolean(session.reply_due) });
   });
 
   router.post(

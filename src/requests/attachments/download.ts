@@ -1,11 +1,10 @@
-import dns from 'node:dns';
-import net from 'node:net';
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Agent, request } from 'undici';
-import type { AddressPolicy } from './address-policy.js';
+import { request } from 'undici';
+import type { AddressPolicy } from '../../net/address-policy.js';
+import { checkLiteralAddress, createGuardedAgent, errorCodes, isRefusedAddress } from '../../net/guarded-agent.js';
 
 /** A download that failed for a reason the caller may read (`HTTP 404`, `timed out after 10s`). */
 export class DownloadError extends Error {
@@ -28,7 +27,6 @@ export interface DownloadedFile {
   finalUrl: URL;
 }
 
-const REFUSED = 'ESCRIBE_ADDRESS_NOT_ALLOWED';
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
 export type Downloader = ReturnType<typeof createDownloader>;
@@ -39,11 +37,7 @@ export type Downloader = ReturnType<typeof createDownloader>;
  * IP literals before connecting, and every redirect hop again.
  */
 export function createDownloader(policy: AddressPolicy, limits: DownloadLimits) {
-  const agent = new Agent({
-    connect: { lookup: guardedLookup(policy) },
-    headersTimeout: limits.timeoutMs,
-    bodyTimeout: limits.timeoutMs,
-  });
+  const agent = createGuardedAgent(policy, { headersTimeout: limits.timeoutMs, bodyTimeout: limits.timeoutMs });
 
   /** Downloads `url` into `destination`, hashing as it streams. Throws DownloadError. */
   async function download(url: string, destination: string, cancel?: AbortSignal): Promise<DownloadedFile> {
@@ -99,32 +93,6 @@ function parseHttpUrl(value: string, base?: URL): URL {
   return url;
 }
 
-/** IP-literal hosts never go through DNS lookup, so they are checked here. */
-function checkLiteralAddress(url: URL, policy: AddressPolicy): void {
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (net.isIP(host) && !policy(host)) throw new DownloadError('address not allowed');
-}
-
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
-
-/** A `dns.lookup` that refuses a host when any of its addresses is refused. */
-function guardedLookup(policy: AddressPolicy) {
-  return (hostname: string, options: dns.LookupOptions, callback: LookupCallback) => {
-    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err, []);
-      const refused = addresses.length === 0 || addresses.some((a) => !policy(a.address));
-      if (refused) {
-        const error: NodeJS.ErrnoException = new Error(`${hostname} resolves to an address that is not allowed`);
-        error.code = REFUSED;
-        return callback(error, []);
-      }
-      if (options.all) return callback(null, addresses);
-      const first = addresses[0]!;
-      callback(null, first.address, first.family);
-    });
-  };
-}
-
 async function saveCapped(body: NodeJS.ReadableStream, destination: string, maxBytes: number) {
   const hash = createHash('sha256');
   let sizeBytes = 0;
@@ -145,7 +113,7 @@ function toDownloadError(err: unknown, timeout: AbortSignal, limits: DownloadLim
   if (err instanceof DownloadError) return err;
   if (timeout.aborted) return new DownloadError(`timed out after ${formatSeconds(limits.timeoutMs)}`);
   const codes = errorCodes(err);
-  if (codes.includes(REFUSED)) return new DownloadError('address not allowed');
+  if (isRefusedAddress(err)) return new DownloadError('address not allowed');
   if (codes.includes('ECONNREFUSED')) return new DownloadError('connection refused');
   if (codes.includes('ENOTFOUND') || codes.includes('EAI_AGAIN')) return new DownloadError('host not found');
   if (codes.includes('UND_ERR_HEADERS_TIMEOUT') || codes.includes('UND_ERR_BODY_TIMEOUT')) {
@@ -155,15 +123,6 @@ function toDownloadError(err: unknown, timeout: AbortSignal, limits: DownloadLim
   if (codes.includes('ECONNRESET') || codes.includes('UND_ERR_SOCKET')) return new DownloadError('connection reset');
   if (codes.includes('ABORT_ERR') || (err as Error)?.name === 'AbortError') return new DownloadError('cancelled');
   return new DownloadError('network error');
-}
-
-/** The codes of an error and of its causes (undici wraps socket errors). */
-function errorCodes(err: unknown): string[] {
-  const codes: string[] = [];
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
-    if (typeof e.code === 'string') codes.push(e.code);
-  }
-  return codes;
 }
 
 export function formatBytes(bytes: number): string {

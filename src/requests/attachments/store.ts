@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 
 export type AttachmentStore = ReturnType<typeof createAttachmentStore>;
 
@@ -27,6 +27,15 @@ export function createAttachmentStore(dir: string) {
       const target = this.pathFor(sha256);
       await fs.mkdir(path.dirname(target), { recursive: true });
       await fs.rename(tempFile, target);
+    },
+
+    /** Stores bytes already in memory (an email's attachment) at their content address. */
+    async put(content: Buffer): Promise<{ sha256: string; sizeBytes: number }> {
+      const sha256 = createHash('sha256').update(content).digest('hex');
+      const temp = await this.tempFile();
+      await fs.writeFile(temp, content);
+      await this.keep(temp, sha256);
+      return { sha256, sizeBytes: content.length };
     },
 
     async discard(tempFile: string): Promise<void> {

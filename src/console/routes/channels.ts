@@ -1,0 +1,99 @@
+import { Router, type Request, type Response } from 'express';
+import type { Services } from '../../services.js';
+import { HttpError } from '../../http/errors.js';
+import type { ChannelInput, ChannelListRow } from '../../channels/service.js';
+import { CHANNEL_MODES } from '../../channels/queries.js';
+import { VERIFY_PRESETS } from '../../channels/verify.js';
+import { requireAdmin, userActor } from '../auth.js';
+import { action, flash } from '../forms.js';
+
+/** How many deliveries a channel's page lists. */
+const RECENT_DELIVERIES = 50;
+
+function channelInput(body: Record<string, unknown>): ChannelInput & { kind: string } {
+  const text = (name: string) => String(body[name] ?? '').trim();
+  return { kind: text('kind') || 'webhook', mode: text('mode'), name: text('name'), verify: text('verify'), secret: text('secret') || undefined, address: text('address') };
+}
+
+/** The full URL senders post to, as this request reached the console. */
+const inboundUrl = (req: Request, channel: ChannelListRow) => `${req.protocol}://${req.get('host')}/inbound/${channel.token}`;
+
+/**
+ * Inbound channels: the organization's list, a scribe's new-channel form, and each channel's
+ * page (its URL or address, enable and disable, a new secret, and its recent deliveries, each
+ * linked to what it made). A secret is shown in the response that made it, never again.
+ */
+export function channelRoutes(services: Services): Router {
+  const router = Router();
+  const pageOf = (id: string) => `/channels/${encodeURIComponent(id)}`;
+
+  router.get('/channels', async (req, res) => {
+    const channels = await services.channels.list(req.user!.organization_id);
+    res.render('channels/index', { title: 'Channels', channels });
+  });
+
+  const renderForm = async (req: Request, res: Response, slug: string, values: ReturnType<typeof channelInput>, error: string | null = null) => {
+    const scribe = await services.scribes.getBySlug(req.user!.organization_id, slug);
+    res.status(error ? 422 : 200).render('channels/form', { title: 'New channel', scribe, values, error, presets: VERIFY_PRESETS, modes: CHANNEL_MODES });
+  };
+
+  /** The channel's page; `secret` only in the response that made it. */
+  const renderChannel = async (req: Request, res: Response, channel: ChannelListRow, secret: string | null = null) => {
+    const deliveries = await services.channels.deliveries(channel.id, RECENT_DELIVERIES);
+    if (secret) res.set('Cache-Control', 'no-store');
+    res.render('channels/show', { title: channel.name, channel, url: channel.kind === 'webhook' ? inboundUrl(req, channel) : null, deliveries, secret });
+  };
+
+  router.get('/b/:slug/channels/new', requireAdmin, async (req, res) => {
+    await renderForm(req, res, String(req.params.slug), { kind: 'webhook', mode: 'task', name: '', verify: 'standard-webhooks', address: '' });
+  });
+
+  // Rendered, not redirected: the secret is shown in this response only.
+  router.post('/b/:slug/channels', requireAdmin, async (req, res) => {
+    const slug = String(req.params.slug);
+    const values = channelInput(req.body);
+    try {
+      const { channel, secret } = await services.channels.create(userActor(req), slug, values);
+      res.locals.flash = { kind: 'notice', text: 'Channel created.' };
+      await renderChannel(req, res, await services.channels.get(req.user!.organization_id, channel.id), secret);
+    } catch (err) {
+      if (!(err instanceof HttpError) || err.status !== 422) throw err;
+      await renderForm(req, res, slug, values, err.message);
+    }
+  });
+
+  router.get('/channels/:id', async (req, res) => {
+    await renderChannel(req, res, await services.channels.get(req.user!.organization_id, String(req.params.id)));
+  });
+
+  router.post('/channels/:id/rotate-secret', requireAdmin, async (req, res) => {
+    const id = String(req.params.id);
+    try {
+      const secret = await services.channels.rotateSecret(userActor(req), id);
+      res.locals.flash = { kind: 'notice', text: 'New secret made: the old one no longer verifies.' };
+      await renderChannel(req, res, await services.channels.get(req.user!.organization_id, id), secret);
+    } catch (err) {
+      if (!(err instanceof HttpError) || err.status !== 422) throw err;
+      flash(req, 'error', err.message);
+      res.redirect(303, pageOf(id));
+    }
+  });
+
+  for (const [name, enabled, notice] of [
+    ['disable', false, 'Disabled: its URL or address now answers as unknown.'],
+    ['enable', true, 'Enabled: it takes deliveries again.'],
+  ] as const) {
+    router.post(
+      `/channels/:id/${name}`,
+      requireAdmin,
+      action(async (req) => {
+        const id = String(req.params.id);
+        await services.channels.setEnabled(userActor(req), id, enabled);
+        flash(req, 'notice', notice);
+        return pageOf(id);
+      }, (req) => pageOf(String(req.params.id))),
+    );
+  }
+
+  return router;
+}

@@ -1,0 +1,59 @@
+import dns from 'node:dns';
+import net from 'node:net';
+import { Agent } from 'undici';
+import type { AddressPolicy } from './address-policy.js';
+
+/** The error code of a connection the address policy refused (see `isRefusedAddress`). */
+const REFUSED = 'ESCRIBE_ADDRESS_NOT_ALLOWED';
+
+/**
+ * An undici Agent for user-supplied URLs (attachments, outbound webhooks) that connects only
+ * to addresses the policy allows. Host names are checked at connect time, after DNS, so a
+ * name that resolves to a public address when the URL was saved and to a private one later
+ * (DNS rebinding) is refused; IP literals skip DNS, so callers check them with
+ * `checkLiteralAddress` before each request.
+ */
+export function createGuardedAgent(policy: AddressPolicy, options: Agent.Options = {}): Agent {
+  return new Agent({ ...options, connect: { ...(options.connect as object), lookup: guardedLookup(policy) } });
+}
+
+/** Throws (an error `isRefusedAddress` knows) when the URL's host is an IP literal the policy refuses. */
+export function checkLiteralAddress(url: URL, policy: AddressPolicy): void {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (net.isIP(host) && !policy(host)) throw refused(host);
+}
+
+/** Whether `err` (or one of its causes, as undici wraps socket errors) is the policy's refusal. */
+export function isRefusedAddress(err: unknown): boolean {
+  return errorCodes(err).includes(REFUSED);
+}
+
+/** The codes of an error and of its causes. */
+export function errorCodes(err: unknown): string[] {
+  const codes: string[] = [];
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (typeof e.code === 'string') codes.push(e.code);
+  }
+  return codes;
+}
+
+function refused(host: string): NodeJS.ErrnoException {
+  const error: NodeJS.ErrnoException = new Error(`${host} resolves to an address that is not allowed`);
+  error.code = REFUSED;
+  return error;
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
+
+/** A `dns.lookup` that refuses a host when any of its addresses is refused. */
+function guardedLookup(policy: AddressPolicy) {
+  return (hostname: string, options: dns.LookupOptions, callback: LookupCallback) => {
+    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, []);
+      if (addresses.length === 0 || addresses.some((a) => !policy(a.address))) return callback(refused(hostname), []);
+      if (options.all) return callback(null, addresses);
+      const first = addresses[0]!;
+      callback(null, first.address, first.family);
+    });
+  };
+}

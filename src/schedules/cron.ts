@@ -1,0 +1,65 @@
+import { CronExpressionParser, type CronExpression } from 'cron-parser';
+import cronstrue from 'cronstrue';
+import { ValidationError } from '../http/errors.js';
+
+export const messages = {
+  fieldCount: 'Cron expression must have 5 fields, or 6 with seconds first',
+  invalidCron: (reason: string) => `Invalid cron expression: ${reason}`,
+  unknownZone: (zone: string) => `Unknown time zone: ${zone} (use an IANA name such as Europe/Berlin)`,
+};
+
+/** A cron expression in an IANA zone, parsed and stepped by cron-parser (which handles daylight-saving changes). */
+export interface CronSchedule {
+  cron: string;
+  timezone: string;
+}
+
+/** The expression with single spaces, or a 422 naming what is wrong with it or the zone. */
+export function checkCron({ cron, timezone }: CronSchedule): CronSchedule {
+  const fields = cron.trim().split(/\s+/).filter(Boolean);
+  if (fields.length !== 5 && fields.length !== 6) throw new ValidationError(messages.fieldCount);
+  const zone = canonicalZone(timezone);
+  if (!zone) throw new ValidationError(messages.unknownZone(timezone));
+  const normalized = fields.join(' ');
+  try {
+    CronExpressionParser.parse(normalized, { tz: zone, strict: false }).next();
+  } catch (err) {
+    throw new ValidationError(messages.invalidCron((err as Error).message));
+  }
+  return { cron: normalized, timezone: zone };
+}
+
+/** The zone's canonical IANA name ("utc" → "UTC"), or undefined for a name Intl does not know. */
+function canonicalZone(zone: string): string | undefined {
+  if (!/^[A-Za-z0-9_+\-/]{1,64}$/.test(zone)) return undefined;
+  try {
+    return new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;
+  } catch {
+    return undefined;
+  }
+}
+
+function parse({ cron, timezone }: CronSchedule, currentDate: Date): CronExpression {
+  return CronExpressionParser.parse(cron, { tz: timezone, currentDate });
+}
+
+/** The first fire time strictly after `after`. */
+export function nextFireAfter(schedule: CronSchedule, after: Date): Date {
+  return parse(schedule, after).next().toDate();
+}
+
+/** The next `count` fire times strictly after `after`. */
+export function nextFires(schedule: CronSchedule, after: Date, count: number): Date[] {
+  const expression = parse(schedule, after);
+  return Array.from({ length: count }, () => expression.next().toDate());
+}
+
+/** The latest fire time at or before `at`. */
+export function latestFireAtOrBefore(schedule: CronSchedule, at: Date): Date {
+  return parse(schedule, new Date(at.getTime() + 1)).prev().toDate();
+}
+
+/** The expression in words ("At 09:00, Monday through Friday"). */
+export function describeCron(cron: string): string {
+  return cronstrue.toString(cron, { use24HourTimeFormat: true, verbose: false });
+}

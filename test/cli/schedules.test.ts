@@ -1,0 +1,74 @@
+import { expect } from 'chai';
+import { cliInstall } from '../helpers/cli.js';
+import { openInstall } from '../helpers/databases.js';
+
+describe('the admin CLI: schedules', function () {
+  this.timeout(90_000);
+  const cli = cliInstall();
+  const { admin, json, dir } = cli;
+  let orgId: string;
+  before(async () => {
+    await cli.open();
+    orgId = await cli.organizationWithScribe('atlas');
+  });
+
+  it('creates, edits, pauses, resumes, runs now, shows, lists and deletes a schedule, each audited as the operator', async () => {
+    const created = await json('schedule', 'create', '--org', orgId, '--scribe', 'atlas', '--cron', '0 9 * * 1-5', '--summary', 'Morning brief', '--timezone', 'Europe/Berlin', '--title', 'Brief');
+    expect(Object.keys(created)).to.deep.equal(['id', 'next_run_at']);
+    expect(new Date(created.next_run_at).toISOString()).to.equal(created.next_run_at);
+    const id = created.id as string;
+
+    const edited = await json('schedule', 'edit', '--id', id, '--cron', '*/15 * * * *', '--overlap', 'allow');
+    expect(Object.keys(edited)).to.deep.equal(['id', 'next_run_at']);
+    expect(new Date(edited.next_run_at).getUTCMinutes() % 15).to.equal(0);
+
+    expect(await json('schedule', 'pause', '--id', id)).to.deep.equal({ id, paused: true, next_run_at: null });
+    const resumed = await json('schedule', 'resume', '--id', id);
+    expect(resumed).to.include({ id, paused: false });
+    expect(resumed.next_run_at).to.be.a('string');
+
+    const ran = await json('schedule', 'run-now', '--id', id);
+    expect(Object.keys(ran)).to.deep.equal(['id', 'request_id']);
+    expect(ran.request_id).to.match(/^req_[0-9A-Z]{26}$/);
+
+    const shown = await json('schedule', 'show', '--id', id);
+    expect(shown).to.include({ id, scribe: 'atlas', cron: '*/15 * * * *', timezone: 'Europe/Berlin', overlap: 'allow', summary: 'Morning brief', title: 'Brief', paused: false, description: 'Every 15 minutes' });
+    expect(shown.fires).to.have.length(1);
+    expect(shown.fires[0]).to.include({ outcome: 'submitted', request_id: ran.request_id, manual: true });
+
+    const listed = await json('schedule', 'list', '--org', orgId, '--scribe', 'atlas');
+    expect(listed.schedules.map((s: { id: string }) => s.id)).to.deep.equal([id]);
+
+    expect(await json('schedule', 'delete', '--id', id)).to.deep.equal({ id, deleted: true });
+    const db = await openInstall(dir);
+    try {
+      const audit = await db('audit_events').where({ subject_type: 'schedule', subject_id: id }).orderBy('id').select('actor_type', 'action');
+      expect(audit.map((a) => a.action)).to.deep.equal(['schedule.create', 'schedule.update', 'schedule.pause', 'schedule.resume', 'schedule.run_now', 'schedule.fire', 'schedule.delete']);
+      expect(audit.filter((a) => a.actor_type !== 'operator').map((a) => a.action)).to.deep.equal(['schedule.fire']);
+      expect(await db('requests').where({ id: ran.request_id }).first()).to.include({ origin_type: 'schedule', origin_id: id });
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('refuses a bad expression, zone or id with a message on stderr and a non-zero exit, creating nothing', async () => {
+    for (const [args, message] of [
+      [['--cron', '* * *'], 'error: Cron expression must have 5 fields, or 6 with seconds first\n'],
+      [['--cron', '0 9 * * *', '--timezone', 'Nowhere/Land'], 'error: Unknown time zone: Nowhere/Land (use an IANA name such as Europe/Berlin)\n'],
+    ] as const) {
+      const result = await admin('schedule', 'create', '--org', orgId, '--scribe', 'atlas', '--summary', 'x', ...args);
+      expect(result).to.include({ code: 1, stdout: '', stderr: message });
+    }
+    const missing = await admin('schedule', 'pause', '--id', '01935f00-0000-7000-8000-000000000000');
+    expect(missing).to.include({ code: 1, stderr: 'error: Schedule not found\n' });
+    const noCron = await admin('schedule', 'create', '--org', orgId, '--scribe', 'atlas', '--summary', 'x');
+    expect(noCron.code).to.equal(2);
+    expect(noCron.stderr).to.match(/^error: --cron is required\nusage: schedule create --org ORG_ID --scribe SLUG --cron EXPR/);
+    const db = await openInstall(dir);
+    try {
+      expect(await db('schedules').first()).to.equal(undefined);
+    } finally {
+      await db.destroy();
+    }
+  });
+});

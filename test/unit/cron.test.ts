@@ -1,0 +1,71 @@
+import { expect } from 'chai';
+import { checkCron, describeCron, latestFireAtOrBefore, nextFireAfter, nextFires } from '../../src/schedules/cron.js';
+
+const iso = (dates: Date[]) => dates.map((d) => d.toISOString());
+
+describe('schedule cron expressions', () => {
+  describe('stepping in Europe/Berlin across daylight-saving changes', () => {
+    it('fires a daily 02:30 once on the spring-forward day, at 03:30 local (02:30 does not exist)', () => {
+      const fires = nextFires({ cron: '30 2 * * *', timezone: 'Europe/Berlin' }, new Date('2026-03-27T12:00:00Z'), 4);
+      // 28 March CET (UTC+1); 29 March the clocks jump 02:00 → 03:00; 30 March CEST (UTC+2).
+      expect(iso(fires)).to.deep.equal(['2026-03-28T01:30:00.000Z', '2026-03-29T01:30:00.000Z', '2026-03-30T00:30:00.000Z', '2026-03-31T00:30:00.000Z']);
+    });
+
+    it('fires a daily 02:30 once on the fall-back day, though 02:30 happens twice', () => {
+      const fires = nextFires({ cron: '30 2 * * *', timezone: 'Europe/Berlin' }, new Date('2026-10-24T12:00:00Z'), 3);
+      expect(iso(fires)).to.deep.equal(['2026-10-25T00:30:00.000Z', '2026-10-26T01:30:00.000Z', '2026-10-27T01:30:00.000Z']);
+    });
+
+    it('fires an hourly schedule every real hour through the fall-back night (25 fires that day)', () => {
+      const from = new Date('2026-10-24T21:59:59Z'); // 23:59:59 CEST on the 24th
+      const fires = nextFires({ cron: '0 * * * *', timezone: 'Europe/Berlin' }, from, 26);
+      const onThe25th = fires.filter((d) => d < new Date('2026-10-25T23:00:00Z'));
+      expect(onThe25th).to.have.length(25);
+      for (let i = 1; i < fires.length; i++) expect(fires[i]!.getTime() - fires[i - 1]!.getTime()).to.equal(3_600_000);
+    });
+
+    it('keeps 09:00 local on weekdays on both sides of a change (New York)', () => {
+      const fires = nextFires({ cron: '0 9 * * 1-5', timezone: 'America/New_York' }, new Date('2026-10-30T00:00:00Z'), 3);
+      // Friday 30 Oct EDT (UTC-4); the clocks go back on Sunday 1 Nov; Monday 2 Nov EST (UTC-5).
+      expect(iso(fires)).to.deep.equal(['2026-10-30T13:00:00.000Z', '2026-11-02T14:00:00.000Z', '2026-11-03T14:00:00.000Z']);
+    });
+  });
+
+  it('takes six fields with seconds first', () => {
+    expect(nextFireAfter({ cron: '*/20 * * * * *', timezone: 'UTC' }, new Date('2026-01-01T00:00:00.500Z')).toISOString()).to.equal('2026-01-01T00:00:20.000Z');
+  });
+
+  it('finds the latest fire time at or before a moment, counting the moment itself', () => {
+    const hourly = { cron: '0 * * * *', timezone: 'UTC' };
+    expect(latestFireAtOrBefore(hourly, new Date('2026-01-01T12:00:00.000Z')).toISOString()).to.equal('2026-01-01T12:00:00.000Z');
+    expect(latestFireAtOrBefore(hourly, new Date('2026-01-01T12:59:59.999Z')).toISOString()).to.equal('2026-01-01T12:00:00.000Z');
+  });
+
+  it('normalizes spacing and the zone name', () => {
+    expect(checkCron({ cron: '  0   9 * * 1-5 ', timezone: 'utc' })).to.deep.equal({ cron: '0 9 * * 1-5', timezone: 'UTC' });
+  });
+
+  for (const [cron, message] of [
+    ['* * *', 'Cron expression must have 5 fields, or 6 with seconds first'],
+    ['', 'Cron expression must have 5 fields, or 6 with seconds first'],
+    ['@daily', 'Cron expression must have 5 fields, or 6 with seconds first'],
+    ['* * * * * * *', 'Cron expression must have 5 fields, or 6 with seconds first'],
+    ['61 * * * *', 'Invalid cron expression: Constraint error, got value 61 expected range 0-59'],
+    ['0 0 31 2 *', 'Invalid cron expression: Invalid explicit day of month definition'],
+  ]) {
+    it(`refuses ${JSON.stringify(cron)} with 422 "${message}"`, () => {
+      expect(() => checkCron({ cron: cron!, timezone: 'UTC' })).to.throw(message!).with.property('status', 422);
+    });
+  }
+
+  for (const zone of ['Mars/Olympus_Mons', '../etc/passwd', 'Europe/Berlinn']) {
+    it(`refuses the zone ${zone}`, () => {
+      expect(() => checkCron({ cron: '0 9 * * *', timezone: zone })).to.throw(`Unknown time zone: ${zone} (use an IANA name such as Europe/Berlin)`).with.property('status', 422);
+    });
+  }
+
+  it('says the expression in words', () => {
+    expect(describeCron('0 9 * * 1-5')).to.equal('At 09:00, Monday through Friday');
+    expect(describeCron('*/20 * * * * *')).to.equal('Every 20 seconds');
+  });
+});
