@@ -28,6 +28,8 @@ const envSchema = z.object({
   PROCESS_ROLE: z.enum(PROCESS_ROLES, { error: `must be one of ${PROCESS_ROLES.join(', ')}` }).default('all'),
   SESSION_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   ATTACHMENTS_ALLOW_PRIVATE: envBoolean.default(false),
+  // Outbound webhooks may reach private and local addresses (an install whose receivers are inside its network).
+  WEBHOOKS_ALLOW_PRIVATE: envBoolean.default(false),
   RATE_LIMIT_PER_MINUTE: z.coerce.number({ error: 'must be a whole number' }).int().min(0).default(600),
   METRICS_TOKEN: z.string().min(1).optional(),
   TRUST_PROXY: z.string().min(1).default('false'),
@@ -76,6 +78,7 @@ export interface Config {
   /** Unset means: generated once and kept in the data directory (see server start). */
   readonly sessionSecret: string | undefined;
   readonly attachmentsAllowPrivate: boolean;
+  readonly webhooksAllowPrivate: boolean;
   readonly rateLimitPerMinute: number;
   readonly metricsToken: string | undefined;
   /** Passed to Express's `trust proxy` as is: a boolean, a hop count or a list of addresses. */
@@ -144,6 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     processRole: e.PROCESS_ROLE,
     sessionSecret: e.SESSION_SECRET,
     attachmentsAllowPrivate: e.ATTACHMENTS_ALLOW_PRIVATE,
+    webhooksAllowPrivate: e.WEBHOOKS_ALLOW_PRIVATE,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     metricsToken: e.METRICS_TOKEN,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),

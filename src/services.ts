@@ -13,6 +13,10 @@ import { createRequestService } from './requests/service.js';
 import { createDispatcher, defaultDispatcherOptions, type DispatcherOptions } from './requests/dispatcher.js';
 import { anyAddress, publicAddressesOnly, type AddressPolicy } from './net/address-policy.js';
 import { createDownloader, type DownloadLimits } from './requests/attachments/download.js';
+import { createOutbox } from './webhooks/events.js';
+import { createSender, type SendOptions } from './webhooks/send.js';
+import { createWebhookService } from './webhooks/service.js';
+import { createWebhookWorker, defaultWebhookWorkerOptions, type WebhookWorkerOptions } from './webhooks/worker.js';
 import { createAttachmentFetcher } from './requests/attachments/fetch.js';
 import { createAttachmentStore } from './requests/attachments/store.js';
 import { createAuditLog } from './audit/service.js';
@@ -48,6 +52,9 @@ export interface ServiceOptions {
   clock?: Clock;
   downloadLimits?: Partial<DownloadLimits>;
   addressPolicy?: AddressPolicy;
+  /** Replaces WEBHOOKS_ALLOW_PRIVATE's choice of where webhooks may connect (tests). */
+  webhookAddressPolicy?: AddressPolicy;
+  webhooks?: Partial<WebhookWorkerOptions & SendOptions>;
   dispatcher?: Partial<DispatcherOptions>;
   /** False leaves accepted receipts for an explicit tick (tests that watch each state). */
   dispatchOnAccept?: boolean;
@@ -75,12 +82,24 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     options.addressPolicy ?? (config.attachmentsAllowPrivate ? anyAddress : publicAddressesOnly),
     { ...defaultDownloadLimits, ...options.downloadLimits },
   );
+  // Outbound webhooks: events written with the changes they report, sent by the worker.
+  const webhookPolicy = options.webhookAddressPolicy ?? (config.webhooksAllowPrivate ? anyAddress : publicAddressesOnly);
+  const webhookOptions = { ...defaultWebhookWorkerOptions, timeoutMs: 15_000, ...options.webhooks };
+  const webhookWorker = createWebhookWorker({ db, clock, logger, sender: createSender(webhookPolicy, webhookOptions), options: webhookOptions });
+  const outbox = createOutbox({
+    clock,
+    onRecorded: (eventId) => {
+      webhookWorker.nudge();
+      void wakeups.notify('scribe_webhooks', eventId);
+    },
+  });
   const dispatcher = createDispatcher({
     db,
     clock,
     logger,
     options: { ...defaultDispatcherOptions, ...options.dispatcher },
     createTask: (trx, receipt, at) => tasks.createForReceipt(trx, receipt, at),
+    recordEvents: outbox.record,
     // The tasks it made are worked here first; other processes find them as they poll.
     onTasksCreated: () => {
       if (runOnNewWork) runtime.nudge();
@@ -118,6 +137,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     agentFor: (kind) => agents[kind],
     findScribe: (id) => scribes.find(id),
     toolboxFor: (scribe) => createToolbox(scribe, { entryTypes, entries, tasks }),
+    recordEvents: outbox.record,
     options: { ...defaultRuntimeOptions, ...options.runtime },
   });
 
@@ -150,6 +170,8 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     requests,
     schedules: createScheduleService({ db, clock, logger, audit, requests, scribes, options: { ...defaultScheduleOptions, ...options.schedules } }),
     channels: createChannelService({ db, clock, logger, audit, requests, sessions, scribes, store }),
+    webhooks: createWebhookService({ db, clock, audit, policy: webhookPolicy, recordEvents: outbox.record }),
+    webhookWorker,
     dispatcher,
     runtime,
     metrics,
@@ -178,6 +200,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
       await wakeups.close();
       await dispatcher.stop();
       await runtime.stop();
+      await webhookWorker.stop();
       await downloader.close();
       await readWorkers?.close();
     },

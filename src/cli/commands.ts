@@ -2,6 +2,8 @@ import type { Services } from '../services.js';
 import { operatorActor } from '../audit/service.js';
 import type { ScheduleListRow } from '../schedules/queries.js';
 import type { ChannelListRow } from '../channels/queries.js';
+import type { EndpointRow } from '../webhooks/queries.js';
+import { EVENT_TYPES } from '../webhooks/events.js';
 
 /** What a command needs: its parsed flags and the services. */
 type Flags = Record<string, string | boolean | undefined>;
@@ -210,6 +212,77 @@ export const commands: Record<string, Command> = {
       return { ...presentChannel(channel), deliveries };
     },
   },
+  'webhook create': {
+    usage: `webhook create --org ORG_ID --url URL [--events ${EVENT_TYPES.join(',')}] [--description TEXT]`,
+    async run(flags, s) {
+      const org = await s.organizations.getOrganization(required(flags, 'org'));
+      const { endpoint, secret } = await s.webhooks.create(operatorActor(org.id), { url: required(flags, 'url'), events: eventsFlag(flags), description: optional(flags, 'description') });
+      return { id: endpoint.id, url: endpoint.url, secret, events: endpoint.events ?? [...EVENT_TYPES] };
+    },
+  },
+  'webhook edit': {
+    usage: 'webhook edit --id ID [--url URL] [--events a,b,...|all] [--description TEXT] [--enabled true|false]',
+    async run(flags, s) {
+      const { actor, id } = await webhookOf(flags, s);
+      const enabled = optional(flags, 'enabled');
+      if (enabled !== undefined && enabled !== 'true' && enabled !== 'false') throw new UsageError('--enabled must be true or false');
+      const endpoint = await s.webhooks.update(actor, id, { url: optional(flags, 'url'), events: eventsFlag(flags), description: optional(flags, 'description'), enabled: enabled === undefined ? undefined : enabled === 'true' });
+      return presentEndpoint(endpoint);
+    },
+  },
+  'webhook delete': {
+    usage: 'webhook delete --id ID',
+    async run(flags, s) {
+      const { actor, id } = await webhookOf(flags, s);
+      await s.webhooks.remove(actor, id);
+      return { id, deleted: true };
+    },
+  },
+  'webhook list': {
+    usage: 'webhook list --org ORG_ID',
+    async run(flags, s) {
+      const org = await s.organizations.getOrganization(required(flags, 'org'));
+      return { webhooks: (await s.webhooks.list(org.id)).map(presentEndpoint) };
+    },
+  },
+  'webhook show': {
+    usage: 'webhook show --id ID',
+    async run(flags, s) {
+      const { actor, id } = await webhookOf(flags, s);
+      const endpoint = await s.webhooks.get(actor.organizationId, id);
+      const deliveries = (await s.webhooks.deliveries(id, {}, 20)).map(({ id, event_id, event_type, status, attempts, last_attempt_at, response_status, error, duration_ms, available_at, created_at }) => ({
+        id, event_id, event_type, status, attempts, last_attempt_at, response_status, error, duration_ms, next_attempt_at: status === 'pending' ? available_at : null, created_at,
+      }));
+      return { ...presentEndpoint(endpoint), deliveries };
+    },
+  },
+  'webhook test': {
+    usage: 'webhook test --id ID',
+    async run(flags, s) {
+      const { actor, id } = await webhookOf(flags, s);
+      return { id, event_id: (await s.webhooks.sendTest(actor, id)).eventId };
+    },
+  },
+  'webhook rotate-secret': {
+    usage: 'webhook rotate-secret --id ID',
+    async run(flags, s) {
+      const { actor, id } = await webhookOf(flags, s);
+      const { secret, previousValidUntil } = await s.webhooks.rotateSecret(actor, id);
+      return { id, secret, previous_secret_valid_until: previousValidUntil };
+    },
+  },
+  'webhook redeliver': {
+    usage: 'webhook redeliver --id ID (--delivery DELIVERY_ID | --failed-from TIME --failed-to TIME)',
+    async run(flags, s) {
+      const { actor, id } = await webhookOf(flags, s);
+      const delivery = optional(flags, 'delivery');
+      if (delivery !== undefined) {
+        await s.webhooks.redeliver(actor, id, delivery);
+        return { id, redelivered: 1 };
+      }
+      return { id, redelivered: await s.webhooks.redeliverFailed(actor, id, { from: required(flags, 'failed-from'), to: required(flags, 'failed-to') }) };
+    },
+  },
   backup: {
     usage: 'backup --to FILE',
     run: (flags, s) => s.maintenance.backup(required(flags, 'to')),
@@ -268,6 +341,25 @@ async function channelOf(flags: Flags, s: Services) {
 function presentChannel(channel: ChannelListRow) {
   const { id, scribe_slug, kind, mode, name, token, verify, address, enabled, created_at } = channel;
   return { id, scribe: scribe_slug, kind, mode, name, ...(kind === 'webhook' ? { url: `/inbound/${token}`, verify } : { address }), enabled, created_at };
+}
+
+/** The webhook endpoint named by --id, and the operator acting on its organization. */
+async function webhookOf(flags: Flags, s: Services) {
+  const id = required(flags, 'id');
+  return { id, actor: operatorActor(await s.webhooks.organizationOf(id)) };
+}
+
+/** `--events a,b,...`: those types; `all` or no flag: every type. */
+function eventsFlag(flags: Flags): string[] | null | undefined {
+  const value = optional(flags, 'events');
+  if (value === undefined) return undefined;
+  return value.trim() === 'all' ? null : value.split(',');
+}
+
+/** An endpoint as the CLI prints it: never its secret (shown once, at creation or rotation). */
+function presentEndpoint(endpoint: EndpointRow) {
+  const { id, url, description, events, enabled, disabled_reason, failing_since, created_at } = endpoint;
+  return { id, url, description, events: events ?? [...EVENT_TYPES], enabled, disabled_reason, failing_since, created_at };
 }
 
 /** The schedule named by --id, and the operator acting on its organization. */
@@ -330,6 +422,13 @@ export const FLAGS = {
   verify: { type: 'string' },
   secret: { type: 'string' },
   address: { type: 'string' },
+  url: { type: 'string' },
+  events: { type: 'string' },
+  description: { type: 'string' },
+  enabled: { type: 'string' },
+  delivery: { type: 'string' },
+  'failed-from': { type: 'string' },
+  'failed-to': { type: 'string' },
 } as const;
 
 export function usage(): string {

@@ -18,6 +18,7 @@ import { auditRoutes } from './routes/audit.js';
 import { entryRoutes } from './routes/entries.js';
 import { scheduleRoutes } from './routes/schedules.js';
 import { channelRoutes } from './routes/channels.js';
+import { webhookRoutes } from './routes/webhooks.js';
 
 /** How long a console sign-in lasts without use. */
 export const SESSION_IDLE_MS = 8 * 3_600_000;
@@ -88,6 +89,7 @@ export function consoleRouter({
   router.use(entryRoutes(services));
   router.use(scheduleRoutes(services));
   router.use(channelRoutes(services));
+  router.use(webhookRoutes(services));
   router.use(keyRoutes(services));
   router.use(auditRoutes(services));
   router.use((_req, _res, next) => next(new HttpError(404, 'There is nothing at this address.')));

@@ -41,6 +41,7 @@ export function tone(status: string): 'ok' | 'busy' | 'wait' | 'bad' | 'idle' {
     case 'submitted':
     case 'created':
     case 'enabled':
+    case 'delivered':
       return 'ok';
     case 'accepted':
     case 'dispatched':
@@ -48,6 +49,7 @@ export function tone(status: string): 'ok' | 'busy' | 'wait' | 'bad' | 'idle' {
     case 'in_progress':
     case 'queued':
     case 'open':
+    case 'pending':
       return 'busy';
     case 'waiting':
     case 'paused':

@@ -7,6 +7,7 @@ import { keepLeases } from '../db/claims.js';
 import { findScribesByIds } from '../scribes/queries.js';
 import { messages as scribeMessages } from '../scribes/service.js';
 import type { ReceiptInput } from '../tasks/service.js';
+import { requestEvent, type NewEvent, type RecordEvents } from '../webhooks/events.js';
 import * as queries from './queries.js';
 import type { RequestRow } from './queries.js';
 
@@ -51,6 +52,7 @@ export function createDispatcher({
   logger,
   options = defaultDispatcherOptions,
   createTask,
+  recordEvents = async () => {},
   onTasksCreated = () => {},
   onFinished = () => {},
 }: {
@@ -60,6 +62,8 @@ export function createDispatcher({
   options?: DispatcherOptions;
   /** Creates a fulfilled receipt's task in the given transaction (the tasks service); returns its id. */
   createTask: (trx: Db, receipt: ReceiptInput, at: string) => Promise<string>;
+  /** Writes the receipts' `request.fulfilled` / `request.failed` events in the transaction that ends them (the outbox). */
+  recordEvents?: RecordEvents;
   /** Called after a batch created tasks, so the agent runtime starts on them at once. */
   onTasksCreated?: () => void;
   /** Called once per receipt that ended (committed), with the time since it was accepted (metrics). */
@@ -93,10 +97,15 @@ export function createDispatcher({
     if (requests.length === 0) return result;
     const scribes = await findScribesByIds(db, [...new Set(requests.map((r) => r.scribe_id))]);
     const activeScribes = new Set(scribes.filter((s) => s.state === 'active').map((s) => s.id));
+    const slugs = new Map(scribes.map((s) => [s.id, s.slug]));
+    /** The event of a receipt that ended, as it is now. */
+    const ended = (request: RequestRow, changes: Partial<RequestRow>): NewEvent => requestEvent({ ...request, ...changes }, slugs.get(request.scribe_id) ?? '');
     try {
       const outcomes: Array<[RequestRow, Outcome]> = [];
       await db.transaction(async (trx) => {
-        for (const request of requests) outcomes.push([request, await completeOne(trx, token, request, activeScribes)]);
+        const events: NewEvent[] = [];
+        for (const request of requests) outcomes.push([request, await completeOne(trx, token, request, activeScribes, events, ended)]);
+        await recordEvents(trx, events);
       });
       for (const [request, outcome] of outcomes) {
         report(request, outcome);
@@ -109,11 +118,16 @@ export function createDispatcher({
     const single: TickResult = { fulfilled: 0, failed: 0, retried: 0 };
     for (const request of requests) {
       try {
-        const outcome = await db.transaction((trx) => completeOne(trx, token, request, activeScribes));
+        const outcome = await db.transaction(async (trx) => {
+          const events: NewEvent[] = [];
+          const done = await completeOne(trx, token, request, activeScribes, events, ended);
+          await recordEvents(trx, events);
+          return done;
+        });
         report(request, outcome);
         count(single, outcome);
       } catch (err) {
-        const outcome = await recordFailure(token, request, err);
+        const outcome = await recordFailure(token, request, err, ended);
         report(request, outcome);
         count(single, outcome);
       }
@@ -125,29 +139,38 @@ export function createDispatcher({
     if (outcome === 'fulfilled' || outcome === 'failed') onFinished(outcome, clock().getTime() - Date.parse(request.created_at));
   }
 
-  /** Creates the task and marks the receipt fulfilled, in the caller's transaction. */
-  async function completeOne(trx: Db, token: string, request: RequestRow, activeScribes: Set<string>) {
+  /** Creates the task and marks the receipt fulfilled, in the caller's transaction; adds the receipt's event to `events`. */
+  async function completeOne(trx: Db, token: string, request: RequestRow, activeScribes: Set<string>, events: NewEvent[], ended: EventOf) {
     const now = laterThan(clock, request.updated_at);
     const claimRef = { id: request.id, token };
     if (!activeScribes.has(request.scribe_id)) {
       const failed = await queries.finishClaimedRequest(trx, claimRef, { status: 'failed', errorMessage: scribeMessages.scribeNotActive }, now);
-      return failed ? 'failed' : 'lost';
+      if (!failed) return 'lost';
+      events.push(ended(request, { status: 'failed', error_message: scribeMessages.scribeNotActive, updated_at: now }));
+      return 'failed';
     }
     const taskId = await createTask(trx, request, now);
     const fulfilled = await queries.finishClaimedRequest(trx, claimRef, { status: 'fulfilled', entityId: taskId }, now);
     // Lost the claim to another dispatcher: roll the task back with the transaction.
     if (!fulfilled) throw new LostClaim(request.id);
+    events.push(ended(request, { status: 'fulfilled', entity_id: taskId, updated_at: now }));
     return 'fulfilled';
   }
 
-  async function recordFailure(token: string, request: RequestRow, err: unknown): Promise<Outcome> {
+  async function recordFailure(token: string, request: RequestRow, err: unknown, ended: EventOf): Promise<Outcome> {
     if (err instanceof LostClaim) return 'lost';
     const claimRef = { id: request.id, token };
     const now = clock();
     try {
       if (request.attempts >= options.maxAttempts) {
         logger.error({ err, requestId: request.id, attempts: request.attempts }, 'dispatch failed; giving up');
-        await queries.finishClaimedRequest(db, claimRef, { status: 'failed', errorMessage: messages.gaveUp(request.attempts) }, laterThan(clock, request.updated_at));
+        const at = laterThan(clock, request.updated_at);
+        const errorMessage = messages.gaveUp(request.attempts);
+        await db.transaction(async (trx) => {
+          if (await queries.finishClaimedRequest(trx, claimRef, { status: 'failed', errorMessage }, at)) {
+            await recordEvents(trx, [ended(request, { status: 'failed', error_message: errorMessage, updated_at: at })]);
+          }
+        });
         return 'failed';
       }
       logger.warn({ err, requestId: request.id, attempts: request.attempts }, 'dispatch failed; will retry');
@@ -224,6 +247,7 @@ export function createDispatcher({
 }
 
 type Outcome = 'fulfilled' | 'failed' | 'retried' | 'lost';
+type EventOf = (request: RequestRow, changes: Partial<RequestRow>) => NewEvent;
 
 class LostClaim extends Error {
   constructor(requestId: string) {

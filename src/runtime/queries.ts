@@ -95,6 +95,8 @@ export async function finishSession(
   claim: { id: string; token: string },
   outcome: { author: 'scribe' | 'system'; text: string; end: boolean; errorMessage: string | null },
   at: string,
+  /** More writes that belong to the answer (its webhook event), in its transaction, given the state it left. */
+  alongside?: (trx: Db, state: 'waiting' | 'completed' | 'failed') => Promise<void>,
 ): Promise<boolean> {
   const next = outcome.errorMessage !== null ? 'failed' : outcome.end ? 'completed' : 'waiting';
   return db.transaction(async (trx) => {
@@ -112,6 +114,10 @@ export async function finishSession(
       });
     if (updated === 0) return false;
     await trx('session_messages').insert({ session_id: claim.id, author: outcome.author, text: outcome.text, created_at: at });
+    if (alongside) {
+      const { state } = (await trx('sessions').where({ id: claim.id }).first('state')) as { state: 'waiting' | 'completed' | 'failed' };
+      await alongside(trx, state);
+    }
     return true;
   });
 }

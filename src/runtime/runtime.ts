@@ -8,6 +8,7 @@ import type { AgentKind, ScribeRow } from '../scribes/service.js';
 import { findMessages, type SessionRow } from '../sessions/queries.js';
 import { findTaskEvents, moveTask, type WorkedTaskRow } from '../tasks/queries.js';
 import { keepLeases } from '../db/claims.js';
+import { sessionEvent, taskEvent, type RecordEvents } from '../webhooks/events.js';
 import * as queries from './queries.js';
 
 export interface RuntimeOptions {
@@ -60,6 +61,7 @@ export function createAgentRuntime({
   agentFor,
   findScribe,
   toolboxFor,
+  recordEvents = async () => {},
   options = defaultRuntimeOptions,
 }: {
   db: Db;
@@ -68,6 +70,8 @@ export function createAgentRuntime({
   agentFor: (kind: AgentKind) => Agent;
   findScribe: (id: string) => Promise<ScribeRow | undefined>;
   toolboxFor: (scribe: ScribeRow) => Toolbox;
+  /** Writes a finished answer's or task's webhook event in the transaction that records it (the outbox). */
+  recordEvents?: RecordEvents;
   options?: RuntimeOptions;
 }) {
   const inFlight = new Set<Promise<void>>();
@@ -186,13 +190,14 @@ export function createAgentRuntime({
     const claim = { table: 'sessions' as const, id: session.id, token: session.claim_token!, attempts: session.attempts };
     const scribe = await findScribe(session.scribe_id);
     const at = () => laterThan(clock, session.updated_at);
+    const event = (trx: Db, state: 'waiting' | 'completed' | 'failed') => recordEvents(trx, [sessionEvent(session, scribe?.slug ?? '', state)]);
     const fail = (reason: string) =>
-      queries.finishSession(db, claim, { author: 'system', text: messages.sessionFailed(reason), end: false, errorMessage: reason }, at());
+      queries.finishSession(db, claim, { author: 'system', text: messages.sessionFailed(reason), end: false, errorMessage: reason }, at(), event);
     if (!scribe) return;
     await runClaimed(claim, fail, async () => {
       const transcript = await findMessages(db, session.id);
       const outcome = await agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), signal: abort.signal });
-      await queries.finishSession(db, claim, { author: 'scribe', text: outcome.reply, end: outcome.end ?? false, errorMessage: null }, at());
+      await queries.finishSession(db, claim, { author: 'scribe', text: outcome.reply, end: outcome.end ?? false, errorMessage: null }, at(), event);
     }, { log: { session: session.id }, message: 'agent failed to answer a session' });
   }
 
@@ -205,6 +210,7 @@ export function createAgentRuntime({
         db,
         { id: task.id, from: 'in_progress', to, author, text, at: laterThan(clock, task.updated_at), claimToken: claim.token },
         { claim_token: null, lease_until: null, attempts: 0, ...columns },
+        (trx) => recordEvents(trx, [taskEvent(task, scribe?.slug ?? '', to === 'done' ? { status: 'done', result: text } : { status: 'waiting', question: text })]),
       );
     const fail = (reason: string) => finish('waiting', 'system', messages.taskFailed(reason), { last_error: reason });
     if (!scribe) return;

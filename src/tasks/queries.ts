@@ -76,6 +76,8 @@ export async function moveTask(
   db: Db,
   move: { id: string; from: TaskStatus; to: TaskStatus; author: TaskAuthor; text: string | null; at: string; claimToken?: string },
   columns: Partial<Pick<WorkedTaskRow, 'result' | 'last_error' | 'claim_token' | 'lease_until' | 'attempts'>> = {},
+  /** More writes that belong to the move (its webhook event), in its transaction. */
+  alongside?: (trx: Db) => Promise<void>,
 ): Promise<boolean> {
   return db.transaction(async (trx) => {
     const guard: Record<string, unknown> = { id: move.id, status: move.from };
@@ -83,6 +85,7 @@ export async function moveTask(
     const updated = await trx('tasks').where(guard).update({ ...columns, status: move.to, updated_at: move.at });
     if (updated === 0) return false;
     await insertTaskEvent(trx, { task_id: move.id, from_status: move.from, to_status: move.to, author: move.author, text: move.text, created_at: move.at });
+    await alongside?.(trx);
     return true;
   });
 }

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --only api|entries|console|scale] [--entries N]`: runs the scenarios and rewrites their
+ * `npm run bench [-- --only api|entries|console|scale|webhooks] [--entries N]`: runs the scenarios and rewrites their
  * sections of docs/benchmarks.md. Everything runs on loopback, bounded in time.
  */
 import fs from 'node:fs';
@@ -10,6 +10,7 @@ import { benchApi } from './api.js';
 import { benchEntries } from './entries.js';
 import { benchConsole } from './console.js';
 import { benchScale } from './scale.js';
+import { benchWebhooks } from './webhooks.js';
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, entries: { type: 'string', default: '100000' } } });
 const temp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'scribe-bench-'));
@@ -19,6 +20,7 @@ for (const [name, run] of [
   ['entries', (dir: string) => benchEntries(dir, Number(values.entries))],
   ['console', (dir: string) => benchConsole(dir)],
   ['scale', (dir: string) => benchScale(dir, Number(values.entries))],
+  ['webhooks', (dir: string) => benchWebhooks(dir)],
 ] as const) {
   if (values.only && values.only !== name) continue;
   const dir = temp();

@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
 import { PASSWORD } from '../helpers/console.js';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 
 /** Debian's chromium, installed by .ci/run (`apt-get install -y chromium`). */
 const CHROMIUM = '/usr/bin/chromium';
@@ -30,7 +31,7 @@ describe('the console in Chromium', function () {
   before(async () => {
     if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium), as .ci/run does`);
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    h = await createHarness({ options: { runOnNewWork: false, dispatchOnAccept: false } });
+    h = await createHarness({ env: { WEBHOOKS_ALLOW_PRIVATE: 'true' }, options: { runOnNewWork: false, dispatchOnAccept: false } });
     t = await h.tenant({ slug: 'atlas' });
     await h.services.users.create({ organizationId: t.organizationId, email: 'admin@example.com', password: PASSWORD, role: 'admin' });
     const type = await h.services.entryTypes.create(t.organizationId, { name: 'Companies', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'City', type: 'text' }] });
@@ -188,8 +189,31 @@ describe('the console in Chromium', function () {
     await expectText(page.locator('.origin'), 'Received through the channel Order hook');
   });
 
+  it('creates a webhook endpoint, shows its secret once, sends a test event and shows the delivery and what the receiver answered', async () => {
+    const receiver = await startWebhookReceiver(() => ({ status: 200, body: 'received, thank you' }));
+    try {
+      await page.goto(`${base}/webhooks`);
+      await page.getByRole('link', { name: 'New endpoint' }).click();
+      await page.getByLabel('URL').fill(`${receiver.url}/scribe-events`);
+      await page.getByLabel('request.fulfilled').check();
+      await page.getByRole('button', { name: 'Create endpoint' }).click();
+      await expectText(page.locator('.flash-notice'), 'Endpoint created.');
+      expect(await page.locator('#new-secret').textContent()).to.match(/^whsec_/);
+      await page.getByRole('button', { name: 'Send a test event' }).click();
+      await expectText(page.locator('.flash-notice'), 'Sent a test event, evt_');
+      await receiver.waitFor(1);
+      await page.reload();
+      expect(await page.locator('#new-secret').count(), 'the secret is shown once').to.equal(0);
+      await expectText(page.locator('#deliveries'), 'received, thank you');
+      expect(await page.locator('#deliveries .badge').first().textContent()).to.equal('delivered');
+      await shot('webhook');
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('renders the other main pages', async () => {
-    for (const [name, route] of [['scribes', '/scribes'], ['receipts', '/receipts'], ['tasks', '/tasks'], ['entry-types', '/entry-types'], ['schedules', '/schedules'], ['channels', '/channels'], ['audit', '/audit']]) {
+    for (const [name, route] of [['scribes', '/scribes'], ['receipts', '/receipts'], ['tasks', '/tasks'], ['entry-types', '/entry-types'], ['schedules', '/schedules'], ['channels', '/channels'], ['webhooks', '/webhooks'], ['audit', '/audit']]) {
       const response = await page.goto(`${base}${route}`);
       expect(response?.status(), route).to.equal(200);
       await shot(name!);

@@ -9,7 +9,6 @@ describe('the admin CLI', function () {
   this.timeout(60_000);
   const cli = cliInstall();
   const { admin, json, dir } = cli;
-  before(() => cli.open());
   let orgId: string;
 
   it('org create prints {id, name}', async () => {

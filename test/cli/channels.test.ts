@@ -7,30 +7,25 @@ import { startProcess, type ServerProcess } from '../helpers/process.js';
 
 describe('the admin CLI: channels, and a server taking what they receive', function () {
   this.timeout(90_000);
-  const cli = cliInstall();
+  const cli = cliInstall({ scribe: 'atlas' });
   const { admin, json, dir } = cli;
-  let orgId: string;
-  before(async () => {
-    await cli.open();
-    orgId = await cli.organizationWithScribe('atlas');
-  });
 
   it('creates webhook and email channels, prints them as the contract says, and disables one', async () => {
-    const hook = await json('channel', 'create', '--org', orgId, '--scribe', 'atlas', '--kind', 'webhook', '--verify', 'github');
+    const hook = await json('channel', 'create', '--org', cli.orgId, '--scribe', 'atlas', '--kind', 'webhook', '--verify', 'github');
     expect(Object.keys(hook)).to.deep.equal(['id', 'url', 'secret']);
     expect(hook.url).to.match(/^\/inbound\/[A-Za-z0-9_-]{32}$/);
     expect(hook.secret).to.match(/^[0-9a-f]{64}$/);
 
-    const open = await json('channel', 'create', '--org', orgId, '--scribe', 'atlas', '--kind', 'webhook', '--mode', 'chat');
+    const open = await json('channel', 'create', '--org', cli.orgId, '--scribe', 'atlas', '--kind', 'webhook', '--mode', 'chat');
     expect(open.secret).to.equal(null);
-    const given = await json('channel', 'create', '--org', orgId, '--scribe', 'atlas', '--kind', 'webhook', '--verify', 'hmac-sha256', '--secret', 'my-own-secret-0123456789');
+    const given = await json('channel', 'create', '--org', cli.orgId, '--scribe', 'atlas', '--kind', 'webhook', '--verify', 'hmac-sha256', '--secret', 'my-own-secret-0123456789');
     expect(given.secret).to.equal('my-own-secret-0123456789');
 
-    const mail = await json('channel', 'create', '--org', orgId, '--scribe', 'atlas', '--kind', 'email', '--address', 'Atlas@Inbound.Example.com');
+    const mail = await json('channel', 'create', '--org', cli.orgId, '--scribe', 'atlas', '--kind', 'email', '--address', 'Atlas@Inbound.Example.com');
     expect(mail).to.deep.equal({ id: mail.id, address: 'atlas@inbound.example.com' });
 
     expect(await json('channel', 'disable', '--id', open.id)).to.deep.equal({ id: open.id, disabled: true });
-    const listed = await json('channel', 'list', '--org', orgId);
+    const listed = await json('channel', 'list', '--org', cli.orgId);
     expect(listed.channels.map((c: { id: string; enabled: boolean }) => [c.id, c.enabled])).to.deep.equal([
       [hook.id, true],
       [open.id, false],
@@ -63,7 +58,7 @@ describe('the admin CLI: channels, and a server taking what they receive', funct
     [['channel', 'disable', '--id', '00000000-0000-4000-8000-000000000000'], 'Channel not found'],
   ] as const) {
     it(`refuses \`${args.slice(0, 2).join(' ')} … ${args.at(-1)}\` with "${message}", exit code 1`, async () => {
-      const result = await admin(...args.map((a) => (a === 'ORG' ? orgId : a)));
+      const result = await admin(...args.map((a) => (a === 'ORG' ? cli.orgId : a)));
       expect(result.code).to.equal(1);
       expect(result.stderr).to.include(message);
       expect(result.stdout).to.equal('');
@@ -71,7 +66,7 @@ describe('the admin CLI: channels, and a server taking what they receive', funct
   }
 
   it('answers a missing --kind with its usage error, exit code 2', async () => {
-    const result = await admin('channel', 'create', '--org', orgId, '--scribe', 'atlas');
+    const result = await admin('channel', 'create', '--org', cli.orgId, '--scribe', 'atlas');
     expect(result.code).to.equal(2);
     expect(result.stderr).to.include('--kind is required');
   });
@@ -89,7 +84,7 @@ describe('the admin CLI: channels, and a server taking what they receive', funct
     });
 
     it('takes a signed webhook at the URL the CLI printed', async () => {
-      const hook = await json('channel', 'create', '--org', orgId, '--scribe', 'atlas', '--kind', 'webhook', '--verify', 'hmac-sha256');
+      const hook = await json('channel', 'create', '--org', cli.orgId, '--scribe', 'atlas', '--kind', 'webhook', '--verify', 'hmac-sha256');
       const body = JSON.stringify({ summary: 'From the CLI-made channel' });
       const res = await fetch(server.url + hook.url, {
         method: 'POST',
@@ -101,7 +96,7 @@ describe('the admin CLI: channels, and a server taking what they receive', funct
     });
 
     it('listens for mail on SMTP_PORT and makes a task of it', async () => {
-      const mail = await json('channel', 'create', '--org', orgId, '--scribe', 'atlas', '--kind', 'email', '--address', 'desk@inbound.example.com');
+      const mail = await json('channel', 'create', '--org', cli.orgId, '--scribe', 'atlas', '--kind', 'email', '--address', 'desk@inbound.example.com');
       const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true });
       await transport.sendMail({ from: 'ada@example.org', to: 'desk@inbound.example.com', subject: 'Through the server', text: 'Hello from SMTP' });
       const shown = await json('channel', 'show', '--id', mail.id);

@@ -4,16 +4,11 @@ import { openInstall } from '../helpers/databases.js';
 
 describe('the admin CLI: schedules', function () {
   this.timeout(90_000);
-  const cli = cliInstall();
+  const cli = cliInstall({ scribe: 'atlas' });
   const { admin, json, dir } = cli;
-  let orgId: string;
-  before(async () => {
-    await cli.open();
-    orgId = await cli.organizationWithScribe('atlas');
-  });
 
   it('creates, edits, pauses, resumes, runs now, shows, lists and deletes a schedule, each audited as the operator', async () => {
-    const created = await json('schedule', 'create', '--org', orgId, '--scribe', 'atlas', '--cron', '0 9 * * 1-5', '--summary', 'Morning brief', '--timezone', 'Europe/Berlin', '--title', 'Brief');
+    const created = await json('schedule', 'create', '--org', cli.orgId, '--scribe', 'atlas', '--cron', '0 9 * * 1-5', '--summary', 'Morning brief', '--timezone', 'Europe/Berlin', '--title', 'Brief');
     expect(Object.keys(created)).to.deep.equal(['id', 'next_run_at']);
     expect(new Date(created.next_run_at).toISOString()).to.equal(created.next_run_at);
     const id = created.id as string;
@@ -36,7 +31,7 @@ describe('the admin CLI: schedules', function () {
     expect(shown.fires).to.have.length(1);
     expect(shown.fires[0]).to.include({ outcome: 'submitted', request_id: ran.request_id, manual: true });
 
-    const listed = await json('schedule', 'list', '--org', orgId, '--scribe', 'atlas');
+    const listed = await json('schedule', 'list', '--org', cli.orgId, '--scribe', 'atlas');
     expect(listed.schedules.map((s: { id: string }) => s.id)).to.deep.equal([id]);
 
     expect(await json('schedule', 'delete', '--id', id)).to.deep.equal({ id, deleted: true });
@@ -56,12 +51,12 @@ describe('the admin CLI: schedules', function () {
       [['--cron', '* * *'], 'error: Cron expression must have 5 fields, or 6 with seconds first\n'],
       [['--cron', '0 9 * * *', '--timezone', 'Nowhere/Land'], 'error: Unknown time zone: Nowhere/Land (use an IANA name such as Europe/Berlin)\n'],
     ] as const) {
-      const result = await admin('schedule', 'create', '--org', orgId, '--scribe', 'atlas', '--summary', 'x', ...args);
+      const result = await admin('schedule', 'create', '--org', cli.orgId, '--scribe', 'atlas', '--summary', 'x', ...args);
       expect(result).to.include({ code: 1, stdout: '', stderr: message });
     }
     const missing = await admin('schedule', 'pause', '--id', '01935f00-0000-7000-8000-000000000000');
     expect(missing).to.include({ code: 1, stderr: 'error: Schedule not found\n' });
-    const noCron = await admin('schedule', 'create', '--org', orgId, '--scribe', 'atlas', '--summary', 'x');
+    const noCron = await admin('schedule', 'create', '--org', cli.orgId, '--scribe', 'atlas', '--summary', 'x');
     expect(noCron.code).to.equal(2);
     expect(noCron.stderr).to.match(/^error: --cron is required\nusage: schedule create --org ORG_ID --scribe SLUG --cron EXPR/);
     const db = await openInstall(dir);

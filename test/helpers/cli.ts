@@ -25,17 +25,17 @@ export function runAdmin(args: string[], env: Record<string, string>): Promise<C
 }
 
 /**
- * A fresh install that CLI tests drive: `open()` it in `before`, then `admin(...)` runs a
- * command, and `json(...)` one that must succeed, printing exactly one JSON object.
+ * A fresh install that a CLI suite drives, opened in the suite's `before` hook (call it in a
+ * `describe`): `admin(...)` runs a command, and `json(...)` one that must succeed, printing
+ * exactly one JSON object. With `scribe`, the install also has an organization (`orgId`)
+ * with that scribe.
  */
-export function cliInstall() {
+export function cliInstall({ scribe }: { scribe?: string } = {}) {
   const dir = tempDir();
   const cli = {
     dir,
     env: {} as Record<string, string>,
-    async open(): Promise<void> {
-      cli.env = await installEnv(dir);
-    },
+    orgId: '',
     admin: (...args: string[]) => runAdmin(args, cli.env),
     async json(...args: string[]) {
       const result = await cli.admin(...args);
@@ -45,12 +45,12 @@ export function cliInstall() {
       expect(lines, 'exactly one JSON object').to.have.length(1);
       return JSON.parse(lines[0]!);
     },
-    /** A new organization with one scribe, `slug`; its id. */
-    async organizationWithScribe(slug: string): Promise<string> {
-      const orgId: string = (await cli.json('org', 'create', '--name', 'Acme')).id;
-      await cli.json('scribe', 'create', '--org', orgId, '--slug', slug, '--name', slug);
-      return orgId;
-    },
   };
+  before(async () => {
+    cli.env = await installEnv(dir);
+    if (scribe === undefined) return;
+    cli.orgId = (await cli.json('org', 'create', '--name', 'Acme')).id;
+    await cli.json('scribe', 'create', '--org', cli.orgId, '--slug', scribe, '--name', scribe);
+  });
   return cli;
 }

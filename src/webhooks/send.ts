@@ -1,0 +1,90 @@
+import { request, type Agent } from 'undici';
+import type { AddressPolicy } from '../net/address-policy.js';
+import { checkLiteralAddress, createGuardedAgent, errorCodes, isRefusedAddress } from '../net/guarded-agent.js';
+
+/** How much of an endpoint's answer is kept for the console. */
+export const RESPONSE_KEEP_BYTES = 1000;
+
+export interface SendOptions {
+  /** The whole attempt, connect to last byte read (contract: 15 s). */
+  timeoutMs: number;
+}
+
+/** What one POST came to: an HTTP answer (any status), or no answer and why. */
+export type Attempt =
+  | { kind: 'answered'; status: number; body: string; retryAfterMs: number | null; durationMs: number }
+  | { kind: 'unanswered'; error: string; durationMs: number };
+
+export interface Sender {
+  post(url: string, headers: Record<string, string>, body: string): Promise<Attempt>;
+  close(): Promise<void>;
+}
+
+/**
+ * POSTs webhook bodies: through the guarded agent (the address policy at connect time), never
+ * following a redirect (undici's `request` does not), within `timeoutMs`, keeping the first
+ * bytes of the answer.
+ */
+export function createSender(policy: AddressPolicy, options: SendOptions): Sender {
+  const agent: Agent = createGuardedAgent(policy, { headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs, connections: 16 });
+
+  async function post(url: string, headers: Record<string, string>, body: string): Promise<Attempt> {
+    const started = performance.now();
+    const durationMs = () => Math.round(performance.now() - started);
+    const timeout = AbortSignal.timeout(options.timeoutMs);
+    try {
+      const target = new URL(url);
+      checkLiteralAddress(target, policy);
+      const response = await request(target, {
+        dispatcher: agent,
+        method: 'POST',
+        signal: timeout,
+        headers: { ...headers, 'content-type': 'application/json', 'user-agent': 'Scribe-Webhooks/1' },
+        body,
+      });
+      const kept = await firstBytes(response.body, RESPONSE_KEEP_BYTES);
+      return { kind: 'answered', status: response.statusCode, body: kept, retryAfterMs: retryAfter(response.headers['retry-after']), durationMs: durationMs() };
+    } catch (err) {
+      return { kind: 'unanswered', error: reasonOf(err, timeout, options.timeoutMs), durationMs: durationMs() };
+    }
+  }
+
+  return { post, close: () => agent.close() };
+}
+
+/** Reads up to `limit` bytes of a body as text and drops the rest. */
+async function firstBytes(body: AsyncIterable<Buffer> & { destroy(): unknown }, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= limit) {
+      body.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+}
+
+/** `Retry-After` in milliseconds from now: delay-seconds or an HTTP date; null when absent or unreadable. */
+export function retryAfter(value: string | string[] | undefined, now = Date.now()): number | null {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (!text) return null;
+  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+function reasonOf(err: unknown, timeout: AbortSignal, timeoutMs: number): string {
+  if (timeout.aborted) return `timed out after ${timeoutMs / 1000} s`;
+  if (isRefusedAddress(err)) return 'address not allowed';
+  const codes = errorCodes(err);
+  if (codes.includes('ERR_INVALID_URL')) return 'invalid URL';
+  if (codes.includes('ECONNREFUSED')) return 'connection refused';
+  if (codes.includes('ENOTFOUND') || codes.includes('EAI_AGAIN')) return 'host not found';
+  if (codes.includes('UND_ERR_HEADERS_TIMEOUT') || codes.includes('UND_ERR_BODY_TIMEOUT')) return `timed out after ${timeoutMs / 1000} s`;
+  if (codes.some((code) => code.startsWith('ERR_TLS') || code.includes('CERT'))) return 'TLS error';
+  if (codes.includes('ECONNRESET') || codes.includes('UND_ERR_SOCKET')) return 'connection reset';
+  return 'network error';
+}

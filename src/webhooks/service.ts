@@ -1,0 +1,219 @@
+import net from 'node:net';
+import type { Db } from '../db/knex.js';
+import type { Actor, AuditLog } from '../audit/service.js';
+import { type Clock, isoNow } from '../lib/clock.js';
+import { UUID_PATTERN, newId } from '../lib/ids.js';
+import { NotFoundError, ValidationError } from '../http/errors.js';
+import type { AddressPolicy } from '../net/address-policy.js';
+import { EVENT_TYPES, TEST_EVENT, type RecordEvents } from './events.js';
+import * as queries from './queries.js';
+import { DELIVERY_STATUSES, type DeliveryFilter, type DeliveryRow, type EndpointRow } from './queries.js';
+import { generateSecret } from './sign.js';
+
+export const messages = {
+  endpointNotFound: 'Webhook endpoint not found',
+  deliveryNotFound: 'Delivery not found',
+  invalidUrl: 'URL must be an http:// or https:// URL without credentials, at most 2000 characters',
+  privateAddress: 'URL must not point at a private or local address (WEBHOOKS_ALLOW_PRIVATE=true allows it)',
+  unknownEvent: (type: string) => `Unknown event type: ${type} (expected ${EVENT_TYPES.join(', ')})`,
+  noEvents: 'Choose at least one event type, or all of them',
+  descriptionTooLong: 'Description must be at most 200 characters',
+  invalidRange: 'Give a time range: from before to',
+  endpointDisabled: 'This endpoint is disabled; enable it to send',
+};
+
+/** How long the old secret still signs after a rotation. */
+export const ROTATION_GRACE_MS = 24 * 60 * 60 * 1000;
+
+export interface EndpointInput {
+  url?: string;
+  /** Event types; undefined or null: all of them. */
+  events?: readonly string[] | null;
+  description?: string | null;
+  enabled?: boolean;
+}
+
+export type WebhookService = ReturnType<typeof createWebhookService>;
+
+/**
+ * An organization's webhook endpoints, managed by staff (console) and the operator (CLI),
+ * every change audited; their deliveries, test events and redelivery. Sending is the
+ * worker's (worker.ts); events come from the outbox (events.ts).
+ */
+export function createWebhookService({ db, clock, audit, policy, recordEvents }: { db: Db; clock: Clock; audit: AuditLog; policy: AddressPolicy; recordEvents: RecordEvents }) {
+  async function get(organizationId: string, id: string): Promise<EndpointRow> {
+    const endpoint = UUID_PATTERN.test(id) ? await queries.findEndpoint(db, organizationId, id) : undefined;
+    if (!endpoint) throw new NotFoundError(messages.endpointNotFound);
+    return endpoint;
+  }
+
+  function checkUrl(value: string): string {
+    const text = value.trim();
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      throw new ValidationError(messages.invalidUrl);
+    }
+    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || text.length > 2000) throw new ValidationError(messages.invalidUrl);
+    // Names are checked when connecting (DNS may change); an address is refused at once.
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (net.isIP(host) && !policy(host)) throw new ValidationError(messages.privateAddress);
+    return url.toString();
+  }
+
+  function checkEvents(events: readonly string[] | null | undefined): string[] | null {
+    if (events === undefined || events === null) return null;
+    const chosen = [...new Set(events.map((e) => e.trim()).filter(Boolean))];
+    if (chosen.length === 0) throw new ValidationError(messages.noEvents);
+    const unknown = chosen.find((e) => !(EVENT_TYPES as readonly string[]).includes(e));
+    if (unknown) throw new ValidationError(messages.unknownEvent(unknown));
+    return chosen.length === EVENT_TYPES.length ? null : EVENT_TYPES.filter((e) => chosen.includes(e));
+  }
+
+  function checkDescription(description: string | null | undefined): string | null {
+    const text = description?.trim() || null;
+    if (text && text.length > 200) throw new ValidationError(messages.descriptionTooLong);
+    return text;
+  }
+
+  const describe = (endpoint: Pick<EndpointRow, 'url'>) => endpoint.url;
+
+  return {
+    /** A new endpoint; its secret is returned here and shown this once. */
+    async create(actor: Actor, input: EndpointInput): Promise<{ endpoint: EndpointRow; secret: string }> {
+      const at = isoNow(clock);
+      const endpoint: EndpointRow = {
+        id: newId(),
+        organization_id: actor.organizationId,
+        url: checkUrl(input.url ?? ''),
+        description: checkDescription(input.description),
+        events: checkEvents(input.events),
+        secret: generateSecret(),
+        previous_secret: null,
+        previous_secret_until: null,
+        enabled: input.enabled ?? true,
+        disabled_reason: null,
+        failing_since: null,
+        created_at: at,
+        updated_at: at,
+      };
+      await db.transaction(async (trx) => {
+        await queries.insertEndpoint(trx, endpoint);
+        await audit.record(actor, 'webhook.create', { type: 'webhook', id: endpoint.id }, describe(endpoint), trx);
+      });
+      return { endpoint, secret: endpoint.secret };
+    },
+
+    /** Changes the URL, event filter, description or enabled flag; enabling clears why it was disabled. */
+    async update(actor: Actor, id: string, input: EndpointInput): Promise<EndpointRow> {
+      const endpoint = await get(actor.organizationId, id);
+      const changes: Partial<EndpointRow> = { updated_at: isoNow(clock) };
+      if (input.url !== undefined) changes.url = checkUrl(input.url);
+      if (input.events !== undefined) changes.events = checkEvents(input.events);
+      if (input.description !== undefined) changes.description = checkDescription(input.description);
+      if (input.enabled !== undefined) {
+        changes.enabled = input.enabled;
+        if (input.enabled) Object.assign(changes, { disabled_reason: null, failing_since: null });
+      }
+      // An edit and a switch on or off are separate entries, so the log can be filtered by either.
+      const actions: string[] = [];
+      if (input.url !== undefined || input.events !== undefined || input.description !== undefined) actions.push('webhook.update');
+      if (input.enabled !== undefined && input.enabled !== endpoint.enabled) actions.push(input.enabled ? 'webhook.enable' : 'webhook.disable');
+      await db.transaction(async (trx) => {
+        await queries.updateEndpoint(trx, id, changes);
+        for (const action of actions) await audit.record(actor, action, { type: 'webhook', id }, describe({ url: changes.url ?? endpoint.url }), trx);
+      });
+      return { ...endpoint, ...changes };
+    },
+
+    /** Deletes the endpoint and its deliveries; the audit log keeps its history. */
+    async remove(actor: Actor, id: string): Promise<void> {
+      const endpoint = await get(actor.organizationId, id);
+      await db.transaction(async (trx) => {
+        await queries.deleteEndpoint(trx, id);
+        await audit.record(actor, 'webhook.delete', { type: 'webhook', id }, describe(endpoint), trx);
+      });
+    },
+
+    /** A new secret, returned (and shown) once; the old one also signs for a day. */
+    async rotateSecret(actor: Actor, id: string): Promise<{ secret: string; previousValidUntil: string }> {
+      const endpoint = await get(actor.organizationId, id);
+      const now = clock();
+      const secret = generateSecret();
+      const previousValidUntil = new Date(now.getTime() + ROTATION_GRACE_MS).toISOString();
+      await db.transaction(async (trx) => {
+        await queries.updateEndpoint(trx, id, { secret, previous_secret: endpoint.secret, previous_secret_until: previousValidUntil, updated_at: now.toISOString() });
+        await audit.record(actor, 'webhook.rotate_secret', { type: 'webhook', id }, `old secret valid until ${previousValidUntil}`, trx);
+      });
+      return { secret, previousValidUntil };
+    },
+
+    /** Sends a `webhook.test` event to this endpoint alone; the event's id. */
+    async sendTest(actor: Actor, id: string): Promise<{ eventId: string }> {
+      const endpoint = await get(actor.organizationId, id);
+      if (!endpoint.enabled) throw new ValidationError(messages.endpointDisabled);
+      return db.transaction(async (trx) => {
+        await recordEvents(trx, [{ organizationId: endpoint.organization_id, type: TEST_EVENT, endpointId: id, data: { endpoint: { id, url: endpoint.url } } }]);
+        await audit.record(actor, 'webhook.test', { type: 'webhook', id }, describe(endpoint), trx);
+        const [latest] = await queries.listDeliveries(trx, id, { eventType: TEST_EVENT }, 1);
+        return { eventId: latest!.event_id };
+      });
+    },
+
+    /** Tries one delivery again from its first attempt (same event, same webhook-id). */
+    async redeliver(actor: Actor, endpointId: string, deliveryId: string): Promise<void> {
+      const endpoint = await get(actor.organizationId, endpointId);
+      const delivery = UUID_PATTERN.test(deliveryId) ? await queries.findDelivery(db, endpointId, deliveryId) : undefined;
+      if (!delivery) throw new NotFoundError(messages.deliveryNotFound);
+      await db.transaction(async (trx) => {
+        await queries.redeliver(trx, endpointId, { id: deliveryId }, isoNow(clock));
+        await audit.record(actor, 'webhook.redeliver', { type: 'webhook', id: endpoint.id }, `${delivery.event_type} ${delivery.event_id}`, trx);
+      });
+    },
+
+    /** Tries every failed delivery made in [from, to) again; how many. */
+    async redeliverFailed(actor: Actor, endpointId: string, range: { from: string; to: string }): Promise<number> {
+      await get(actor.organizationId, endpointId);
+      const { from, to } = checkRange(range);
+      return db.transaction(async (trx) => {
+        const count = await queries.redeliver(trx, endpointId, { failedFrom: from, failedTo: to }, isoNow(clock));
+        await audit.record(actor, 'webhook.redeliver', { type: 'webhook', id: endpointId }, `${count} failed deliveries from ${from} to ${to}`, trx);
+        return count;
+      });
+    },
+
+    /** How many deliveries `redeliverFailed` would try again (the console's preview). */
+    async countFailed(organizationId: string, endpointId: string, range: { from: string; to: string }): Promise<number> {
+      await get(organizationId, endpointId);
+      const { from, to } = checkRange(range);
+      return queries.countFailed(db, endpointId, from, to);
+    },
+
+    get,
+
+    /** The endpoint's organization, for the admin CLI (which names an endpoint by id alone). */
+    async organizationOf(id: string): Promise<string> {
+      const endpoint = UUID_PATTERN.test(id) ? await queries.findEndpointById(db, id) : undefined;
+      if (!endpoint) throw new NotFoundError(messages.endpointNotFound);
+      return endpoint.organization_id;
+    },
+
+    list: (organizationId: string) => queries.listEndpoints(db, organizationId),
+
+    deliveries(endpointId: string, filter: DeliveryFilter = {}, limit = 50): Promise<DeliveryRow[]> {
+      if (filter.status && !DELIVERY_STATUSES.includes(filter.status)) return Promise.resolve([]);
+      return queries.listDeliveries(db, endpointId, filter, limit);
+    },
+
+    event: (id: string) => queries.findEvent(db, id),
+  };
+}
+
+/** A time range as ISO timestamps, `from` before `to`. */
+function checkRange(range: { from: string; to: string }): { from: string; to: string } {
+  const from = Date.parse(range.from);
+  const to = Date.parse(range.to);
+  if (Number.isNaN(from) || Number.isNaN(to) || from >= to) throw new ValidationError(messages.invalidRange);
+  return { from: new Date(from).toISOString(), to: new Date(to).toISOString() };
+}
