@@ -149,8 +149,13 @@ describe('faults and load', function () {
     const { key, env } = await setUp();
     const server: ServerProcess = await startProcess('src/main.ts', env);
     try {
-      const heap = async () => Number(/^nodejs_heap_size_used_bytes (\d+(?:\.\d+)?(?:e\+\d+)?)$/m.exec(await (await fetch(`${server.url}/metrics`)).text())![1]);
-      const samples: number[] = [];
+      // The heap in use and how many major collections have run, as /metrics says.
+      const sample = async () => {
+        const text = await (await fetch(`${server.url}/metrics`)).text();
+        const number = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? 0);
+        return { heap: number(/^nodejs_heap_size_used_bytes (\S+)$/m), majors: number(/^nodejs_gc_duration_seconds_count\{kind="major"\} (\S+)$/m) };
+      };
+      const samples: Array<{ heap: number; majors: number }> = [];
       let running = true;
       const loops = Array.from({ length: 8 }, async (_, w) => {
         let i = 0;
@@ -162,23 +167,27 @@ describe('faults and load', function () {
           else await fetch(`${server.url}/api/v1/scribes/atlas/requests?limit=25`, { headers }).then((r) => r.text());
         }
       });
-      // 20 s in all: a warm-up, then a sample every 250 ms. The heap saws between collections
-      // (about 45 to 145 MB here), so each quarter must span several of them.
+      // 20 s in all: a warm-up, then a sample every 250 ms.
       await new Promise((resolve) => setTimeout(resolve, 4000));
       for (let s = 0; s < 64; s++) {
-        samples.push(await heap());
+        samples.push(await sample());
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
       running = false;
       await Promise.all(loops);
-      // What survives collections is what leaks: each quarter's lowest sample is near a trough
-      // (a collection happens every second or two under this load), where a mean depends on
-      // where in the saw the samples fell (a mean measured 1.96× once on a loaded machine).
+      // What a major collection leaves is what is retained: compare the heap just after the
+      // first and the last major collections seen. The heap between collections saws (45 to
+      // 145 MB here), and V8 may let old space grow for a while before collecting, so any
+      // other sample (a mean measured 1.96×, a quarter's lowest 1.77× on a loaded machine,
+      // while 60 s of the same load stayed flat) says more about timing than about leaks.
+      const afterMajor = samples.filter((s, i) => i > 0 && s.majors > samples[i - 1]!.majors).map((s) => s.heap);
       const quarter = samples.length / 4;
-      const early = Math.min(...samples.slice(0, quarter));
-      const late = Math.min(...samples.slice(-quarter));
-      // Flat: the last seconds' retained heap within half again of the first's, through thousands of calls.
-      expect(late / early, `heap ${(early / 1e6).toFixed(1)} MB → ${(late / 1e6).toFixed(1)} MB`).to.be.below(1.5);
+      const [early, late] =
+        afterMajor.length >= 2
+          ? [afterMajor[0]!, afterMajor.at(-1)!]
+          : [Math.min(...samples.slice(0, quarter).map((s) => s.heap)), Math.min(...samples.slice(-quarter).map((s) => s.heap))];
+      // Flat: the retained heap at the end within half again of the start's, through thousands of calls.
+      expect(late / early, `heap ${(early / 1e6).toFixed(1)} MB → ${(late / 1e6).toFixed(1)} MB (${afterMajor.length} major collections seen)`).to.be.below(1.5);
     } finally {
       server.child.kill('SIGTERM');
       await server.exited;
