@@ -64,10 +64,9 @@ export async function up(knex: Knex): Promise<void> {
 export async function down(knex: Knex): Promise<void> {
   await knex('audit_events').whereNotIn('actor_type', ACTORS_BEFORE).delete();
   await rebuildAuditEvents(knex, ACTORS_BEFORE);
-  await knex.schema.alterTable('requests', (t) => {
-    t.dropColumn('origin_type');
-    t.dropColumn('origin_id');
-  });
+  // ALTER TABLE … DROP COLUMN, not Knex's dropColumn: on SQLite that rebuilds the table, and
+  // dropping the old requests table would cascade to the tasks and attachments that refer to it.
+  for (const column of ['origin_type', 'origin_id']) await knex.raw(`alter table requests drop column ${column}`);
   await knex.schema.dropTable('schedule_fires');
   await knex.schema.dropTable('schedules');
 }

@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from './db/knex.js';
+import { agentCallTotals, type AgentCallTotals } from './agents/queries.js';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
@@ -55,6 +56,42 @@ export function createMetrics(db: Db) {
       const tasks = await db('tasks').whereIn('status', ['open', 'in_progress']).count({ n: '*' }).first();
       this.set({ kind: 'sessions' }, Number(sessions?.n ?? 0));
       this.set({ kind: 'tasks' }, Number(tasks?.n ?? 0));
+    },
+  });
+  // The agents' calls, from their traces: counted in the database, so every process reports
+  // the same totals (a process's own counters would each see a part).
+  const agentTotals = (name: string, help: string, of: (t: AgentCallTotals) => number) => ({ name, help, of });
+  const agentFigures = [
+    agentTotals('scribe_agent_model_calls', 'Model calls made by the openai agent, by scribe.', (t) => t.model_calls),
+    agentTotals('scribe_agent_tool_calls', 'Tool calls made by agents, by scribe.', (t) => t.tool_calls),
+    agentTotals('scribe_agent_call_errors', 'Model and tool calls that failed, by scribe.', (t) => t.errors),
+  ];
+  let totals: Promise<AgentCallTotals[]> | undefined;
+  // One query per scrape serves all four gauges.
+  const readTotals = () => (totals ??= agentCallTotals(db).finally(() => setTimeout(() => (totals = undefined), 0)));
+  for (const figure of agentFigures) {
+    new Gauge({
+      name: figure.name,
+      help: figure.help,
+      labelNames: ['organization', 'scribe'] as const,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const t of await readTotals()) this.set({ organization: t.organization_id, scribe: t.scribe_slug }, figure.of(t));
+      },
+    });
+  }
+  new Gauge({
+    name: 'scribe_agent_tokens',
+    help: 'Tokens the model calls used, by scribe and direction (input, output), as the responses reported them.',
+    labelNames: ['organization', 'scribe', 'direction'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const t of await readTotals()) {
+        this.set({ organization: t.organization_id, scribe: t.scribe_slug, direction: 'input' }, t.input_tokens);
+        this.set({ organization: t.organization_id, scribe: t.scribe_slug, direction: 'output' }, t.output_tokens);
+      }
     },
   });
 

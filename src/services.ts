@@ -14,6 +14,8 @@ import { createDispatcher, defaultDispatcherOptions, type DispatcherOptions } fr
 import { anyAddress, publicAddressesOnly, type AddressPolicy } from './net/address-policy.js';
 import { createDownloader, type DownloadLimits } from './requests/attachments/download.js';
 import { createOutbox } from './webhooks/events.js';
+import { createTrace } from './agents/trace.js';
+import { listAgentCalls } from './agents/queries.js';
 import { createSender, type SendOptions } from './webhooks/send.js';
 import { createWebhookService } from './webhooks/service.js';
 import { createWebhookWorker, defaultWebhookWorkerOptions, type WebhookWorkerOptions } from './webhooks/worker.js';
@@ -138,6 +140,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     findScribe: (id) => scribes.find(id),
     toolboxFor: (scribe) => createToolbox(scribe, { entryTypes, entries, tasks }),
     recordEvents: outbox.record,
+    traceFor: (work) => createTrace(db, clock, work),
     options: { ...defaultRuntimeOptions, ...options.runtime },
   });
 
@@ -172,6 +175,8 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     channels: createChannelService({ db, clock, logger, audit, requests, sessions, scribes, store }),
     webhooks: createWebhookService({ db, clock, audit, policy: webhookPolicy, recordEvents: outbox.record }),
     webhookWorker,
+    /** The model and tool calls a task's or a session's agent runs made, in order (agents/trace.ts). */
+    traces: { of: (work: { taskId: string } | { sessionId: string }) => listAgentCalls(db, work) },
     dispatcher,
     runtime,
     metrics,

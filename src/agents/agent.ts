@@ -2,13 +2,17 @@ import type { ScribeRow } from '../scribes/service.js';
 import type { MessageRow } from '../sessions/service.js';
 import type { TaskEventRow, WorkedTaskRow } from '../tasks/service.js';
 import type { Toolbox } from './toolbox.js';
+import type { Trace } from './trace.js';
 
-/** What an agent sees of its scribe. */
-export type AgentScribe = Pick<ScribeRow, 'id' | 'organization_id' | 'slug' | 'name' | 'instructions'>;
+/** What an agent sees of its scribe: who it is, and the openai agent's settings for it. */
+export type AgentScribe = Pick<ScribeRow, 'id' | 'organization_id' | 'slug' | 'name' | 'instructions'> &
+  Partial<Pick<ScribeRow, 'model' | 'model_base_url' | 'model_api_key' | 'model_vision' | 'max_tool_rounds' | 'token_budget'>>;
 
 export interface AgentInput {
   scribe: AgentScribe;
   tools: Toolbox;
+  /** Where the agent reports each model and tool call (agents/trace.ts). */
+  trace: Trace;
   /** Aborted when the process stops; the work is then released for the next start. */
   signal: AbortSignal;
 }

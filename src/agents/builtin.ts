@@ -1,6 +1,7 @@
 import type { TaskEventRow, TaskStatus } from '../tasks/service.js';
 import type { Agent, AgentScribe } from './agent.js';
 import type { FoundEntry, Toolbox } from './toolbox.js';
+import { tracedToolbox } from './trace.js';
 
 /**
  * The builtin agent: deterministic and offline, for demos and tests. Its rules (also in
@@ -22,7 +23,8 @@ import type { FoundEntry, Toolbox } from './toolbox.js';
  */
 export function createBuiltinAgent(): Agent {
   return {
-    async answer({ scribe, transcript, tools }) {
+    async answer({ scribe, transcript, tools: given, trace }) {
+      const tools = tracedToolbox(given, trace);
       const latest = [...transcript].reverse().find((m) => m.author === 'user' || m.author === 'staff');
       const text = latest?.text.trim() ?? '';
       if (!text) return { reply: greeting(scribe) };
@@ -30,7 +32,8 @@ export function createBuiltinAgent(): Agent {
       return { reply: await describeFindings(tools, text) };
     },
 
-    async work({ task, history, tools }) {
+    async work({ task, history, tools: given, trace }) {
+      const tools = tracedToolbox(given, trace);
       const input = latestInput(history);
       if (!task.acceptance_criteria?.trim() && task.summary.trim().endsWith('?') && input === undefined) {
         return { status: 'waiting', question: `Before I start: what would a good answer to "${task.summary.trim()}" look like? Please give acceptance criteria.` };

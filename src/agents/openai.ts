@@ -6,16 +6,17 @@ import { HttpError } from '../http/errors.js';
 import { AgentError, type Agent, type AgentInput, type SessionOutcome, type TaskOutcome } from './agent.js';
 import type { Toolbox } from './toolbox.js';
 
-/** Model rounds (each possibly with tool calls) before an answer must have come. */
-const MAX_ROUNDS = 8;
+/** Model rounds (each possibly with tool calls) before an answer must have come, unless the scribe says otherwise. */
+export const DEFAULT_MAX_ROUNDS = 8;
 
 export const messages = {
-  notConfigured: 'the openai agent is not configured (set OPENAI_MODEL)',
+  notConfigured: 'the openai agent is not configured (set OPENAI_MODEL, or a model for the scribe)',
   timedOut: (ms: number) => `the model endpoint timed out after ${ms / 1000}s`,
   httpError: (status: number, detail: string) => `the model endpoint answered HTTP ${status}${detail ? `: ${detail}` : ''}`,
   unreachable: 'the model endpoint could not be reached',
   noAnswer: 'the model answered with neither text nor a tool call',
-  tooManyRounds: `the model did not finish within ${MAX_ROUNDS} rounds of tool calls`,
+  tooManyRounds: (rounds: number) => `the model did not finish within ${rounds} rounds of tool calls`,
+  overBudget: (used: number, budget: number) => `the work used ${used} tokens, over its budget of ${budget}`,
   deadline: (ms: number) => `the work took longer than ${ms / 1000}s`,
 };
 
@@ -27,31 +28,54 @@ export const messages = {
  * ends well inside the runtime's lease.
  */
 export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadlineMs = 4 * 60_000 } = {}): Agent {
-  const client = config.model
-    ? new OpenAI({
-        baseURL: config.baseUrl,
+  // One client per endpoint and key: the environment's, and those scribes set for themselves.
+  const clients = new Map<string, OpenAI>();
+  function clientFor(baseURL: string, apiKey: string | undefined): OpenAI {
+    const id = `${baseURL}\n${apiKey ?? ''}`;
+    let client = clients.get(id);
+    if (!client) {
+      client = new OpenAI({
+        baseURL,
         // Local servers (Ollama, llama.cpp) take any key; the SDK insists on one.
-        apiKey: config.apiKey ?? 'none',
+        apiKey: apiKey ?? 'none',
         timeout: config.timeoutMs,
         maxRetries: config.maxRetries,
         logger: logger.child({ source: 'openai' }),
-      })
-    : undefined;
+      });
+      clients.set(id, client);
+    }
+    return client;
+  }
 
-  /** Runs the conversation until a terminal tool call or plain text ends it. */
+  /** Runs the conversation until a terminal tool call or plain text ends it, tracing every call. */
   async function converse<T>(
     input: AgentInput,
     conversation: ChatCompletionMessageParam[],
     tools: Array<ToolSpec<T>>,
     fromText: (text: string) => T,
   ): Promise<T> {
-    if (!client || !config.model) throw new AgentError(messages.notConfigured);
+    const { scribe, trace } = input;
+    const model = scribe.model ?? config.model;
+    if (!model) throw new AgentError(messages.notConfigured);
+    const client = clientFor(scribe.model_base_url ?? config.baseUrl, scribe.model_api_key ?? config.apiKey);
+    const maxRounds = scribe.max_tool_rounds ?? DEFAULT_MAX_ROUNDS;
+    const budget = scribe.token_budget ?? null;
+    let used = 0;
     const signal = AbortSignal.any([input.signal, AbortSignal.timeout(deadlineMs)]);
     const byName = new Map(tools.map((t) => [t.definition.function.name, t]));
-    for (let round = 0; round < MAX_ROUNDS; round++) {
-      const completion = await call(() =>
-        client.chat.completions.create({ model: config.model!, messages: conversation, tools: tools.map((t) => t.definition) }, { signal }),
-      signal, input.signal);
+    for (let round = 0; round < maxRounds; round++) {
+      const started = performance.now();
+      let completion: Awaited<ReturnType<typeof client.chat.completions.create>> & { usage?: { prompt_tokens?: number; completion_tokens?: number } };
+      try {
+        completion = await call(() => client.chat.completions.create({ model, messages: conversation, tools: tools.map((t) => t.definition) }, { signal }), signal, input.signal);
+      } catch (err) {
+        await trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, error: (err as Error).message });
+        throw err;
+      }
+      const usage = { input: completion.usage?.prompt_tokens ?? null, output: completion.usage?.completion_tokens ?? null };
+      await trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, inputTokens: usage.input, outputTokens: usage.output });
+      used += (usage.input ?? 0) + (usage.output ?? 0);
+      if (budget !== null && used > budget) throw new AgentError(messages.overBudget(used, budget));
       const message = completion.choices[0]?.message;
       if (!message) throw new AgentError(messages.noAnswer);
       const calls = (message.tool_calls ?? []).filter((c) => c.type === 'function');
@@ -63,12 +87,22 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
       conversation.push({ role: 'assistant', content: message.content ?? null, tool_calls: calls });
       for (const toolCall of calls) {
         const tool = byName.get(toolCall.function.name);
+        const toolStarted = performance.now();
         const outcome = await runTool(tool, toolCall.function.arguments, input.tools);
+        const error = (outcome.result as { error?: unknown } | undefined)?.error;
+        await trace.record({
+          kind: 'tool',
+          name: toolCall.function.name,
+          arguments: toolCall.function.arguments,
+          result: outcome.final !== undefined ? outcome.final : outcome.result,
+          durationMs: performance.now() - toolStarted,
+          error: typeof error === 'string' ? error : null,
+        });
         if (outcome.final !== undefined) return outcome.final;
         conversation.push({ role: 'tool', tool_call_id: toolCall.id, content: JSON.stringify(outcome.result) });
       }
     }
-    throw new AgentError(messages.tooManyRounds);
+    throw new AgentError(messages.tooManyRounds(maxRounds));
   }
 
   /** One SDK call with its failures put in words staff can act on. */

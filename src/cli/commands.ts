@@ -3,7 +3,9 @@ import { operatorActor } from '../audit/service.js';
 import type { ScheduleListRow } from '../schedules/queries.js';
 import type { ChannelListRow } from '../channels/queries.js';
 import type { EndpointRow } from '../webhooks/queries.js';
+import type { ScribeRow } from '../scribes/queries.js';
 import { EVENT_TYPES } from '../webhooks/events.js';
+import { presentTrace, traceTotals } from '../agents/trace.js';
 
 /** What a command needs: its parsed flags and the services. */
 type Flags = Record<string, string | boolean | undefined>;
@@ -55,11 +57,22 @@ export const commands: Record<string, Command> = {
     },
   },
   'scribe set-agent': {
-    usage: 'scribe set-agent --org ORG_ID --slug SLUG [--agent builtin|openai] [--instructions TEXT]',
+    usage:
+      'scribe set-agent --org ORG_ID --slug SLUG [--agent builtin|openai] [--instructions TEXT] [--model NAME] [--base-url URL] [--api-key KEY]\n' +
+      '  [--vision true|false] [--max-tool-rounds N] [--token-budget N]   (an empty value goes back to the environment\'s; `none` lifts a budget)',
     async run(flags, s) {
       const org = await s.organizations.getOrganization(required(flags, 'org'));
-      const scribe = await s.scribes.setAgent(org.id, required(flags, 'slug'), { agent: optional(flags, 'agent'), instructions: optional(flags, 'instructions') });
-      return { id: scribe.id, slug: scribe.slug, agent: scribe.agent, instructions: scribe.instructions };
+      const scribe = await s.scribes.setAgent(org.id, required(flags, 'slug'), {
+        agent: optional(flags, 'agent'),
+        instructions: optional(flags, 'instructions'),
+        model: optional(flags, 'model'),
+        baseUrl: optional(flags, 'base-url'),
+        apiKey: optional(flags, 'api-key'),
+        vision: booleanFlag(flags, 'vision'),
+        maxToolRounds: wholeFlag(flags, 'max-tool-rounds'),
+        tokenBudget: wholeFlag(flags, 'token-budget'),
+      });
+      return presentAgent(scribe);
     },
   },
   'scribe set-state': {
@@ -95,7 +108,8 @@ export const commands: Record<string, Command> = {
     async run(flags, s) {
       const session = await s.sessions.find(required(flags, 'id'));
       const messages = session.messages.map((m) => ({ author: m.author, text: m.text, created_at: m.created_at }));
-      return { id: session.id, state: session.state, error_message: session.error_message, messages };
+      const calls = await s.traces.of({ sessionId: session.id });
+      return { id: session.id, state: session.state, error_message: session.error_message, messages, usage: traceTotals(calls).usage, trace: presentTrace(calls) };
     },
   },
   'task show': {
@@ -103,7 +117,8 @@ export const commands: Record<string, Command> = {
     async run(flags, s) {
       const task = await s.tasks.find(required(flags, 'id'));
       const events = task.events.map((e) => ({ from: e.from_status, to: e.to_status, author: e.author, text: e.text, at: e.created_at }));
-      return { id: task.id, status: task.status, title: task.title, result: task.result, last_error: task.last_error, events };
+      const calls = await s.traces.of({ taskId: task.id });
+      return { id: task.id, status: task.status, title: task.title, result: task.result, last_error: task.last_error, events, usage: traceTotals(calls).usage, trace: presentTrace(calls) };
     },
   },
   'task input': {
@@ -343,6 +358,29 @@ function presentChannel(channel: ChannelListRow) {
   return { id, scribe: scribe_slug, kind, mode, name, ...(kind === 'webhook' ? { url: `/inbound/${token}`, verify } : { address }), enabled, created_at };
 }
 
+/** A scribe's agent settings as the CLI prints them: whether a key is set, never the key. */
+function presentAgent(scribe: ScribeRow) {
+  const { id, slug, agent, instructions, model, model_base_url, model_api_key, model_vision, max_tool_rounds, token_budget } = scribe;
+  return { id, slug, agent, instructions, model, base_url: model_base_url, api_key_set: model_api_key !== null, vision: model_vision, max_tool_rounds, token_budget };
+}
+
+/** `--name true|false`: the boolean, or undefined when not given. */
+function booleanFlag(flags: Flags, name: string): boolean | undefined {
+  const value = optional(flags, name);
+  if (value === undefined) return undefined;
+  if (value !== 'true' && value !== 'false') throw new UsageError(`--${name} must be true or false`);
+  return value === 'true';
+}
+
+/** `--name N`: a whole number; empty or `none`: null (back to the default); undefined when not given. */
+function wholeFlag(flags: Flags, name: string): number | null | undefined {
+  const value = optional(flags, name);
+  if (value === undefined) return undefined;
+  if (value.trim() === '' || value.trim() === 'none') return null;
+  if (!/^\d+$/.test(value.trim())) throw new UsageError(`--${name} must be a whole number`);
+  return Number(value);
+}
+
 /** The webhook endpoint named by --id, and the operator acting on its organization. */
 async function webhookOf(flags: Flags, s: Services) {
   const id = required(flags, 'id');
@@ -429,6 +467,12 @@ export const FLAGS = {
   delivery: { type: 'string' },
   'failed-from': { type: 'string' },
   'failed-to': { type: 'string' },
+  model: { type: 'string' },
+  'base-url': { type: 'string' },
+  'api-key': { type: 'string' },
+  vision: { type: 'string' },
+  'max-tool-rounds': { type: 'string' },
+  'token-budget': { type: 'string' },
 } as const;
 
 export function usage(): string {

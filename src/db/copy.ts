@@ -29,6 +29,7 @@ const TABLES = [
   'task_events',
   'sessions',
   'session_messages',
+  'agent_calls',
   'channels',
   'channel_deliveries',
   'webhook_endpoints',
@@ -44,7 +45,7 @@ const TABLES = [
 ] as const;
 
 /** Tables whose `id` is a sequence on PostgreSQL, moved past the copied ids. */
-const SERIAL_TABLES = ['task_events', 'session_messages', 'entry_values', 'audit_events'];
+const SERIAL_TABLES = ['task_events', 'session_messages', 'agent_calls', 'entry_values', 'audit_events'];
 
 /** Rows per INSERT: well under PostgreSQL's 65,535 parameters for the widest table. */
 const BATCH_ROWS = 500;

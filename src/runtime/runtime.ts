@@ -4,6 +4,7 @@ import type { Logger } from '../logger.js';
 import { type Clock, laterThan } from '../lib/clock.js';
 import type { Agent } from '../agents/agent.js';
 import type { Toolbox } from '../agents/toolbox.js';
+import { noTrace, type Trace } from '../agents/trace.js';
 import type { AgentKind, ScribeRow } from '../scribes/service.js';
 import { findMessages, type SessionRow } from '../sessions/queries.js';
 import { findTaskEvents, moveTask, type WorkedTaskRow } from '../tasks/queries.js';
@@ -62,6 +63,7 @@ export function createAgentRuntime({
   findScribe,
   toolboxFor,
   recordEvents = async () => {},
+  traceFor = () => noTrace,
   options = defaultRuntimeOptions,
 }: {
   db: Db;
@@ -72,6 +74,8 @@ export function createAgentRuntime({
   toolboxFor: (scribe: ScribeRow) => Toolbox;
   /** Writes a finished answer's or task's webhook event in the transaction that records it (the outbox). */
   recordEvents?: RecordEvents;
+  /** Where a run of the agent on a task or a session answer reports its calls (agents/trace.ts). */
+  traceFor?: (work: { organizationId: string; scribeId: string; taskId?: string; sessionId?: string }) => Trace;
   options?: RuntimeOptions;
 }) {
   const inFlight = new Set<Promise<void>>();
@@ -196,7 +200,8 @@ export function createAgentRuntime({
     if (!scribe) return;
     await runClaimed(claim, fail, async () => {
       const transcript = await findMessages(db, session.id);
-      const outcome = await agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), signal: abort.signal });
+      const trace = traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, sessionId: session.id });
+      const outcome = await agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, signal: abort.signal });
       await queries.finishSession(db, claim, { author: 'scribe', text: outcome.reply, end: outcome.end ?? false, errorMessage: null }, at(), event);
     }, { log: { session: session.id }, message: 'agent failed to answer a session' });
   }
@@ -216,7 +221,8 @@ export function createAgentRuntime({
     if (!scribe) return;
     await runClaimed(claim, fail, async () => {
       const history = await findTaskEvents(db, task.id);
-      const outcome = await agentFor(scribe.agent).work({ scribe, task, history, tools: toolboxFor(scribe), signal: abort.signal });
+      const trace = traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, taskId: task.id });
+      const outcome = await agentFor(scribe.agent).work({ scribe, task, history, tools: toolboxFor(scribe), trace, signal: abort.signal });
       if (outcome.status === 'done') await finish('done', 'scribe', outcome.result, { result: outcome.result, last_error: null });
       else await finish('waiting', 'scribe', outcome.question, { last_error: null });
     }, { log: { task: task.id }, message: 'agent failed to work a task' });

@@ -15,6 +15,16 @@ export interface ScribeRow {
   agent: AgentKind;
   /** The scribe's standing instructions: the agent's system prompt. */
   instructions: string;
+  /** The openai agent's model, endpoint and key for this scribe; null: the environment's. */
+  model: string | null;
+  model_base_url: string | null;
+  model_api_key: string | null;
+  /** Whether the model takes images (attachments are then sent as image parts). */
+  model_vision: boolean;
+  /** Model rounds with tool calls a piece of work may take; null: the default (8). */
+  max_tool_rounds: number | null;
+  /** Input and output tokens a task or a session answer may use; null: no budget. */
+  token_budget: number | null;
   created_at: string;
   updated_at: string;
 }
@@ -36,18 +46,24 @@ export async function listScribeNames(db: Db, organizationId: string): Promise<A
   return db<ScribeRow>('scribes').where({ organization_id: organizationId }).orderBy('slug').select('id', 'slug', 'name');
 }
 
+/** SQLite hands booleans back as 0 and 1. */
+const withBoolean = (row: ScribeRow): ScribeRow => ({ ...row, model_vision: Boolean(row.model_vision) });
+
 export async function findScribesByIds(db: Db, ids: readonly string[]): Promise<ScribeRow[]> {
-  return db<ScribeRow>('scribes').whereIn('id', ids);
+  return (await db<ScribeRow>('scribes').whereIn('id', ids)).map(withBoolean);
 }
 
 export async function findScribeById(db: Db, id: string): Promise<ScribeRow | undefined> {
-  return db<ScribeRow>('scribes').where({ id }).first();
+  const row = await db<ScribeRow>('scribes').where({ id }).first();
+  return row && withBoolean(row);
 }
 
 export async function updateScribeState(db: Db, id: string, state: ScribeState, at: string): Promise<void> {
   await db('scribes').where({ id }).update({ state, updated_at: at });
 }
 
-export async function updateScribeAgent(db: Db, id: string, change: { agent?: AgentKind; instructions?: string }, at: string): Promise<void> {
+export type AgentSettings = Partial<Pick<ScribeRow, 'agent' | 'instructions' | 'model' | 'model_base_url' | 'model_api_key' | 'model_vision' | 'max_tool_rounds' | 'token_budget'>>;
+
+export async function updateScribeAgent(db: Db, id: string, change: AgentSettings, at: string): Promise<void> {
   await db('scribes').where({ id }).update({ ...change, updated_at: at });
 }

@@ -4,11 +4,16 @@ import { newId } from '../lib/ids.js';
 import { dialectOf } from '../db/dialect.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import * as queries from './queries.js';
-import { AGENT_KINDS, SCRIBE_STATES, type AgentKind, type ScribeRef, type ScribeRow, type ScribeState } from './queries.js';
+import { AGENT_KINDS, SCRIBE_STATES, type AgentKind, type AgentSettings, type ScribeRef, type ScribeRow, type ScribeState } from './queries.js';
 
 const MAX_INSTRUCTIONS = 20_000;
 
 export const messages = {
+  modelTooLong: 'Model must be at most 200 characters',
+  apiKeyTooLong: 'API key must be at most 500 characters',
+  invalidBaseUrl: 'Base URL must be an http:// or https:// URL',
+  invalidToolRounds: 'Tool rounds must be a whole number from 1 to 50',
+  invalidTokenBudget: 'Token budget must be a whole number from 100 to 10000000',
   scribeNotFound: 'Scribe not found',
   scribeNotActive: 'Scribe is not active',
   invalidSlug: 'Slug must match ^[a-z0-9][a-z0-9-]{0,62}$',
@@ -30,6 +35,43 @@ export function isScribeState(value: unknown): value is ScribeState {
 
 export function isAgentKind(value: unknown): value is AgentKind {
   return (AGENT_KINDS as readonly unknown[]).includes(value);
+}
+
+/** What staff may change of a scribe's agent; strings as typed (empty: back to the default). */
+export interface AgentSettingsInput {
+  agent?: string;
+  instructions?: string;
+  model?: string | null;
+  baseUrl?: string | null;
+  apiKey?: string | null;
+  vision?: boolean;
+  maxToolRounds?: number | null;
+  tokenBudget?: number | null;
+}
+
+function checkText(value: string | null, max: number, message: string): string | null {
+  const text = value?.trim() || null;
+  if (text && text.length > max) throw new ValidationError(message);
+  return text;
+}
+
+function checkBaseUrl(value: string | null): string | null {
+  const text = value?.trim() || null;
+  if (!text) return null;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ValidationError(messages.invalidBaseUrl);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || text.length > 2000) throw new ValidationError(messages.invalidBaseUrl);
+  return text;
+}
+
+function checkWhole(value: number | null, min: number, max: number, message: string): number | null {
+  if (value === null) return null;
+  if (!Number.isInteger(value) || value < min || value > max) throw new ValidationError(message);
+  return value;
 }
 
 function checkInstructions(instructions: string): string {
@@ -63,6 +105,12 @@ export function createScribeService({ db, clock, onActivated = () => {} }: { db:
         state,
         agent,
         instructions: checkInstructions(input.instructions ?? ''),
+        model: null,
+        model_base_url: null,
+        model_api_key: null,
+        model_vision: false,
+        max_tool_rounds: null,
+        token_budget: null,
         created_at: now,
         updated_at: now,
       };
@@ -94,12 +142,23 @@ export function createScribeService({ db, clock, onActivated = () => {} }: { db:
       return queries.findScribeById(db, id);
     },
 
-    /** Changes which agent works the scribe and its instructions. */
-    async setAgent(organizationId: string, slug: string, change: { agent?: string; instructions?: string }): Promise<ScribeRow> {
+    /**
+     * Changes which agent works the scribe, its instructions, and the openai agent's settings
+     * for it. Each setting left undefined stays; an empty model, URL or key (or null) goes back
+     * to the environment's.
+     */
+    async setAgent(organizationId: string, slug: string, change: AgentSettingsInput): Promise<ScribeRow> {
       if (change.agent !== undefined && !isAgentKind(change.agent)) throw new ValidationError(messages.invalidAgent);
       if (change.instructions !== undefined) checkInstructions(change.instructions);
+      const settings: AgentSettings = { agent: change.agent as AgentKind | undefined, instructions: change.instructions };
+      if (change.model !== undefined) settings.model = checkText(change.model, 200, messages.modelTooLong);
+      if (change.baseUrl !== undefined) settings.model_base_url = checkBaseUrl(change.baseUrl);
+      if (change.apiKey !== undefined) settings.model_api_key = checkText(change.apiKey, 500, messages.apiKeyTooLong);
+      if (change.vision !== undefined) settings.model_vision = change.vision;
+      if (change.maxToolRounds !== undefined) settings.max_tool_rounds = checkWhole(change.maxToolRounds, 1, 50, messages.invalidToolRounds);
+      if (change.tokenBudget !== undefined) settings.token_budget = checkWhole(change.tokenBudget, 100, 10_000_000, messages.invalidTokenBudget);
       const scribe = await this.getBySlug(organizationId, slug);
-      await queries.updateScribeAgent(db, scribe.id, { agent: change.agent as AgentKind | undefined, instructions: change.instructions }, isoNow(clock));
+      await queries.updateScribeAgent(db, scribe.id, settings, isoNow(clock));
       return (await queries.findScribeById(db, scribe.id))!;
     },
   };

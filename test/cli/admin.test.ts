@@ -54,8 +54,30 @@ describe('the admin CLI', function () {
     }
     expect(await json('scribe', 'set-agent', '--org', orgId, '--slug', 'oracle', '--agent', 'builtin')).to.deep.equal({
       id: scribe.id, slug: 'oracle', agent: 'builtin', instructions: 'Be brief.',
+      model: null, base_url: null, api_key_set: false, vision: false, max_tool_rounds: null, token_budget: null,
     });
     expect(await json('scribe', 'set-agent', '--org', orgId, '--slug', 'oracle', '--instructions', '')).to.include({ agent: 'builtin', instructions: '' });
+  });
+
+  it('scribe set-agent sets the openai agent\'s model settings for one scribe, shows whether a key is set but never the key, and resets them', async () => {
+    const set = await json('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--agent', 'openai', '--model', 'llama3.2', '--base-url', 'http://127.0.0.1:11434/v1',
+      '--api-key', 'sk-scribe-secret-1234', '--vision', 'true', '--max-tool-rounds', '3', '--token-budget', '5000');
+    expect(set).to.deep.include({ agent: 'openai', model: 'llama3.2', base_url: 'http://127.0.0.1:11434/v1', api_key_set: true, vision: true, max_tool_rounds: 3, token_budget: 5000 });
+    expect(JSON.stringify(set)).not.to.include('sk-scribe-secret-1234');
+    const reset = await json('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--agent', 'builtin', '--model', '', '--base-url', '', '--api-key', '', '--vision', 'false', '--max-tool-rounds', '', '--token-budget', 'none');
+    expect(reset).to.deep.include({ agent: 'builtin', model: null, base_url: null, api_key_set: false, vision: false, max_tool_rounds: null, token_budget: null });
+    for (const [flag, value, message] of [
+      ['--max-tool-rounds', '0', 'error: Tool rounds must be a whole number from 1 to 50'],
+      ['--token-budget', '50', 'error: Token budget must be a whole number from 100 to 10000000'],
+      ['--base-url', 'ftp://models', 'error: Base URL must be an http:// or https:// URL'],
+    ]) {
+      const result = await admin('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', flag!, value!);
+      expect(result.stderr.trim(), flag).to.equal(message);
+      expect(result.code).to.equal(1);
+    }
+    const usage = await admin('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--vision', 'maybe');
+    expect(usage.code).to.equal(2);
+    expect(usage.stderr).to.include('--vision must be true or false');
   });
 
   it('session show prints a transcript; task show and task input follow a waiting task', async () => {
@@ -68,14 +90,25 @@ describe('the admin CLI', function () {
         { session_id: '01935f00-0000-7000-8000-0000000005e1', author: 'user', text: 'hi', created_at: at },
         { session_id: '01935f00-0000-7000-8000-0000000005e1', author: 'scribe', text: 'hello', created_at: at },
       ]);
+      const call = { organization_id: orgId, scribe_id: scribe.id, session_id: '01935f00-0000-7000-8000-0000000005e1', run_id: '01935f00-0000-7000-8000-00000000a11e', created_at: at };
+      await db('agent_calls').insert([
+        { ...call, position: 0, kind: 'model', name: 'llama3', duration_ms: 812, input_tokens: 300, output_tokens: 40 },
+        { ...call, position: 1, kind: 'tool', name: 'search_entries', arguments: '{"query":"hi"}', result: '[]', duration_ms: 3 },
+      ]);
       expect(await json('session', 'show', '--id', '01935f00-0000-7000-8000-0000000005e1')).to.deep.equal({
         id: '01935f00-0000-7000-8000-0000000005e1', state: 'waiting', error_message: null,
         messages: [{ author: 'user', text: 'hi', created_at: at }, { author: 'scribe', text: 'hello', created_at: at }],
+        usage: { input_tokens: 300, output_tokens: 40 },
+        trace: [
+          { kind: 'model', name: 'llama3', duration_ms: 812, error: null, input_tokens: 300, output_tokens: 40 },
+          { kind: 'tool', name: 'search_entries', duration_ms: 3, error: null, arguments: '{"query":"hi"}', result: '[]' },
+        ],
       });
       await db('tasks').insert({ id: '01935f00-0000-7000-8000-0000000007a5', organization_id: orgId, scribe_id: scribe.id, status: 'waiting', title: 'T', summary: 'S?', created_at: at, updated_at: at });
       expect(await json('task', 'input', '--id', '01935f00-0000-7000-8000-0000000007a5', '--text', 'Use the Q3 data')).to.deep.equal({ id: '01935f00-0000-7000-8000-0000000007a5', status: 'open' });
       const shown = await json('task', 'show', '--id', '01935f00-0000-7000-8000-0000000007a5');
       expect(shown).to.include({ status: 'open', title: 'T', result: null, last_error: null });
+      expect(shown).to.deep.include({ usage: { input_tokens: 0, output_tokens: 0 }, trace: [] });
       expect(shown.events).to.have.length(1);
       expect(shown.events[0]).to.include({ from: 'waiting', to: 'open', author: 'staff', text: 'Use the Q3 data' });
     } finally {

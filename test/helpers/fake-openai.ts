@@ -3,10 +3,17 @@ import type { AddressInfo } from 'node:net';
 
 /** What the fake does with one request to /v1/chat/completions. */
 export type Step =
-  | { reply: string }
-  | { toolCalls: Array<{ name: string; arguments: unknown }> }
+  | { reply: string; usage?: Usage }
+  | { toolCalls: Array<{ name: string; arguments: unknown }>; usage?: Usage }
   | { status: number; body?: unknown; headers?: Record<string, string> }
   | { hang: true };
+
+/** The token counts a response reports; every answer reports some (DEFAULT_USAGE unless scripted). */
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+export const DEFAULT_USAGE: Usage = { prompt_tokens: 120, completion_tokens: 30 };
 
 export interface SeenRequest {
   headers: http.IncomingHttpHeaders;
@@ -65,6 +72,7 @@ export async function startFakeOpenAi() {
           created: 1_763_700_000,
           model: seen.at(-1)!.body.model,
           choices: [{ index: 0, message, finish_reason: 'reply' in step ? 'stop' : 'tool_calls' }],
+          usage: { ...(step.usage ?? DEFAULT_USAGE), total_tokens: (step.usage ?? DEFAULT_USAGE).prompt_tokens + (step.usage ?? DEFAULT_USAGE).completion_tokens },
         }),
       );
     });
@@ -77,6 +85,10 @@ export async function startFakeOpenAi() {
     seen,
     script(...next: Step[]) {
       steps.push(...next);
+    },
+    /** Drops the steps no request took. */
+    clear() {
+      steps.length = 0;
     },
     async close() {
       for (const res of hanging) res.destroy();

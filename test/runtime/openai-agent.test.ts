@@ -176,7 +176,7 @@ describe('the openai agent, against a local server speaking the protocol', () =>
       await bare.services.runtime.tick();
       expect(await bare.db('sessions').where({ id: res.body.session_id }).first()).to.include({
         state: 'failed',
-        error_message: 'the openai agent is not configured (set OPENAI_MODEL)',
+        error_message: 'the openai agent is not configured (set OPENAI_MODEL, or a model for the scribe)',
       });
     } finally {
       await bare.close();

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { Services } from '../../services.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
+import { traceTotals } from '../../agents/trace.js';
 
 /** A chat session's transcript; staff answer a waiting session in the user's place. */
 export function sessionRoutes(services: Services): Router {
@@ -13,7 +14,8 @@ export function sessionRoutes(services: Services): Router {
     const session = await services.sessions.get(org, String(req.params.id));
     const scribe = (await services.scribes.find(session.scribe_id))!;
     const delivery = await services.channels.deliveryOfSession(session.id);
-    res.render('sessions/show', { title: `Session with ${scribe.name}`, session, scribe, delivery, live: Boolean(session.reply_due) });
+    const calls = await services.traces.of({ sessionId: session.id });
+    res.render('sessions/show', { title: `Session with ${scribe.name}`, session, scribe, delivery, calls, totals: traceTotals(calls), live: Boolean(session.reply_due) });
   });
 
   router.post(

@@ -6,6 +6,7 @@ import { UUID_PATTERN } from '../../lib/ids.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
 import { scribeFilter } from './filters.js';
+import { traceTotals } from '../../agents/trace.js';
 
 const PAGE = 25;
 
@@ -33,7 +34,8 @@ export function taskRoutes(services: Services): Router {
   router.get('/tasks/:id', async (req, res) => {
     const task = await services.tasks.get(req.user!.organization_id, String(req.params.id));
     const scribe = (await services.scribes.find(task.scribe_id))!;
-    res.render('tasks/show', { title: task.title, task, scribe, live: task.status === 'open' || task.status === 'in_progress' });
+    const calls = await services.traces.of({ taskId: task.id });
+    res.render('tasks/show', { title: task.title, task, scribe, calls, totals: traceTotals(calls), live: task.status === 'open' || task.status === 'in_progress' });
   });
 
   router.post(

@@ -1,0 +1,62 @@
+import type { Db } from '../db/knex.js';
+
+export interface AgentCallRow {
+  id: number;
+  organization_id: string;
+  scribe_id: string;
+  task_id: string | null;
+  session_id: string | null;
+  run_id: string;
+  position: number;
+  kind: 'model' | 'tool';
+  name: string;
+  arguments: string | null;
+  result: string | null;
+  duration_ms: number;
+  error: string | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  created_at: string;
+}
+
+export async function insertAgentCall(db: Db, row: Omit<AgentCallRow, 'id'>): Promise<void> {
+  await db('agent_calls').insert(row);
+}
+
+/** A task's or a session's calls, in the order they were made. */
+export async function listAgentCalls(db: Db, of: { taskId: string } | { sessionId: string }): Promise<AgentCallRow[]> {
+  const where = 'taskId' in of ? { task_id: of.taskId } : { session_id: of.sessionId };
+  return db<AgentCallRow>('agent_calls').where(where).orderBy('id');
+}
+
+export interface AgentCallTotals {
+  organization_id: string;
+  scribe_slug: string;
+  model_calls: number;
+  tool_calls: number;
+  input_tokens: number;
+  output_tokens: number;
+  errors: number;
+}
+
+/** Every scribe's calls so far, for /metrics. */
+export async function agentCallTotals(db: Db): Promise<AgentCallTotals[]> {
+  const rows = await db('agent_calls as c')
+    .join('scribes as s', 's.id', 'c.scribe_id')
+    .groupBy('s.slug', 's.organization_id')
+    .select('s.slug as scribe_slug', 's.organization_id')
+    .select(db.raw("sum(case when c.kind = 'model' then 1 else 0 end) as model_calls"))
+    .select(db.raw("sum(case when c.kind = 'tool' then 1 else 0 end) as tool_calls"))
+    .select(db.raw('coalesce(sum(c.input_tokens), 0) as input_tokens'))
+    .select(db.raw('coalesce(sum(c.output_tokens), 0) as output_tokens'))
+    .select(db.raw('sum(case when c.error is null then 0 else 1 end) as errors'));
+  return rows.map((r: Record<string, unknown>) => ({
+    organization_id: String(r.organization_id),
+    scribe_slug: String(r.scribe_slug),
+    model_calls: Number(r.model_calls),
+    tool_calls: Number(r.tool_calls),
+    input_tokens: Number(r.input_tokens),
+    output_tokens: Number(r.output_tokens),
+    errors: Number(r.errors),
+  }));
+}

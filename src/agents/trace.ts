@@ -1,0 +1,115 @@
+import type { Db } from '../db/knex.js';
+import type { Clock } from '../lib/clock.js';
+import { newId } from '../lib/ids.js';
+import * as queries from './queries.js';
+import type { Toolbox } from './toolbox.js';
+
+/** How much of a tool call's arguments and result a trace keeps. */
+export const TRACE_KEEP_CHARS = 4000;
+
+/** One model or tool call, as an agent reports it. */
+export interface TracedCall {
+  kind: 'model' | 'tool';
+  /** The model's name, or the tool's as the model saw it. */
+  name: string;
+  arguments?: unknown;
+  result?: unknown;
+  durationMs: number;
+  error?: string | null;
+  /** A model call's usage, as its response reported it. */
+  inputTokens?: number | null;
+  outputTokens?: number | null;
+}
+
+/** Where an agent reports its calls; each is stored as it happens, so a failed run keeps what it did. */
+export interface Trace {
+  record(call: TracedCall): Promise<void>;
+}
+
+export const noTrace: Trace = { record: async () => {} };
+
+/** A value as the trace keeps it: text, cut to TRACE_KEEP_CHARS with a note of the full length. */
+export function keep(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text.length > TRACE_KEEP_CHARS ? `${text.slice(0, TRACE_KEEP_CHARS)}… (cut: ${text.length} characters in all)` : text;
+}
+
+/** The trace of one run of the agent on one task or one session answer. */
+export function createTrace(db: Db, clock: Clock, work: { organizationId: string; scribeId: string; taskId?: string; sessionId?: string }, onCall?: (call: TracedCall) => void): Trace {
+  const runId = newId();
+  let position = 0;
+  return {
+    async record(call) {
+      onCall?.(call);
+      await queries.insertAgentCall(db, {
+        organization_id: work.organizationId,
+        scribe_id: work.scribeId,
+        task_id: work.taskId ?? null,
+        session_id: work.sessionId ?? null,
+        run_id: runId,
+        position: position++,
+        kind: call.kind,
+        name: call.name.slice(0, 200),
+        arguments: keep(call.arguments),
+        result: keep(call.result),
+        duration_ms: Math.round(call.durationMs),
+        error: call.error ?? null,
+        input_tokens: call.inputTokens ?? null,
+        output_tokens: call.outputTokens ?? null,
+        created_at: clock().toISOString(),
+      });
+    },
+  };
+}
+
+/** The toolbox's actions by the tool names the openai agent gives the model. */
+const TOOL_NAMES: Record<keyof Toolbox, string> = {
+  entryTypes: 'list_entry_types',
+  searchEntries: 'search_entries',
+  createEntry: 'create_entry',
+  updateEntry: 'update_entry',
+  workload: 'workload',
+};
+
+/** The toolbox, each action reported to `trace` as a tool call (the builtin agent, which calls it directly). */
+export function tracedToolbox(tools: Toolbox, trace: Trace): Toolbox {
+  const traced = {} as Record<keyof Toolbox, (...args: never[]) => Promise<unknown>>;
+  for (const action of Object.keys(TOOL_NAMES) as Array<keyof Toolbox>) {
+    traced[action] = async (...args: never[]) => {
+      const started = performance.now();
+      const argumentsGiven = args.length === 0 ? {} : args[0];
+      try {
+        const result = await (tools[action] as (...a: never[]) => Promise<unknown>)(...args);
+        await trace.record({ kind: 'tool', name: TOOL_NAMES[action], arguments: argumentsGiven, result, durationMs: performance.now() - started });
+        return result;
+      } catch (err) {
+        await trace.record({ kind: 'tool', name: TOOL_NAMES[action], arguments: argumentsGiven, durationMs: performance.now() - started, error: (err as Error).message });
+        throw err;
+      }
+    };
+  }
+  return traced as unknown as Toolbox;
+}
+
+/** A stored trace's totals: tokens (the contract's `usage`), calls and errors. */
+export function traceTotals(calls: readonly queries.AgentCallRow[]) {
+  return {
+    usage: { input_tokens: sum(calls, (c) => c.input_tokens ?? 0), output_tokens: sum(calls, (c) => c.output_tokens ?? 0) },
+    modelCalls: calls.filter((c) => c.kind === 'model').length,
+    toolCalls: calls.filter((c) => c.kind === 'tool').length,
+    errors: calls.filter((c) => c.error !== null).length,
+    durationMs: sum(calls, (c) => c.duration_ms),
+  };
+}
+
+/** A trace as the CLI prints it (contract: "Agent work"): tool items add their arguments and result. */
+export function presentTrace(calls: readonly queries.AgentCallRow[]) {
+  return calls.map((c) =>
+    c.kind === 'model'
+      ? { kind: c.kind, name: c.name, duration_ms: c.duration_ms, error: c.error, input_tokens: c.input_tokens, output_tokens: c.output_tokens }
+      : { kind: c.kind, name: c.name, duration_ms: c.duration_ms, error: c.error, arguments: c.arguments, result: c.result },
+  );
+}
+
+const sum = <T>(items: readonly T[], of: (item: T) => number) => items.reduce((total, item) => total + of(item), 0);
