@@ -16,6 +16,8 @@ import { createDownloader, type DownloadLimits } from './requests/attachments/do
 import { createOutbox } from './webhooks/events.js';
 import { createTrace } from './agents/trace.js';
 import { listAgentCalls } from './agents/queries.js';
+import { storedAttachments } from './agents/attachments.js';
+import { listAttachments } from './requests/queries.js';
 import { createSender, type SendOptions } from './webhooks/send.js';
 import { createWebhookService } from './webhooks/service.js';
 import { createWebhookWorker, defaultWebhookWorkerOptions, type WebhookWorkerOptions } from './webhooks/worker.js';
@@ -141,6 +143,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     toolboxFor: (scribe) => createToolbox(scribe, { entryTypes, entries, tasks }),
     recordEvents: outbox.record,
     traceFor: (work) => createTrace(db, clock, work),
+    attachmentsOf: async (task) => (task.request_id ? storedAttachments(await listAttachments(db, task.request_id), (sha256) => store.pathFor(sha256)) : []),
     options: { ...defaultRuntimeOptions, ...options.runtime },
   });
 

@@ -3,6 +3,7 @@ import type { MessageRow } from '../sessions/service.js';
 import type { TaskEventRow, WorkedTaskRow } from '../tasks/service.js';
 import type { Toolbox } from './toolbox.js';
 import type { Trace } from './trace.js';
+import type { AgentAttachment } from './attachments.js';
 
 /** What an agent sees of its scribe: who it is, and the openai agent's settings for it. */
 export type AgentScribe = Pick<ScribeRow, 'id' | 'organization_id' | 'slug' | 'name' | 'instructions'> &
@@ -33,7 +34,7 @@ export type TaskOutcome = { status: 'done'; result: string } | { status: 'waitin
  */
 export interface Agent {
   answer(input: AgentInput & { transcript: readonly MessageRow[] }): Promise<SessionOutcome>;
-  work(input: AgentInput & { task: WorkedTaskRow; history: readonly TaskEventRow[] }): Promise<TaskOutcome>;
+  work(input: AgentInput & { task: WorkedTaskRow; history: readonly TaskEventRow[]; attachments: readonly AgentAttachment[] }): Promise<TaskOutcome>;
 }
 
 /** A failure worth showing as is on the session or task (the agent's own words, no stack). */

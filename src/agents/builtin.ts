@@ -2,6 +2,7 @@ import type { TaskEventRow, TaskStatus } from '../tasks/service.js';
 import type { Agent, AgentScribe } from './agent.js';
 import type { FoundEntry, Toolbox } from './toolbox.js';
 import { tracedToolbox } from './trace.js';
+import { describeAttachment } from './attachments.js';
 
 /**
  * The builtin agent: deterministic and offline, for demos and tests. Its rules (also in
@@ -18,8 +19,8 @@ import { tracedToolbox } from './trace.js';
  * Tasks:
  * - no acceptance criteria, a summary ending in `?` and no staff input yet → asks what
  *   the answer should look like (`waiting`);
- * - otherwise → done, with a result note that restates the task, the input staff gave
- *   and the entries related to its title.
+ * - otherwise → done, with a result note that restates the task, the input staff gave,
+ *   the entries related to its title, and each attachment it was given (name, type, size).
  */
 export function createBuiltinAgent(): Agent {
   return {
@@ -32,7 +33,7 @@ export function createBuiltinAgent(): Agent {
       return { reply: await describeFindings(tools, text) };
     },
 
-    async work({ task, history, tools: given, trace }) {
+    async work({ task, history, attachments, tools: given, trace }) {
       const tools = tracedToolbox(given, trace);
       const input = latestInput(history);
       if (!task.acceptance_criteria?.trim() && task.summary.trim().endsWith('?') && input === undefined) {
@@ -45,6 +46,7 @@ export function createBuiltinAgent(): Agent {
         `Acceptance criteria: ${task.acceptance_criteria?.trim() || 'none given'}`,
         ...(input === undefined ? [] : [`Input from staff: ${input}`]),
         `Related entries: ${related.length ? related.map(label).join('; ') : 'none found'}`,
+        ...(attachments.length === 0 ? [] : [`Attachments: ${attachments.map(describeAttachment).join('; ')}`]),
       ];
       return { status: 'done', result: lines.join('\n') };
     },

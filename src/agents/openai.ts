@@ -5,6 +5,7 @@ import type { Logger } from '../logger.js';
 import { HttpError } from '../http/errors.js';
 import { AgentError, type Agent, type AgentInput, type SessionOutcome, type TaskOutcome } from './agent.js';
 import type { Toolbox } from './toolbox.js';
+import { attachmentParts } from './attachments.js';
 
 /** Model rounds (each possibly with tool calls) before an answer must have come, unless the scribe says otherwise. */
 export const DEFAULT_MAX_ROUNDS = 8;
@@ -133,7 +134,7 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
     },
 
     async work(input): Promise<TaskOutcome> {
-      const { task, history } = input;
+      const { task, history, attachments } = input;
       const lines = [
         `Task: ${task.title}`,
         `Summary: ${task.summary}`,
@@ -142,7 +143,13 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
       ];
       const conversation: ChatCompletionMessageParam[] = [
         { role: 'system', content: systemPrompt(input, 'Work the task below. Finish with complete_task, or ask_for_input when you cannot go on without an answer.') },
-        { role: 'user', content: lines.join('\n') },
+        {
+          role: 'user',
+          content:
+            attachments.length === 0
+              ? lines.join('\n')
+              : [{ type: 'text', text: `${lines.join('\n')}\n\nThe task came with ${attachments.length === 1 ? 'this file' : `these ${attachments.length} files`}:` }, ...(await attachmentParts(attachments, { vision: input.scribe.model_vision ?? false }))],
+        },
       ];
       return converse(input, conversation, [...dataTools<TaskOutcome>(), completeTaskTool, askForInputTool], (text) => ({ status: 'done', result: text }));
     },

@@ -5,6 +5,7 @@ import { type Clock, laterThan } from '../lib/clock.js';
 import type { Agent } from '../agents/agent.js';
 import type { Toolbox } from '../agents/toolbox.js';
 import { noTrace, type Trace } from '../agents/trace.js';
+import type { AgentAttachment } from '../agents/attachments.js';
 import type { AgentKind, ScribeRow } from '../scribes/service.js';
 import { findMessages, type SessionRow } from '../sessions/queries.js';
 import { findTaskEvents, moveTask, type WorkedTaskRow } from '../tasks/queries.js';
@@ -64,6 +65,7 @@ export function createAgentRuntime({
   toolboxFor,
   recordEvents = async () => {},
   traceFor = () => noTrace,
+  attachmentsOf = async () => [],
   options = defaultRuntimeOptions,
 }: {
   db: Db;
@@ -76,6 +78,8 @@ export function createAgentRuntime({
   recordEvents?: RecordEvents;
   /** Where a run of the agent on a task or a session answer reports its calls (agents/trace.ts). */
   traceFor?: (work: { organizationId: string; scribeId: string; taskId?: string; sessionId?: string }) => Trace;
+  /** The stored files of the receipt a task came from (agents/attachments.ts). */
+  attachmentsOf?: (task: WorkedTaskRow) => Promise<AgentAttachment[]>;
   options?: RuntimeOptions;
 }) {
   const inFlight = new Set<Promise<void>>();
@@ -222,7 +226,8 @@ export function createAgentRuntime({
     await runClaimed(claim, fail, async () => {
       const history = await findTaskEvents(db, task.id);
       const trace = traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, taskId: task.id });
-      const outcome = await agentFor(scribe.agent).work({ scribe, task, history, tools: toolboxFor(scribe), trace, signal: abort.signal });
+      const attachments = await attachmentsOf(task);
+      const outcome = await agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, signal: abort.signal });
       if (outcome.status === 'done') await finish('done', 'scribe', outcome.result, { result: outcome.result, last_error: null });
       else await finish('waiting', 'scribe', outcome.question, { last_error: null });
     }, { log: { task: task.id }, message: 'agent failed to work a task' });
