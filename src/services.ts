@@ -15,7 +15,9 @@ import { anyAddress, publicAddressesOnly, type AddressPolicy } from './net/addre
 import { createDownloader, type DownloadLimits } from './requests/attachments/download.js';
 import { createOutbox } from './webhooks/events.js';
 import { createTrace } from './agents/trace.js';
-import { listAgentCalls } from './agents/queries.js';
+import { listAgentCalls, listMcpServers } from './agents/queries.js';
+import { createMcpConnector, defaultMcpLimits, type McpLimits } from './agents/mcp.js';
+import { createMcpServerService } from './agents/mcp-servers.js';
 import { storedAttachments } from './agents/attachments.js';
 import { listAttachments } from './requests/queries.js';
 import { createSender, type SendOptions } from './webhooks/send.js';
@@ -59,6 +61,8 @@ export interface ServiceOptions {
   /** Replaces WEBHOOKS_ALLOW_PRIVATE's choice of where webhooks may connect (tests). */
   webhookAddressPolicy?: AddressPolicy;
   webhooks?: Partial<WebhookWorkerOptions & SendOptions>;
+  /** Shorter MCP timeouts and caps (tests). */
+  mcp?: Partial<McpLimits>;
   dispatcher?: Partial<DispatcherOptions>;
   /** False leaves accepted receipts for an explicit tick (tests that watch each state). */
   dispatchOnAccept?: boolean;
@@ -97,6 +101,9 @@ export function createServices({ config, db, logger, options = {} }: { config: C
       void wakeups.notify('scribe_webhooks', eventId);
     },
   });
+  // MCP servers obey the attachments' address policy (ATTACHMENTS_ALLOW_PRIVATE).
+  const attachmentPolicy = options.addressPolicy ?? (config.attachmentsAllowPrivate ? anyAddress : publicAddressesOnly);
+  const connectMcp = createMcpConnector(attachmentPolicy, { ...defaultMcpLimits, ...options.mcp });
   const dispatcher = createDispatcher({
     db,
     clock,
@@ -131,7 +138,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
   const tasks = createTaskService({ db, clock, audit, onOpened: wakeRuntime });
   const agents: Record<AgentKind, Agent> = {
     builtin: createBuiltinAgent(),
-    openai: createOpenAiAgent(config.openai, logger),
+    openai: createOpenAiAgent(config.openai, logger, { connectMcp }),
     ...options.agents,
   };
   const runtime = createAgentRuntime({
@@ -143,6 +150,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     toolboxFor: (scribe) => createToolbox(scribe, { entryTypes, entries, tasks }),
     recordEvents: outbox.record,
     traceFor: (work) => createTrace(db, clock, work),
+    mcpServersOf: (scribeId) => listMcpServers(db, scribeId),
     attachmentsOf: async (task) => (task.request_id ? storedAttachments(await listAttachments(db, task.request_id), (sha256) => store.pathFor(sha256)) : []),
     options: { ...defaultRuntimeOptions, ...options.runtime },
   });
@@ -178,6 +186,8 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     channels: createChannelService({ db, clock, logger, audit, requests, sessions, scribes, store }),
     webhooks: createWebhookService({ db, clock, audit, policy: webhookPolicy, recordEvents: outbox.record }),
     webhookWorker,
+    /** The MCP servers scribes take tools from (agents/mcp-servers.ts). */
+    mcpServers: createMcpServerService({ db, clock, audit, scribes, policy: attachmentPolicy }),
     /** The model and tool calls a task's or a session's agent runs made, in order (agents/trace.ts). */
     traces: { of: (work: { taskId: string } | { sessionId: string }) => listAgentCalls(db, work) },
     dispatcher,
@@ -209,6 +219,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
       await dispatcher.stop();
       await runtime.stop();
       await webhookWorker.stop();
+      await connectMcp.close();
       await downloader.close();
       await readWorkers?.close();
     },

@@ -4,6 +4,7 @@ import type { TaskEventRow, WorkedTaskRow } from '../tasks/service.js';
 import type { Toolbox } from './toolbox.js';
 import type { Trace } from './trace.js';
 import type { AgentAttachment } from './attachments.js';
+import type { McpServerRow } from './queries.js';
 
 /** What an agent sees of its scribe: who it is, and the openai agent's settings for it. */
 export type AgentScribe = Pick<ScribeRow, 'id' | 'organization_id' | 'slug' | 'name' | 'instructions'> &
@@ -14,6 +15,8 @@ export interface AgentInput {
   tools: Toolbox;
   /** Where the agent reports each model and tool call (agents/trace.ts). */
   trace: Trace;
+  /** The scribe's MCP servers, whose tools the openai agent offers the model (agents/mcp.ts). */
+  mcpServers: readonly McpServerRow[];
   /** Aborted when the process stops; the work is then released for the next start. */
   signal: AbortSignal;
 }

@@ -6,6 +6,7 @@ import { HttpError } from '../http/errors.js';
 import { AgentError, type Agent, type AgentInput, type SessionOutcome, type TaskOutcome } from './agent.js';
 import type { Toolbox } from './toolbox.js';
 import { attachmentParts } from './attachments.js';
+import type { McpConnector, McpTool } from './mcp.js';
 
 /** Model rounds (each possibly with tool calls) before an answer must have come, unless the scribe says otherwise. */
 export const DEFAULT_MAX_ROUNDS = 8;
@@ -28,7 +29,7 @@ export const messages = {
  * Retry-After). `deadlineMs` bounds a whole answer, rounds and retries included, so it
  * ends well inside the runtime's lease.
  */
-export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadlineMs = 4 * 60_000 } = {}): Agent {
+export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadlineMs = 4 * 60_000, connectMcp }: { deadlineMs?: number; connectMcp?: McpConnector } = {}): Agent {
   // One client per endpoint and key: the environment's, and those scribes set for themselves.
   const clients = new Map<string, OpenAI>();
   function clientFor(baseURL: string, apiKey: string | undefined): OpenAI {
@@ -63,47 +64,53 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
     const budget = scribe.token_budget ?? null;
     let used = 0;
     const signal = AbortSignal.any([input.signal, AbortSignal.timeout(deadlineMs)]);
-    const byName = new Map(tools.map((t) => [t.definition.function.name, t]));
-    for (let round = 0; round < maxRounds; round++) {
-      const started = performance.now();
-      let completion: Awaited<ReturnType<typeof client.chat.completions.create>> & { usage?: { prompt_tokens?: number; completion_tokens?: number } };
-      try {
-        completion = await call(() => client.chat.completions.create({ model, messages: conversation, tools: tools.map((t) => t.definition) }, { signal }), signal, input.signal);
-      } catch (err) {
-        await trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, error: (err as Error).message });
-        throw err;
+    const mcp = connectMcp && input.mcpServers.length > 0 ? await connectMcp(input.mcpServers, trace) : undefined;
+    const offered = [...tools, ...(mcp?.tools ?? []).map((tool) => mcpToolSpec<T>(tool))];
+    const byName = new Map(offered.map((t) => [t.definition.function.name, t]));
+    try {
+      for (let round = 0; round < maxRounds; round++) {
+        const started = performance.now();
+        let completion: Awaited<ReturnType<typeof client.chat.completions.create>> & { usage?: { prompt_tokens?: number; completion_tokens?: number } };
+        try {
+          completion = await call(() => client.chat.completions.create({ model, messages: conversation, tools: offered.map((t) => t.definition) }, { signal }), signal, input.signal);
+        } catch (err) {
+          await trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, error: (err as Error).message });
+          throw err;
+        }
+        const usage = { input: completion.usage?.prompt_tokens ?? null, output: completion.usage?.completion_tokens ?? null };
+        await trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, inputTokens: usage.input, outputTokens: usage.output });
+        used += (usage.input ?? 0) + (usage.output ?? 0);
+        if (budget !== null && used > budget) throw new AgentError(messages.overBudget(used, budget));
+        const message = completion.choices[0]?.message;
+        if (!message) throw new AgentError(messages.noAnswer);
+        const calls = (message.tool_calls ?? []).filter((c) => c.type === 'function');
+        if (calls.length === 0) {
+          const text = message.content?.trim();
+          if (!text) throw new AgentError(messages.noAnswer);
+          return fromText(text);
+        }
+        conversation.push({ role: 'assistant', content: message.content ?? null, tool_calls: calls });
+        for (const toolCall of calls) {
+          const tool = byName.get(toolCall.function.name);
+          const toolStarted = performance.now();
+          const outcome = await runTool(tool, toolCall.function.arguments, input.tools);
+          const error = (outcome.result as { error?: unknown } | undefined)?.error;
+          await trace.record({
+            kind: 'tool',
+            name: toolCall.function.name,
+            arguments: toolCall.function.arguments,
+            result: outcome.final !== undefined ? outcome.final : outcome.result,
+            durationMs: performance.now() - toolStarted,
+            error: typeof error === 'string' ? error : null,
+          });
+          if (outcome.final !== undefined) return outcome.final;
+          conversation.push({ role: 'tool', tool_call_id: toolCall.id, content: JSON.stringify(outcome.result) });
+        }
       }
-      const usage = { input: completion.usage?.prompt_tokens ?? null, output: completion.usage?.completion_tokens ?? null };
-      await trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, inputTokens: usage.input, outputTokens: usage.output });
-      used += (usage.input ?? 0) + (usage.output ?? 0);
-      if (budget !== null && used > budget) throw new AgentError(messages.overBudget(used, budget));
-      const message = completion.choices[0]?.message;
-      if (!message) throw new AgentError(messages.noAnswer);
-      const calls = (message.tool_calls ?? []).filter((c) => c.type === 'function');
-      if (calls.length === 0) {
-        const text = message.content?.trim();
-        if (!text) throw new AgentError(messages.noAnswer);
-        return fromText(text);
-      }
-      conversation.push({ role: 'assistant', content: message.content ?? null, tool_calls: calls });
-      for (const toolCall of calls) {
-        const tool = byName.get(toolCall.function.name);
-        const toolStarted = performance.now();
-        const outcome = await runTool(tool, toolCall.function.arguments, input.tools);
-        const error = (outcome.result as { error?: unknown } | undefined)?.error;
-        await trace.record({
-          kind: 'tool',
-          name: toolCall.function.name,
-          arguments: toolCall.function.arguments,
-          result: outcome.final !== undefined ? outcome.final : outcome.result,
-          durationMs: performance.now() - toolStarted,
-          error: typeof error === 'string' ? error : null,
-        });
-        if (outcome.final !== undefined) return outcome.final;
-        conversation.push({ role: 'tool', tool_call_id: toolCall.id, content: JSON.stringify(outcome.result) });
-      }
+      throw new AgentError(messages.tooManyRounds(maxRounds));
+    } finally {
+      await mcp?.close();
     }
-    throw new AgentError(messages.tooManyRounds(maxRounds));
   }
 
   /** One SDK call with its failures put in words staff can act on. */
@@ -172,6 +179,20 @@ function detailOf(err: InstanceType<typeof OpenAI.APIError>): string {
 interface ToolSpec<T> {
   definition: ChatCompletionTool & { type: 'function' };
   run: (args: Record<string, unknown>, tools: Toolbox) => Promise<{ result?: unknown; final?: T }>;
+}
+
+/** An MCP server's tool as the model is given it; its failures (timeouts, errors) go back to the model as `{error}`. */
+function mcpToolSpec<T>(tool: McpTool): ToolSpec<T> {
+  return {
+    definition: { type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } },
+    async run(args) {
+      try {
+        return { result: await tool.call(args) };
+      } catch (err) {
+        return { result: { error: `the tool failed: ${(err as Error).message.slice(0, 200)}` } };
+      }
+    },
+  };
 }
 
 /** Runs a tool call; bad arguments and refused actions go back to the model as `{error}` so it can correct itself. */

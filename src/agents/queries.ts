@@ -60,3 +60,38 @@ export async function agentCallTotals(db: Db): Promise<AgentCallTotals[]> {
     errors: Number(r.errors),
   }));
 }
+
+export interface McpServerRow {
+  id: string;
+  organization_id: string;
+  scribe_id: string;
+  url: string;
+  /** Sent with every request; secrets. */
+  headers: Record<string, string>;
+  created_at: string;
+}
+
+type StoredMcpServer = Omit<McpServerRow, 'headers'> & { headers: string };
+const fromStoredServer = (row: StoredMcpServer): McpServerRow => ({ ...row, headers: JSON.parse(row.headers) as Record<string, string> });
+
+export async function insertMcpServer(db: Db, row: McpServerRow): Promise<void> {
+  await db('mcp_servers').insert({ ...row, headers: JSON.stringify(row.headers) });
+}
+
+export async function deleteMcpServer(db: Db, id: string): Promise<void> {
+  await db('mcp_servers').where({ id }).delete();
+}
+
+export async function findMcpServer(db: Db, organizationId: string, id: string): Promise<McpServerRow | undefined> {
+  const row = await db<StoredMcpServer>('mcp_servers').where({ id, organization_id: organizationId }).first();
+  return row && fromStoredServer(row);
+}
+
+export async function findMcpServerById(db: Db, id: string): Promise<McpServerRow | undefined> {
+  const row = await db<StoredMcpServer>('mcp_servers').where({ id }).first();
+  return row && fromStoredServer(row);
+}
+
+export async function listMcpServers(db: Db, scribeId: string): Promise<McpServerRow[]> {
+  return (await db<StoredMcpServer>('mcp_servers').where({ scribe_id: scribeId }).orderBy([{ column: 'created_at' }, { column: 'id' }])).map(fromStoredServer);
+}

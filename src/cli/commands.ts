@@ -8,7 +8,7 @@ import { EVENT_TYPES } from '../webhooks/events.js';
 import { presentTrace, traceTotals } from '../agents/trace.js';
 
 /** What a command needs: its parsed flags and the services. */
-type Flags = Record<string, string | boolean | undefined>;
+type Flags = Record<string, string | boolean | string[] | undefined>;
 type Command = { usage: string; run: (flags: Flags, services: Services) => Promise<object> };
 
 export class UsageError extends Error {}
@@ -73,6 +73,23 @@ export const commands: Record<string, Command> = {
         tokenBudget: wholeFlag(flags, 'token-budget'),
       });
       return presentAgent(scribe);
+    },
+  },
+  'scribe add-mcp': {
+    usage: 'scribe add-mcp --org ORG_ID --slug SLUG --url URL [--header "Name: value"]...',
+    async run(flags, s) {
+      const org = await s.organizations.getOrganization(required(flags, 'org'));
+      const header = flags.header;
+      const server = await s.mcpServers.add(operatorActor(org.id), required(flags, 'slug'), { url: required(flags, 'url'), headers: Array.isArray(header) ? header : [] });
+      return { id: server.id, url: server.url };
+    },
+  },
+  'scribe remove-mcp': {
+    usage: 'scribe remove-mcp --id ID',
+    async run(flags, s) {
+      const id = required(flags, 'id');
+      await s.mcpServers.remove(operatorActor(await s.mcpServers.organizationOf(id)), id);
+      return { id, removed: true };
     },
   },
   'scribe set-state': {
@@ -473,6 +490,7 @@ export const FLAGS = {
   vision: { type: 'string' },
   'max-tool-rounds': { type: 'string' },
   'token-budget': { type: 'string' },
+  header: { type: 'string', multiple: true },
 } as const;
 
 export function usage(): string {

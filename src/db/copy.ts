@@ -21,6 +21,7 @@ const TABLES = [
   'api_keys',
   'users',
   'scribes',
+  'mcp_servers',
   'requests',
   'attachments',
   'schedules',

@@ -6,6 +6,7 @@ import type { Agent } from '../agents/agent.js';
 import type { Toolbox } from '../agents/toolbox.js';
 import { noTrace, type Trace } from '../agents/trace.js';
 import type { AgentAttachment } from '../agents/attachments.js';
+import type { McpServerRow } from '../agents/queries.js';
 import type { AgentKind, ScribeRow } from '../scribes/service.js';
 import { findMessages, type SessionRow } from '../sessions/queries.js';
 import { findTaskEvents, moveTask, type WorkedTaskRow } from '../tasks/queries.js';
@@ -66,6 +67,7 @@ export function createAgentRuntime({
   recordEvents = async () => {},
   traceFor = () => noTrace,
   attachmentsOf = async () => [],
+  mcpServersOf = async () => [],
   options = defaultRuntimeOptions,
 }: {
   db: Db;
@@ -80,6 +82,8 @@ export function createAgentRuntime({
   traceFor?: (work: { organizationId: string; scribeId: string; taskId?: string; sessionId?: string }) => Trace;
   /** The stored files of the receipt a task came from (agents/attachments.ts). */
   attachmentsOf?: (task: WorkedTaskRow) => Promise<AgentAttachment[]>;
+  /** The MCP servers whose tools the scribe's agent may call (agents/mcp.ts). */
+  mcpServersOf?: (scribeId: string) => Promise<McpServerRow[]>;
   options?: RuntimeOptions;
 }) {
   const inFlight = new Set<Promise<void>>();
@@ -205,7 +209,7 @@ export function createAgentRuntime({
     await runClaimed(claim, fail, async () => {
       const transcript = await findMessages(db, session.id);
       const trace = traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, sessionId: session.id });
-      const outcome = await agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, signal: abort.signal });
+      const outcome = await agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: await mcpServersOf(scribe.id), signal: abort.signal });
       await queries.finishSession(db, claim, { author: 'scribe', text: outcome.reply, end: outcome.end ?? false, errorMessage: null }, at(), event);
     }, { log: { session: session.id }, message: 'agent failed to answer a session' });
   }
@@ -227,7 +231,8 @@ export function createAgentRuntime({
       const history = await findTaskEvents(db, task.id);
       const trace = traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, taskId: task.id });
       const attachments = await attachmentsOf(task);
-      const outcome = await agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, signal: abort.signal });
+      const mcpServers = await mcpServersOf(scribe.id);
+      const outcome = await agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers, signal: abort.signal });
       if (outcome.status === 'done') await finish('done', 'scribe', outcome.result, { result: outcome.result, last_error: null });
       else await finish('waiting', 'scribe', outcome.question, { last_error: null });
     }, { log: { task: task.id }, message: 'agent failed to work a task' });

@@ -9,6 +9,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
 import { PASSWORD } from '../helpers/console.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
+import { startFakeOpenAi } from '../helpers/fake-openai.js';
 
 /** Debian's chromium, installed by .ci/run (`apt-get install -y chromium`). */
 const CHROMIUM = '/usr/bin/chromium';
@@ -209,6 +210,31 @@ describe('the console in Chromium', function () {
       await shot('webhook');
     } finally {
       await receiver.close();
+    }
+  });
+
+  it("shows a task's trace: each model and tool call, with the tokens used, on the task's page", async () => {
+    const fake = await startFakeOpenAi();
+    try {
+      await h.services.scribes.create({ organizationId: t.organizationId, slug: 'modeled', name: 'Modeled', agent: 'openai' });
+      await h.services.scribes.setAgent(t.organizationId, 'modeled', { model: 'local-model', baseUrl: fake.baseUrl });
+      fake.script(
+        { toolCalls: [{ name: 'search_entries', arguments: { query: 'Zurich' } }], usage: { prompt_tokens: 1200, completion_tokens: 40 } },
+        { toolCalls: [{ name: 'complete_task', arguments: { result: 'Two companies are in Zurich.' } }], usage: { prompt_tokens: 1500, completion_tokens: 60 } },
+      );
+      const receipt = await api('POST', '/scribes/modeled/requests', { task: { summary: 'Which companies are in Zurich?', acceptance_criteria: 'A count' } });
+      await h.services.dispatcher.tick();
+      await h.services.runtime.tick();
+      const taskId = (await api('GET', `/requests/${receipt.request.id}`)).request.entity_id;
+      await page.goto(`${base}/tasks/${taskId}`);
+      await expectText(page.locator('#trace-totals'), '2 model calls, 2 tool calls, 2,700 input and 100 output tokens');
+      const rows = await page.locator('#trace tbody tr').allTextContents();
+      expect(rows.map((r) => r.replace(/\s+/g, ' ').trim().split(' ').slice(0, 3).join(' '))).to.deep.equal(['1 model local-model', '2 tool search_entries', '3 model local-model', '4 tool complete_task']);
+      await page.locator('#trace summary', { hasText: 'Result' }).first().click();
+      await expectText(page.locator('#trace'), 'Acme Corp');
+      await shot('task-trace');
+    } finally {
+      await fake.close();
     }
   });
 

@@ -80,6 +80,24 @@ describe('the admin CLI', function () {
     expect(usage.stderr).to.include('--vision must be true or false');
   });
 
+  it('scribe add-mcp prints {id, url} and stores its headers; scribe remove-mcp prints {id, removed: true}', async () => {
+    const added = await json('scribe', 'add-mcp', '--org', orgId, '--slug', 'atlas', '--url', 'https://tools.example.com/mcp', '--header', 'Authorization: Bearer cli-secret', '--header', 'X-Team: ops');
+    expect(Object.keys(added)).to.deep.equal(['id', 'url']);
+    expect(added.url).to.equal('https://tools.example.com/mcp');
+    const db = await openInstall(dir);
+    try {
+      expect(JSON.parse((await db('mcp_servers').where({ id: added.id }).first()).headers)).to.deep.equal({ Authorization: 'Bearer cli-secret', 'X-Team': 'ops' });
+    } finally {
+      await db.destroy();
+    }
+    expect(await json('scribe', 'remove-mcp', '--id', added.id)).to.deep.equal({ id: added.id, removed: true });
+    const again = await admin('scribe', 'remove-mcp', '--id', added.id);
+    expect(again.stderr.trim()).to.equal('error: MCP server not found');
+    expect(again.code).to.equal(1);
+    const local = await admin('scribe', 'add-mcp', '--org', orgId, '--slug', 'atlas', '--url', 'http://127.0.0.1:9000/mcp');
+    expect(local.stderr.trim()).to.equal('error: MCP server URL must not point at a private or local address (ATTACHMENTS_ALLOW_PRIVATE=true allows it)');
+  });
+
   it('session show prints a transcript; task show and task input follow a waiting task', async () => {
     const db = await openInstall(dir);
     try {

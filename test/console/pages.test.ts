@@ -96,6 +96,42 @@ describe('console pages and actions', () => {
       expect((await h.db('scribes').where({ id: t.scribe.id }).first()).agent).to.equal('builtin');
     });
 
+    it("sets the openai agent's model settings, keeps a key it never shows, and removes it on request", async () => {
+      const key = 'sk-console-secret-5511';
+      const save = (form: Record<string, string>) =>
+        admin.post(`/b/${t.scribe.slug}/agent`, { agent: 'openai', instructions: '', model: '', base_url: '', api_key: '', max_tool_rounds: '', token_budget: '', ...form });
+      await save({ model: 'llama3.2', base_url: 'http://127.0.0.1:11434/v1', api_key: key, vision: 'on', max_tool_rounds: '4', token_budget: '20000' });
+      const row = () => h.db('scribes').where({ id: t.scribe.id }).first();
+      expect(await row()).to.include({ model: 'llama3.2', model_base_url: 'http://127.0.0.1:11434/v1', model_api_key: key, max_tool_rounds: 4, token_budget: 20000 });
+      const page = (await admin.get(`/b/${t.scribe.slug}`)).text;
+      expect(page).not.to.include(key);
+      expect(page).to.include('(one is set; it is never shown: leave empty to keep it)');
+      await save({ model: 'llama3.2' });
+      expect(await row(), 'an empty key field keeps the key').to.include({ model_api_key: key, token_budget: null });
+      await save({ remove_api_key: 'on' });
+      expect(await row()).to.include({ model_api_key: null, model: null });
+      const refused = await save({ token_budget: '12' });
+      expect(refused.status).to.equal(303);
+      expect((await admin.get(`/b/${t.scribe.slug}`)).text).to.include('Token budget must be a whole number from 100 to 10000000');
+      await save({ agent: 'builtin' });
+    });
+
+    it('adds an MCP server with headers it never shows again, and removes it', async () => {
+      await admin.post(`/b/${t.scribe.slug}/mcp`, { url: 'https://tools.example.com/mcp', headers: 'Authorization: Bearer mcp-console-secret\nX-Team: ops' });
+      const page = (await admin.get(`/b/${t.scribe.slug}`)).text;
+      expect(page).to.include('https://tools.example.com/mcp').and.include('with Authorization, X-Team');
+      expect(page).not.to.include('mcp-console-secret');
+      const [server] = await h.services.mcpServers.list(t.scribe.id);
+      expect(server!.headers).to.deep.equal({ Authorization: 'Bearer mcp-console-secret', 'X-Team': 'ops' });
+      await admin.post(`/b/${t.scribe.slug}/mcp`, { url: 'ftp://tools.example.com/mcp', headers: '' });
+      expect((await admin.get(`/b/${t.scribe.slug}`)).text).to.include('MCP server URL must be an http:// or https:// URL without credentials, at most 2000 characters');
+      expect(await h.services.mcpServers.list(t.scribe.id)).to.have.length(1);
+      const viewer = await signIn(h, t, 'viewer');
+      expect((await viewer.post(`/b/${t.scribe.slug}/mcp/${server!.id}/remove`, {})).status).to.equal(403);
+      await admin.post(`/b/${t.scribe.slug}/mcp/${server!.id}/remove`, {});
+      expect(await h.services.mcpServers.list(t.scribe.id)).to.deep.equal([]);
+    });
+
     it('shows its sessions newest first with their transcripts, its receipts and its tasks', async () => {
       const first = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/chat`).set(t.headers).send({ message: 'first question' });
       const second = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/chat`).set(t.headers).send({ message: 'What are you working on?' });

@@ -167,9 +167,12 @@ describe('faults and load', function () {
           else await fetch(`${server.url}/api/v1/scribes/atlas/requests?limit=25`, { headers }).then((r) => r.text());
         }
       });
-      // 20 s in all: a warm-up, then a sample every 250 ms.
+      const majorsSeen = () => samples.filter((s, i) => i > 0 && s.majors > samples[i - 1]!.majors).length;
+      // A warm-up, then a sample every 250 ms for 16 s, or longer (up to 60 s) until two
+      // major collections have been seen: a starved process may put them off (none in 16 s
+      // once, on a loaded machine).
       await new Promise((resolve) => setTimeout(resolve, 4000));
-      for (let s = 0; s < 64; s++) {
+      while (samples.length < 64 || (majorsSeen() < 2 && samples.length < 240)) {
         samples.push(await sample());
         await new Promise((resolve) => setTimeout(resolve, 250));
       }

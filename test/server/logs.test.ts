@@ -8,6 +8,11 @@ import { createServices } from '../../src/services.js';
 import { createApp } from '../../src/app.js';
 import { tempDir } from '../helpers/harness.js';
 import { csrfTokenOf } from '../helpers/console.js';
+import { startFakeOpenAi } from '../helpers/fake-openai.js';
+import { startMcpServer } from '../helpers/mcp-server.js';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
+import { operatorActor } from '../../src/audit/service.js';
+import { createHmac } from 'node:crypto';
 
 describe('logs', () => {
   it('are JSON lines with the request id also sent in X-Request-Id, and never hold keys, passwords, cookies or tokens', async () => {
@@ -46,6 +51,48 @@ describe('logs', () => {
     } finally {
       await services.stop();
       await db.destroy();
+    }
+  });
+
+  it('never hold a model key, MCP headers, or webhook and channel secrets, at trace level through agent work and deliveries', async () => {
+    const lines: string[] = [];
+    const logger = createLogger('trace', { destination: { write: (line: string) => void lines.push(line) } });
+    const fake = await startFakeOpenAi();
+    const mcp = await startMcpServer();
+    const receiver = await startWebhookReceiver();
+    const config = loadConfig({ DATA_DIR: tempDir(), RATE_LIMIT_PER_MINUTE: '0', WEBHOOKS_ALLOW_PRIVATE: 'true', ATTACHMENTS_ALLOW_PRIVATE: 'true', OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODEL: 'm' });
+    const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
+    await migrateToLatest(db);
+    const services = createServices({ config, db, logger, options: { runOnNewWork: false, dispatchOnAccept: false } });
+    const app = createApp({ config, logger, services, sessionSecret: 'log-test-session-secret' });
+    try {
+      const org = await services.organizations.createOrganization({ name: 'Secrets' });
+      const actor = operatorActor(org.id);
+      const { key } = await services.organizations.createApiKey({ organizationId: org.id });
+      await services.scribes.create({ organizationId: org.id, slug: 'atlas', name: 'Atlas', agent: 'openai' });
+      await services.scribes.setAgent(org.id, 'atlas', { apiKey: 'sk-model-key-in-logs-test' });
+      await services.mcpServers.add(actor, 'atlas', { url: mcp.url, headers: ['Authorization: Bearer mcp-header-in-logs-test'] });
+      const { secret: webhookSecret } = await services.webhooks.create(actor, { url: receiver.url });
+      const { channel, secret: channelSecret } = await services.channels.create(actor, 'atlas', { kind: 'webhook', verify: 'hmac-sha256' });
+
+      fake.script({ toolCalls: [{ name: 'mcp1_add', arguments: { a: 1, b: 2 } }] }, { reply: 'Three.' });
+      const api = supertest(app);
+      await api.post('/api/v1/scribes/atlas/chat').set('X-Api-Key', key).send({ message: 'one plus two?' }).expect(202);
+      await services.runtime.tick();
+      const body = '{"summary":"from a signed sender"}';
+      await api.post(`/inbound/${channel.token}`).type('json').set('X-Signature', `sha256=${createHmac('sha256', channelSecret!).update(body).digest('hex')}`).send(body).expect(202);
+      await api.post(`/inbound/${channel.token}`).type('json').set('X-Signature', 'sha256=00').send(body).expect(401);
+      await services.dispatcher.tick();
+      await services.webhookWorker.tick();
+      expect(receiver.received.length, 'the webhook was sent').to.be.greaterThan(0);
+      expect(mcp.calls, 'the MCP tool was called').to.have.length(1);
+
+      const text = lines.join('');
+      for (const secret of ['sk-model-key-in-logs-test', 'mcp-header-in-logs-test', webhookSecret, webhookSecret.slice('whsec_'.length), channelSecret!]) expect(text, secret).to.not.include(secret);
+    } finally {
+      await services.stop();
+      await db.destroy();
+      await Promise.all([fake.close(), mcp.close(), receiver.close()]);
     }
   });
 });

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import type { Services } from '../../services.js';
 import { AGENT_KINDS } from '../../scribes/queries.js';
+import { presentMcpServer } from '../../agents/mcp-servers.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
 
@@ -17,15 +18,16 @@ export function scribeRoutes(services: Services): Router {
     const org = req.user!.organization_id;
     const ref = await services.scribes.getBySlug(org, String(req.params.slug));
     const scribe = (await services.scribes.find(ref.id))!;
-    const [sessions, receipts, tasks, schedules, channels] = await Promise.all([
+    const [sessions, receipts, tasks, schedules, channels, mcpServers] = await Promise.all([
       services.sessions.listWithTranscripts(scribe.id, 20),
       services.consoleReads.listReceipts(org, { scribeId: scribe.id, limit: 10 }),
       services.tasks.listForScribe(scribe.id, { limit: 10 }),
       services.schedules.list(org, scribe.id),
       services.channels.list(org, scribe.id),
+      services.mcpServers.list(scribe.id),
     ]);
     // The page always polls (views/scribes/show.ejs): new sessions arrive from the API at any time.
-    res.render('scribes/show', { title: scribe.name, scribe, sessions, receipts: receipts.items, tasks, schedules, channels, agents: AGENT_KINDS });
+    res.render('scribes/show', { title: scribe.name, scribe, sessions, receipts: receipts.items, tasks, schedules, channels, mcpServers: mcpServers.map(presentMcpServer), agents: AGENT_KINDS });
   });
 
   router.post(
@@ -45,13 +47,44 @@ export function scribeRoutes(services: Services): Router {
     requireAdmin,
     action(async (req) => {
       const slug = String(req.params.slug);
+      const field = (name: string) => String(req.body[name] ?? '').trim();
+      const whole = (name: string) => (field(name) === '' ? null : Number(field(name)));
       const scribe = await services.scribes.setAgent(req.user!.organization_id, slug, {
         agent: String(req.body.agent ?? ''),
         instructions: String(req.body.instructions ?? ''),
+        model: field('model'),
+        baseUrl: field('base_url'),
+        // The key is never shown: an empty field keeps it, the box removes it.
+        apiKey: req.body.remove_api_key === 'on' ? null : field('api_key') || undefined,
+        vision: req.body.vision === 'on',
+        maxToolRounds: whole('max_tool_rounds'),
+        tokenBudget: whole('token_budget'),
       });
       await services.audit.record(userActor(req), 'scribe.agent', { type: 'scribe', id: scribe.id }, scribe.agent);
-      flash(req, 'notice', 'Agent and instructions saved.');
+      flash(req, 'notice', 'Agent settings saved.');
       return pageOf(slug);
+    }, (req) => pageOf(String(req.params.slug))),
+  );
+
+  router.post(
+    '/b/:slug/mcp',
+    requireAdmin,
+    action(async (req) => {
+      const slug = String(req.params.slug);
+      const headers = String(req.body.headers ?? '').split(/\r?\n/);
+      const server = await services.mcpServers.add(userActor(req), slug, { url: String(req.body.url ?? ''), headers });
+      flash(req, 'notice', `MCP server ${server.url} added: its tools are offered to the openai agent.`);
+      return pageOf(slug);
+    }, (req) => pageOf(String(req.params.slug))),
+  );
+
+  router.post(
+    '/b/:slug/mcp/:id/remove',
+    requireAdmin,
+    action(async (req) => {
+      await services.mcpServers.remove(userActor(req), String(req.params.id));
+      flash(req, 'notice', 'MCP server removed.');
+      return pageOf(String(req.params.slug));
     }, (req) => pageOf(String(req.params.slug))),
   );
 

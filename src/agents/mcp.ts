@@ -1,0 +1,111 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { fetch as undiciFetch, type Agent } from 'undici';
+import type { AddressPolicy } from '../net/address-policy.js';
+import { checkLiteralAddress, createGuardedAgent, isRefusedAddress } from '../net/guarded-agent.js';
+import type { McpServerRow } from './queries.js';
+import type { Trace } from './trace.js';
+
+export interface McpLimits {
+  /** Connecting and listing a server's tools. */
+  connectTimeoutMs: number;
+  /** One tool call. */
+  callTimeoutMs: number;
+  /** The most of a tool's result given back to the model. */
+  resultChars: number;
+}
+
+export const defaultMcpLimits: McpLimits = { connectTimeoutMs: 10_000, callTimeoutMs: 30_000, resultChars: 16_000 };
+
+/** A tool of an MCP server, under the name the model is given (`<server>_<tool>`, unique in the work). */
+export interface McpTool {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  call(args: Record<string, unknown>): Promise<unknown>;
+}
+
+export interface McpToolset {
+  tools: McpTool[];
+  close(): Promise<void>;
+}
+
+export type McpConnector = (servers: readonly McpServerRow[], trace: Trace) => Promise<McpToolset>;
+
+/**
+ * Connects to a scribe's MCP servers through the official SDK's Streamable HTTP client, for one
+ * piece of work. Requests go through the guarded agent, so a server URL obeys the address
+ * policy at connect time. A server that cannot be reached or listed gives no tools, and the
+ * trace says why; the work goes on without them.
+ */
+export function createMcpConnector(policy: AddressPolicy, limits: McpLimits = defaultMcpLimits): McpConnector & { close(): Promise<void> } {
+  let agent: Agent | undefined;
+  const guardedFetch = (url: string | URL, init?: RequestInit) => {
+    checkLiteralAddress(new URL(url), policy);
+    agent ??= createGuardedAgent(policy);
+    return undiciFetch(url, { ...(init as object), dispatcher: agent }) as unknown as Promise<Response>;
+  };
+
+  async function connectOne(server: McpServerRow, index: number, trace: Trace): Promise<{ client: Client; tools: McpTool[] } | undefined> {
+    const started = performance.now();
+    const client = new Client({ name: 'scribe', version: '1.0.0' });
+    try {
+      const transport = new StreamableHTTPClientTransport(new URL(server.url), { fetch: guardedFetch, requestInit: { headers: server.headers, redirect: 'error' } });
+      await withTimeout(client.connect(transport, { timeout: limits.connectTimeoutMs }), limits.connectTimeoutMs);
+      const { tools } = await client.listTools(undefined, { timeout: limits.connectTimeoutMs });
+      const prefix = `mcp${index + 1}`;
+      return {
+        client,
+        tools: tools.map((tool) => ({
+          name: `${prefix}_${tool.name}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64),
+          description: `${tool.description ?? tool.name} (a tool of ${new URL(server.url).host})`,
+          parameters: tool.inputSchema as Record<string, unknown>,
+          call: (args) => callTool(client, tool.name, args),
+        })),
+      };
+    } catch (err) {
+      await client.close().catch(() => {});
+      await trace.record({
+        kind: 'tool',
+        name: 'mcp_list_tools',
+        arguments: { server: server.url },
+        durationMs: performance.now() - started,
+        error: `MCP server ${server.url} is unavailable (${reasonOf(err)}); its tools were not offered`,
+      });
+      return undefined;
+    }
+  }
+
+  async function callTool(client: Client, name: string, args: Record<string, unknown>): Promise<unknown> {
+    const result = await client.callTool({ name, arguments: args }, undefined, { timeout: limits.callTimeoutMs });
+    const text = (result.content as Array<{ type: string; text?: string }> | undefined)
+      ?.map((part) => (part.type === 'text' ? (part.text ?? '') : `[${part.type} content]`))
+      .join('\n') ?? JSON.stringify(result.structuredContent ?? null);
+    const kept = text.length > limits.resultChars ? `${text.slice(0, limits.resultChars)}… (cut: ${text.length} characters in all)` : text;
+    return result.isError ? { error: kept } : { result: kept };
+  }
+
+  const connect: McpConnector = async (servers, trace) => {
+    const connected = (await Promise.all(servers.map((server, i) => connectOne(server, i, trace)))).filter((c) => c !== undefined);
+    return {
+      tools: connected.flatMap((c) => c.tools),
+      close: async () => {
+        await Promise.all(connected.map((c) => c.client.close().catch(() => {})));
+      },
+    };
+  };
+  return Object.assign(connect, { close: async () => agent?.close() });
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([promise, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms / 1000} s`)), ms)))]).finally(() => clearTimeout(timer));
+}
+
+/** Why a server could not be used, in a few words; never its headers. */
+function reasonOf(err: unknown): string {
+  if (isRefusedAddress(err)) return 'address not allowed';
+  const message = (err as Error)?.message ?? String(err);
+  if (/ECONNREFUSED|fetch failed/i.test(message) || /ECONNREFUSED/.test(String((err as { cause?: { code?: string } })?.cause?.code))) return 'connection refused';
+  return message.slice(0, 200);
+}

@@ -1,0 +1,57 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { z } from 'zod';
+
+/**
+ * A real MCP server, built with the official SDK, over Streamable HTTP (stateless), with two
+ * tools: `add` (two numbers) and `weather` (a city). It records each tool call and the
+ * headers of each request.
+ */
+export async function startMcpServer() {
+  const calls: Array<{ tool: string; args: Record<string, unknown> }> = [];
+  const headers: http.IncomingHttpHeaders[] = [];
+
+  function server(): McpServer {
+    const mcp = new McpServer({ name: 'test-tools', version: '1.0.0' });
+    mcp.registerTool('add', { description: 'Adds two numbers', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => {
+      calls.push({ tool: 'add', args: { a, b } });
+      return { content: [{ type: 'text', text: String(a + b) }] };
+    });
+    mcp.registerTool('weather', { description: 'The weather in a city', inputSchema: { city: z.string() } }, async ({ city }) => {
+      calls.push({ tool: 'weather', args: { city } });
+      return { content: [{ type: 'text', text: `Sunny in ${city}, 21 °C` }] };
+    });
+    return mcp;
+  }
+
+  const http_ = http.createServer(async (req, res) => {
+    headers.push(req.headers);
+    if (req.method !== 'POST') {
+      res.writeHead(405).end();
+      return;
+    }
+    const mcp = server();
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on('close', () => {
+      void transport.close();
+      void mcp.close();
+    });
+    await mcp.connect(transport);
+    await transport.handleRequest(req, res);
+  });
+  await new Promise<void>((resolve) => http_.listen(0, '127.0.0.1', resolve));
+  const { port } = http_.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    port,
+    calls,
+    headers,
+    close: () =>
+      new Promise<void>((resolve) => {
+        http_.closeAllConnections();
+        http_.close(() => resolve());
+      }),
+  };
+}
