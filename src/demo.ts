@@ -1,11 +1,12 @@
 import { openDatabase } from './db/knex.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createServices } from './services.js';
-import { startServer } from './server.js';
-import { configOrExit, processLogger, stopOnSignals } from './process.js';
+import { configOrExit, processLogger, startOrExit, stopOnSignals } from './process.js';
 import { seed } from '../seeds/demo.js';
 
 /** `npm run demo`: migrate, seed the demo data (once), start, and say how to get in. */
+// Request logs (at info) would push the banner out of sight; LOG_LEVEL=info brings them back.
+process.env.LOG_LEVEL ??= 'warn';
 const config = configOrExit();
 const logger = processLogger(config);
 
@@ -16,7 +17,7 @@ const demo = await seed(seeding);
 await seeding.stop();
 await db.destroy();
 
-const server = await startServer(config, logger);
+const server = await startOrExit(config, logger);
 stopOnSignals(server, logger);
 
 process.stdout.write(

@@ -1,14 +1,13 @@
 import cluster from 'node:cluster';
-import { startServer } from './server.js';
 import { reportReady, superviseWorkers } from './cluster.js';
-import { configOrExit, processLogger, stopOnSignals } from './process.js';
+import { configOrExit, processLogger, startOrExit, stopOnSignals } from './process.js';
 
 const config = configOrExit();
 const logger = processLogger(config);
 if (config.webConcurrency > 1 && cluster.isPrimary) {
   superviseWorkers(config.webConcurrency, logger);
 } else {
-  const server = await startServer(config, logger);
+  const server = await startOrExit(config, logger);
   stopOnSignals(server, logger);
   reportReady();
 }

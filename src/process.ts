@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
-import type { RunningServer } from './server.js';
+import { ListenError, startServer, type RunningServer } from './server.js';
 
 /** Reads the configuration for an entry point, or ends the process naming the bad variable. */
 export function configOrExit(): Config {
@@ -36,4 +36,15 @@ export function stopOnSignals(server: RunningServer, logger: Logger): void {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+}
+
+/** Starts the server; a port it cannot listen on ends the process with one line that says what to change. */
+export async function startOrExit(config: Config, logger: Logger): Promise<RunningServer> {
+  try {
+    return await startServer(config, logger);
+  } catch (err) {
+    if (!(err instanceof ListenError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(1);
+  }
 }

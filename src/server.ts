@@ -39,9 +39,18 @@ export async function startServer(config: Config, logger: Logger, options: Servi
   // A web process leaves new work to the workers, which its NOTIFY (or their polling) wakes.
   const services = createServices({ config, db, logger, options: works ? options : { ...options, dispatchOnAccept: false, runOnNewWork: false } });
   const scheduler = createScheduler(works ? backgroundJobs(services) : [], logger);
-  const server = serves ? await listen(config, createApp({ config, logger, services, sessionSecret: resolveSessionSecret(config.sessionSecret, config.dataDir) })) : undefined;
+  let server: http.Server | undefined;
+  let smtp: SmtpListener | undefined;
+  try {
+    server = serves ? await listen(config, createApp({ config, logger, services, sessionSecret: resolveSessionSecret(config.sessionSecret, config.dataDir) })) : undefined;
+    smtp = serves && config.smtp ? await startSmtpListener({ ...config.smtp, channels: services.channels, logger }).catch((err) => Promise.reject(new ListenError('SMTP_PORT', 'SMTP_HOST', config.smtp!.port, config.smtp!.host, err))) : undefined;
+  } catch (err) {
+    if (server) await closeServer(server);
+    await services.stop();
+    await db.destroy();
+    throw err;
+  }
   const url = server && urlOf(server, config);
-  const smtp: SmtpListener | undefined = serves && config.smtp ? await startSmtpListener({ ...config.smtp, channels: services.channels, logger }) : undefined;
 
   if (works) {
     scheduler.start();
@@ -82,10 +91,31 @@ async function listen(config: Config, app: http.RequestListener): Promise<http.S
     app,
   );
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err) => reject(new ListenError('PORT', 'HOST', config.port, config.host, err)));
     server.listen(config.port, config.host, () => resolve());
   });
   return server;
+}
+
+/**
+ * A port the server could not listen on, in one line that names the variable to change
+ * (`npm start` and `npm run demo` print it instead of a stack trace).
+ */
+export class ListenError extends Error {
+  override name = 'ListenError';
+  constructor(portVariable: string, hostVariable: string, port: number, host: string, cause: unknown) {
+    const code = (cause as NodeJS.ErrnoException | undefined)?.code;
+    super(
+      code === 'EADDRINUSE'
+        ? `Cannot listen on ${host}:${port}: the port is in use. Stop what uses it, or set ${portVariable} to a free port (for example ${portVariable}=${port + 1}).`
+        : code === 'EACCES'
+          ? `Cannot listen on ${host}:${port}: this user may not use ports below 1024. Set ${portVariable} to 1024 or above (the default is 3000), or put a proxy in front.`
+          : code === 'EADDRNOTAVAIL'
+            ? `Cannot listen on ${host}:${port}: ${host} is not an address of this machine. Set ${hostVariable} to one of its addresses (127.0.0.1, or 0.0.0.0 for all).`
+            : `Cannot listen on ${host}:${port}: ${(cause as Error)?.message ?? cause}. Check ${portVariable} and ${hostVariable}.`,
+      { cause },
+    );
+  }
 }
 
 function urlOf(server: http.Server, config: Config): string {

@@ -1,10 +1,10 @@
-import net from 'node:net';
 import type { Db } from '../db/knex.js';
 import type { Actor, AuditLog } from '../audit/service.js';
 import { type Clock, isoNow } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import type { AddressPolicy } from '../net/address-policy.js';
+import { checkUserUrl } from '../net/user-url.js';
 import type { ScribeService } from '../scribes/service.js';
 import * as queries from './queries.js';
 import type { McpServerRow } from './queries.js';
@@ -33,19 +33,7 @@ export type McpServerService = ReturnType<typeof createMcpServerService>;
  * policy, here for IP addresses and again at connect time (agents/mcp.ts) for names.
  */
 export function createMcpServerService({ db, clock, audit, scribes, policy }: { db: Db; clock: Clock; audit: AuditLog; scribes: ScribeService; policy: AddressPolicy }) {
-  function checkUrl(value: string): string {
-    const text = value.trim();
-    let url: URL;
-    try {
-      url = new URL(text);
-    } catch {
-      throw new ValidationError(messages.invalidUrl);
-    }
-    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || text.length > 2000) throw new ValidationError(messages.invalidUrl);
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    if (net.isIP(host) && !policy(host)) throw new ValidationError(messages.privateAddress);
-    return url.toString();
-  }
+  const checkUrl = (value: string) => checkUserUrl(value, policy, { invalid: messages.invalidUrl, privateAddress: messages.privateAddress });
 
   /** `Name: value` lines into an object; a bad line is refused with its text. */
   function checkHeaders(lines: readonly string[]): Record<string, string> {

@@ -81,10 +81,17 @@ export async function startSmtpListener({ host, port, channels, logger }: { host
     return refusals.length === session.envelope.rcptTo.length && refusals.length > 0 ? reply(550, refusals[0]!) : 'Accepted';
   }
 
+  // smtp-server re-emits its socket's errors: a port in use arrives here.
   await new Promise<void>((resolve, reject) => {
-    server.server.once('error', reject);
-    server.listen(port, host, () => resolve());
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
+  // Later errors are a client's (a dropped connection): logged, never fatal (an 'error'
+  // event without a listener would end the process).
+  server.on('error', (err) => logger.warn({ err }, 'SMTP connection error'));
   return {
     port: (server.server.address() as AddressInfo).port,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),

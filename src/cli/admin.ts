@@ -21,7 +21,18 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv): Promise<
     process.stderr.write(`error: ${(err as Error).message}\n${usage()}\n`);
     return 2;
   }
-  const command = commands[parsed.positionals.join(' ')];
+  const words = parsed.positionals.join(' ');
+  if (parsed.values.help && !commands[words]) {
+    // `--help` alone, or after part of a command: the commands (those that start with what was given).
+    const known = Object.entries(commands).filter(([name]) => name.startsWith(words));
+    process.stdout.write(`${usage(known.length > 0 ? Object.fromEntries(known) : commands)}\n`);
+    return 0;
+  }
+  const command = commands[words];
+  if (command && parsed.values.help) {
+    process.stdout.write(`usage: npm run --silent admin -- ${command.usage}\n`);
+    return 0;
+  }
   if (!command) {
     process.stderr.write(`error: unknown command "${parsed.positionals.join(' ')}"\n${usage()}\n`);
     return 2;

@@ -33,6 +33,28 @@ export const commands: Record<string, Command> = {
       return { id: org.id, name: org.name };
     },
   },
+  'org list': {
+    usage: 'org list',
+    async run(_flags, s) {
+      return { organizations: (await s.organizations.listOrganizations()).map(({ id, name, created_at }) => ({ id, name, created_at })) };
+    },
+  },
+  'key list': {
+    usage: 'key list --org ORG_ID',
+    async run(flags, s) {
+      const org = await s.organizations.getOrganization(required(flags, 'org'));
+      const keys = await s.organizations.listApiKeys(org.id);
+      // The prefix identifies a key; the key itself was shown once, at creation.
+      return { keys: keys.map(({ id, name, prefix, created_at, last_used_at, revoked_at }) => ({ id, name, prefix, created_at, last_used_at, revoked_at })) };
+    },
+  },
+  'scribe list': {
+    usage: 'scribe list --org ORG_ID',
+    async run(flags, s) {
+      const org = await s.organizations.getOrganization(required(flags, 'org'));
+      return { scribes: (await s.scribes.list(org.id)).map(({ id, slug, name, state, agent, created_at }) => ({ id, slug, name, state, agent, created_at })) };
+    },
+  },
   'key create': {
     usage: 'key create --org ORG_ID [--name NAME]',
     run: (flags, s) => s.organizations.createApiKey({ organizationId: required(flags, 'org'), name: optional(flags, 'name') }),
@@ -491,8 +513,10 @@ export const FLAGS = {
   'max-tool-rounds': { type: 'string' },
   'token-budget': { type: 'string' },
   header: { type: 'string', multiple: true },
+  help: { type: 'boolean', short: 'h' },
 } as const;
 
-export function usage(): string {
-  return ['usage: npm run --silent admin -- <command> [--flags]', '', ...Object.values(commands).map((c) => `  ${c.usage}`)].join('\n');
+/** The usage of `some` commands (all by default), one per line; `<command> --help` prints one. */
+export function usage(some: Record<string, Command> = commands): string {
+  return ['usage: npm run --silent admin -- <command> [--flags]', '', ...Object.values(some).map((c) => `  ${c.usage}`), '', 'Each prints one JSON object; `<command> --help` shows its flags.'].join('\n');
 }

@@ -50,6 +50,8 @@ export function consoleRouter({
   const router = Router();
   router.use(refuseDeclaredTooLarge());
   router.use('/assets', express.static(PUBLIC_DIR, { index: false, maxAge: '1h', fallthrough: false }));
+  // Browsers ask for /favicon.ico on their own, pages or not.
+  router.get('/favicon.ico', (_req, res) => res.redirect(301, '/assets/favicon.svg'));
 
   // Expired rows are pruned by the `prune-console-sessions` job, not by the store's own timer.
   const store = services.consoleSessionStore();

@@ -11,7 +11,8 @@ export function requestLog(logger: Logger): RequestHandler {
   return (req, res, next) => {
     const started = process.hrtime.bigint();
     res.once('finish', () => {
-      const level = res.statusCode >= 500 ? 'error' : 'info';
+      // A console page refreshing itself (public/live.js) every few seconds is not news.
+      const level = res.statusCode >= 500 ? 'error' : req.get('x-live-refresh') === '1' ? 'debug' : 'info';
       if (!logger.isLevelEnabled(level)) return;
       logger[level](
         {

@@ -21,6 +21,10 @@ export async function insertOrganization(db: Db, row: OrganizationRow): Promise<
   await db('organizations').insert(row);
 }
 
+export async function listOrganizations(db: Db): Promise<OrganizationRow[]> {
+  return db<OrganizationRow>('organizations').orderBy([{ column: 'created_at' }, { column: 'id' }]);
+}
+
 export async function findOrganization(db: Db, id: string): Promise<OrganizationRow | undefined> {
   return db<OrganizationRow>('organizations').where({ id }).first();
 }

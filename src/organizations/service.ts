@@ -37,6 +37,9 @@ export function createOrganizationService({ db, clock, logger }: { db: Db; clock
       return row;
     },
 
+    /** Every organization of the install, oldest first (the operator's `org list`). */
+    listOrganizations: () => queries.listOrganizations(db),
+
     async getOrganization(id: string) {
       const org = UUID_PATTERN.test(id) ? await queries.findOrganization(db, id) : undefined;
       if (!org) throw new NotFoundError(messages.organizationNotFound);

@@ -49,6 +49,11 @@ export async function listScribeNames(db: Db, organizationId: string): Promise<A
 /** SQLite hands booleans back as 0 and 1. */
 const withBoolean = (row: ScribeRow): ScribeRow => ({ ...row, model_vision: Boolean(row.model_vision) });
 
+/** The organization's scribes by slug, each with its state and agent (the operator's `scribe list`). */
+export async function listScribes(db: Db, organizationId: string): Promise<ScribeRow[]> {
+  return (await db<ScribeRow>('scribes').where({ organization_id: organizationId }).orderBy('slug')).map(withBoolean);
+}
+
 export async function findScribesByIds(db: Db, ids: readonly string[]): Promise<ScribeRow[]> {
   return (await db<ScribeRow>('scribes').whereIn('id', ids)).map(withBoolean);
 }

@@ -137,6 +137,9 @@ export function createScribeService({ db, clock, onActivated = () => {} }: { db:
       return queries.listScribeNames(db, organizationId);
     },
 
+    /** The organization's scribes, whole rows, by slug. */
+    list: (organizationId: string) => queries.listScribes(db, organizationId),
+
     /** The whole scribe row, for the runtime and the console. */
     async find(id: string): Promise<ScribeRow | undefined> {
       return queries.findScribeById(db, id);

@@ -1,10 +1,10 @@
-import net from 'node:net';
 import type { Db } from '../db/knex.js';
 import type { Actor, AuditLog } from '../audit/service.js';
 import { type Clock, isoNow } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import type { AddressPolicy } from '../net/address-policy.js';
+import { checkUserUrl } from '../net/user-url.js';
 import { EVENT_TYPES, TEST_EVENT, type RecordEvents } from './events.js';
 import * as queries from './queries.js';
 import { DELIVERY_STATUSES, type DeliveryFilter, type DeliveryRow, type EndpointRow } from './queries.js';
@@ -47,20 +47,7 @@ export function createWebhookService({ db, clock, audit, policy, recordEvents }:
     return endpoint;
   }
 
-  function checkUrl(value: string): string {
-    const text = value.trim();
-    let url: URL;
-    try {
-      url = new URL(text);
-    } catch {
-      throw new ValidationError(messages.invalidUrl);
-    }
-    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || text.length > 2000) throw new ValidationError(messages.invalidUrl);
-    // Names are checked when connecting (DNS may change); an address is refused at once.
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    if (net.isIP(host) && !policy(host)) throw new ValidationError(messages.privateAddress);
-    return url.toString();
-  }
+  const checkUrl = (value: string) => checkUserUrl(value, policy, { invalid: messages.invalidUrl, privateAddress: messages.privateAddress });
 
   function checkEvents(events: readonly string[] | null | undefined): string[] | null {
     if (events === undefined || events === null) return null;

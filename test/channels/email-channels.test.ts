@@ -1,3 +1,4 @@
+import net from 'node:net';
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
@@ -41,6 +42,18 @@ describe('inbound email channels', () => {
       () => expect.fail('the message was accepted'),
       (err: unknown) => err as { responseCode: number; response: string },
     );
+
+  it('survives a client that resets its connection mid-conversation, and takes the next message', async () => {
+    const { channel } = await h.services.channels.create(staffOf(t), 'atlas', { kind: 'email', address: 'reset@inbound.example.com' });
+    const socket = net.connect(smtp.port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('data', () => resolve()));
+    socket.write('EHLO rude.example.org\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    socket.resetAndDestroy();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await send({ to: 'reset@inbound.example.com', subject: 'Still here?', text: 'Yes.' });
+    expect(await h.db('channel_deliveries').where({ channel_id: channel.id, outcome: 'created' })).to.have.length(1);
+  });
 
   it('keeps the address lower-cased, refuses one taken by another channel, and takes config from SMTP_PORT / SMTP_HOST', async () => {
     const { channel, address } = await create();

@@ -42,6 +42,36 @@ describe('the admin CLI', function () {
     expect(un.state).to.equal('unprovisioned');
   });
 
+  it('org list, key list and scribe list show what exists, and never a key', async () => {
+    const { key } = await json('key', 'create', '--org', orgId, '--name', 'Listed');
+    const orgs = await json('org', 'list');
+    expect(orgs.organizations.map((o: { id: string; name: string }) => [o.id, o.name])).to.deep.include([orgId, 'Acme']);
+    const keys = await json('key', 'list', '--org', orgId);
+    const listed = keys.keys.find((k: { name: string }) => k.name === 'Listed');
+    expect(Object.keys(listed)).to.deep.equal(['id', 'name', 'prefix', 'created_at', 'last_used_at', 'revoked_at']);
+    expect(key.startsWith(listed.prefix)).to.equal(true);
+    expect(JSON.stringify(keys)).not.to.include(key);
+    const scribes = await json('scribe', 'list', '--org', orgId);
+    expect(scribes.scribes.map((x: { slug: string; state: string }) => [x.slug, x.state])).to.deep.equal([['atlas', 'powered_off'], ['nova', 'unprovisioned']]);
+    const missing = await admin('scribe', 'list', '--org', '01935f00-0000-7000-8000-000000000000');
+    expect([missing.code, missing.stderr.trim()]).to.deep.equal([1, 'error: Organization not found']);
+  });
+
+  it('prints help: --help lists every command, a word lists its commands, and a command shows its own flags (exit 0)', async () => {
+    const all = await admin('--help');
+    expect(all.code).to.equal(0);
+    expect(all.stdout).to.include('  org list\n').and.include('  webhook create --org ORG_ID --url URL').and.include('`<command> --help` shows its flags');
+    const schedule = await admin('schedule', '--help');
+    expect(schedule.code).to.equal(0);
+    const lines = schedule.stdout.split('\n').filter((l) => l.startsWith('  '));
+    expect(lines.length).to.be.greaterThan(3);
+    expect(lines.every((l) => l.startsWith('  schedule '))).to.equal(true);
+    const one = await admin('webhook', 'create', '-h');
+    expect(one.code).to.equal(0);
+    expect(one.stdout.trim()).to.match(/^usage: npm run --silent admin -- webhook create --org ORG_ID --url URL/);
+    expect(one.stderr).to.equal('');
+  });
+
   it('scribe create takes --agent and --instructions; scribe set-agent changes them', async () => {
     const scribe = await json('scribe', 'create', '--org', orgId, '--slug', 'oracle', '--name', 'Oracle', '--agent', 'openai', '--instructions', 'Be brief.');
     expect(Object.keys(scribe)).to.deep.equal(['id', 'slug', 'state']);

@@ -86,6 +86,15 @@ describe('console pages and actions', () => {
       expect((await h.db('scribes').where({ id: t.scribe.id }).first()).state).to.equal('active');
     });
 
+    it('serves a favicon without a sign-in, and pages link it', async () => {
+      const ico = await h.api.get('/favicon.ico');
+      expect([ico.status, ico.headers.location]).to.deep.equal([301, '/assets/favicon.svg']);
+      const svg = await h.api.get('/assets/favicon.svg');
+      expect(svg.status).to.equal(200);
+      expect(svg.headers['content-type']).to.match(/^image\/svg\+xml/);
+      expect((await h.api.get('/login')).text).to.include('<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">');
+    });
+
     it('edits the agent and instructions', async () => {
       await admin.post(`/b/${t.scribe.slug}/agent`, { agent: 'openai', instructions: 'Be brief.' });
       expect(await h.db('scribes').where({ id: t.scribe.id }).first()).to.include({ agent: 'openai', instructions: 'Be brief.' });

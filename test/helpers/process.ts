@@ -11,8 +11,9 @@ export interface ServerProcess {
 
 /** Starts an entry point (`src/main.ts`, `src/demo.ts`) from source and waits until it listens. */
 export async function startProcess(entry: string, env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
-  const { match, ...started } = await startUntil(entry, { HOST: '127.0.0.1', PORT: '0', ...env }, /"url":"(http:\/\/[^"]+)"/, 'listening', timeoutMs);
-  return { ...started, url: match[1]! };
+  // The listening log line, or the demo's banner (the demo logs at warn unless told otherwise).
+  const { match, ...started } = await startUntil(entry, { HOST: '127.0.0.1', PORT: '0', ...env }, /"url":"(http:\/\/[^"]+)"|Scribe demo is running at (http:\/\/\S+)/, 'listening', timeoutMs);
+  return { ...started, url: (match[1] ?? match[2])! };
 }
 
 /** Starts `src/main.ts` as a worker (PROCESS_ROLE=worker: no URL) and waits for its start line. */

@@ -1,3 +1,5 @@
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { spawn } from 'node:child_process';
 import { expect } from 'chai';
 import { openDatabase } from '../../src/db/knex.js';
@@ -182,6 +184,26 @@ describe('the server process', function () {
     }
   });
 
+  it('ends with one line naming PORT (or SMTP_PORT) when the port is taken, for npm start and npm run demo, not a stack trace', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      for (const [entry, env] of [
+        ['src/main.ts', { PORT: String(port) }],
+        ['src/demo.ts', { PORT: String(port) }],
+        ['src/main.ts', { PORT: '0', SMTP_PORT: String(port) }],
+      ] as const) {
+        const { code, output } = await runToExit(entry, { ...(await installEnv(tempDir())), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env });
+        const variable = 'SMTP_PORT' in env ? 'SMTP_PORT' : 'PORT';
+        expect(code, entry).to.equal(1);
+        expect(output.trim(), entry).to.equal(`Cannot listen on 127.0.0.1:${port}: the port is in use. Stop what uses it, or set ${variable} to a free port (for example ${variable}=${port + 1}).`);
+      }
+    } finally {
+      taken.close();
+    }
+  });
+
   it('refuses to start with a bad variable, naming it', async () => {
     for (const [name, value] of [['PORT', 'http'], ['LOG_LEVEL', 'loud'], ['ATTACHMENTS_ALLOW_PRIVATE', 'maybe'], ['RATE_LIMIT_PER_MINUTE', '-1']]) {
       const { code, output } = await runToExit('src/main.ts', { ...(await installEnv(tempDir())), [name!]: value! });
@@ -220,6 +242,8 @@ describe('the server process', function () {
         expect(signedIn.status).to.equal(303);
         const dashboard = await fetch(`${demo.url}/`, { headers: { cookie: signedIn.headers.get('set-cookie')!.split(';')[0]! } });
         expect(await dashboard.text()).to.include('<h1>Dashboard</h1>');
+        // The banner stays readable: no request log lines below it unless LOG_LEVEL asks.
+        expect(demo.output()).not.to.include('request completed');
         // The printed organization is the key's (the README's admin commands take it as ORG_ID).
         const listed = await runAdmin(['schedule', 'list', '--org', orgId], await installEnv(dataDir));
         expect(listed.code, listed.stderr).to.equal(0);

@@ -39,6 +39,8 @@ describe('logs', () => {
       const signedIn = await agent.post('/login').type('form').send({ _csrf: csrfTokenOf(login.text), email: 'staff@example.com', password: 'hunter2-password' });
       const cookie = String(signedIn.headers['set-cookie']).split(';')[0]!.split('=')[1]!;
       await agent.get('/');
+      // A console page refreshing itself logs at debug, not info.
+      await agent.get('/').set('X-Live-Refresh', '1').set('X-Request-Id', 'live-refresh-1');
       // Something goes wrong with details attached, as a failing call would log them.
       logger.error({ req: { headers: { 'x-api-key': key, cookie: `scribe.sid=${cookie}`, authorization: 'Bearer metrics-token-secret' } }, user: { password: 'hunter2-password' } }, 'with secrets attached');
 
@@ -48,6 +50,7 @@ describe('logs', () => {
       const completed = parsed.find((l) => l.requestId === 'trace-me-123' && l.msg === 'request completed');
       expect(completed).to.include({ method: 'POST', path: '/api/v1/scribes/atlas/requests', status: 202 });
       expect(parsed.find((l) => l.msg === 'with secrets attached')).to.deep.include({ user: { password: '[redacted]' } });
+      expect(parsed.find((l) => l.requestId === 'live-refresh-1')).to.include({ level: 20, msg: 'request completed' });
     } finally {
       await services.stop();
       await db.destroy();
