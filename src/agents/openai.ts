@@ -4,7 +4,7 @@ import type { OpenAiConfig } from '../config.js';
 import type { Logger } from '../logger.js';
 import { HttpError } from '../http/errors.js';
 import { AgentError, type Agent, type AgentInput, type SessionOutcome, type TaskOutcome } from './agent.js';
-import type { Toolbox } from './toolbox.js';
+import { TOOL_NAMES, type Toolbox } from './toolbox.js';
 import { attachmentParts } from './attachments.js';
 import type { McpConnector, McpTool } from './mcp.js';
 
@@ -229,12 +229,12 @@ const object = (args: Record<string, unknown>, key: string) =>
 function dataTools<T>(): Array<ToolSpec<T>> {
   return [
     {
-      definition: fn('list_entry_types', 'The entry types of the organization and their fields.', {}),
+      definition: fn(TOOL_NAMES.entryTypes, 'The entry types of the organization and their fields.', {}),
       run: async (_args, tools) => ({ result: await tools.entryTypes() }),
     },
     {
       definition: fn(
-        'search_entries',
+        TOOL_NAMES.searchEntries,
         'Find entries. The query uses the search language: words, field:value, field>number, relationship:<name>, && and ||.',
         { query: str('The search query'), entry_type: str('Name of one entry type to search; all when omitted') },
         ['query'],
@@ -243,7 +243,7 @@ function dataTools<T>(): Array<ToolSpec<T>> {
     },
     {
       definition: fn(
-        'create_entry',
+        TOOL_NAMES.createEntry,
         'Create an entry. fields is an object keyed by field name; relationship fields take a list of entry ids.',
         { entry_type: str('Entry type name'), fields: { type: 'object', description: 'Field values by field name' }, draft: bool('Create as a draft') },
         ['entry_type', 'fields'],
@@ -252,7 +252,7 @@ function dataTools<T>(): Array<ToolSpec<T>> {
     },
     {
       definition: fn(
-        'update_entry',
+        TOOL_NAMES.updateEntry,
         'Change an entry: the fields given (null clears one), its draft or archived flag.',
         { id: str('Entry id'), fields: { type: 'object', description: 'Field values to change' }, draft: bool('Draft flag'), archived: bool('Archived flag') },
         ['id'],
@@ -262,7 +262,7 @@ function dataTools<T>(): Array<ToolSpec<T>> {
       }),
     },
     {
-      definition: fn('list_tasks', 'Your tasks: how many in each status and the unfinished ones.', {}),
+      definition: fn(TOOL_NAMES.workload, 'Your tasks: how many in each status and the unfinished ones.', {}),
       run: async (_args, tools) => ({ result: await tools.workload() }),
     },
   ];

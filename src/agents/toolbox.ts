@@ -27,6 +27,15 @@ export interface Toolbox {
   workload(): Promise<{ counts: Record<TaskStatus, number>; unfinished: Array<{ id: string; title: string; status: TaskStatus }> }>;
 }
 
+/** Each action by the tool name the openai agent gives the model; traces use it for both agents. */
+export const TOOL_NAMES: Record<keyof Toolbox, string> = {
+  entryTypes: 'list_entry_types',
+  searchEntries: 'search_entries',
+  createEntry: 'create_entry',
+  updateEntry: 'update_entry',
+  workload: 'list_tasks',
+};
+
 export const SEARCH_LIMIT = 10;
 
 export function createToolbox(scribe: AgentScribe, services: { entryTypes: EntryTypeService; entries: EntryService; tasks: TaskService }): Toolbox {

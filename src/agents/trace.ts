@@ -2,7 +2,7 @@ import type { Db } from '../db/knex.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import * as queries from './queries.js';
-import type { Toolbox } from './toolbox.js';
+import { TOOL_NAMES, type Toolbox } from './toolbox.js';
 
 /** How much of a tool call's arguments and result a trace keeps. */
 export const TRACE_KEEP_CHARS = 4000;
@@ -36,12 +36,11 @@ export function keep(value: unknown): string | null {
 }
 
 /** The trace of one run of the agent on one task or one session answer. */
-export function createTrace(db: Db, clock: Clock, work: { organizationId: string; scribeId: string; taskId?: string; sessionId?: string }, onCall?: (call: TracedCall) => void): Trace {
+export function createTrace(db: Db, clock: Clock, work: { organizationId: string; scribeId: string; taskId?: string; sessionId?: string }): Trace {
   const runId = newId();
   let position = 0;
   return {
     async record(call) {
-      onCall?.(call);
       await queries.insertAgentCall(db, {
         organization_id: work.organizationId,
         scribe_id: work.scribeId,
@@ -62,15 +61,6 @@ export function createTrace(db: Db, clock: Clock, work: { organizationId: string
     },
   };
 }
-
-/** The toolbox's actions by the tool names the openai agent gives the model. */
-const TOOL_NAMES: Record<keyof Toolbox, string> = {
-  entryTypes: 'list_entry_types',
-  searchEntries: 'search_entries',
-  createEntry: 'create_entry',
-  updateEntry: 'update_entry',
-  workload: 'workload',
-};
 
 /** The toolbox, each action reported to `trace` as a tool call (the builtin agent, which calls it directly). */
 export function tracedToolbox(tools: Toolbox, trace: Trace): Toolbox {

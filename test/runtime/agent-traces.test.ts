@@ -85,6 +85,10 @@ describe('agent traces, usage, per-scribe model settings and limits', function (
     const calls = await h.services.traces.of({ sessionId: res.body.session_id });
     expect(calls.length).to.be.greaterThan(0);
     expect(new Set(calls.map((c) => `${c.kind} ${c.name}`))).to.include('tool search_entries');
+    // Under the names the openai agent gives the model: its workload is list_tasks.
+    const status = await h.api.post('/api/v1/scribes/plain/chat').set(other.headers).send({ message: 'What are you working on?' });
+    await h.services.runtime.tick();
+    expect((await h.services.traces.of({ sessionId: status.body.session_id })).map((c) => `${c.kind} ${c.name}`)).to.deep.equal(['tool list_tasks']);
   });
 
   it("uses a scribe's own model, endpoint and key over the environment's, and never puts the key in a trace or a page", async () => {
