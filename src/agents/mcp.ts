@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { fetch as undiciFetch, type Agent } from 'undici';
 import type { AddressPolicy } from '../net/address-policy.js';
-import { checkLiteralAddress, createGuardedAgent, isRefusedAddress } from '../net/guarded-agent.js';
+import { checkLiteralAddress, createGuardedAgent, networkFailure } from '../net/guarded-agent.js';
 import type { McpServerRow } from './queries.js';
 import type { Trace } from './trace.js';
 
@@ -104,8 +104,10 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 
 /** Why a server could not be used, in a few words; never its headers. */
 function reasonOf(err: unknown): string {
-  if (isRefusedAddress(err)) return 'address not allowed';
+  const failure = networkFailure(err);
+  if (failure) return failure;
+  // The SDK may wrap fetch's error without its cause; its message still says what happened.
   const message = (err as Error)?.message ?? String(err);
-  if (/ECONNREFUSED|fetch failed/i.test(message) || /ECONNREFUSED/.test(String((err as { cause?: { code?: string } })?.cause?.code))) return 'connection refused';
+  if (/ECONNREFUSED|fetch failed/i.test(message)) return 'connection refused';
   return message.slice(0, 200);
 }

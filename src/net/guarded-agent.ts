@@ -28,6 +28,21 @@ export function isRefusedAddress(err: unknown): boolean {
   return errorCodes(err).includes(REFUSED);
 }
 
+/**
+ * Why a connection to a user-supplied URL failed, in the few words the product shows
+ * (`address not allowed`, `connection refused`, `host not found`, `TLS error`,
+ * `connection reset`), or undefined for anything else. Timeouts are the caller's to word.
+ */
+export function networkFailure(err: unknown): string | undefined {
+  if (isRefusedAddress(err)) return 'address not allowed';
+  const codes = errorCodes(err);
+  if (codes.includes('ECONNREFUSED')) return 'connection refused';
+  if (codes.includes('ENOTFOUND') || codes.includes('EAI_AGAIN')) return 'host not found';
+  if (codes.some((code) => code.startsWith('ERR_TLS') || code.includes('CERT'))) return 'TLS error';
+  if (codes.includes('ECONNRESET') || codes.includes('UND_ERR_SOCKET')) return 'connection reset';
+  return undefined;
+}
+
 /** The codes of an error and of its causes. */
 export function errorCodes(err: unknown): string[] {
   const codes: string[] = [];

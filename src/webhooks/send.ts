@@ -1,6 +1,6 @@
 import { request, type Agent } from 'undici';
 import type { AddressPolicy } from '../net/address-policy.js';
-import { checkLiteralAddress, createGuardedAgent, errorCodes, isRefusedAddress } from '../net/guarded-agent.js';
+import { checkLiteralAddress, createGuardedAgent, errorCodes, networkFailure } from '../net/guarded-agent.js';
 
 /** How much of an endpoint's answer is kept for the console. */
 export const RESPONSE_KEEP_BYTES = 1000;
@@ -77,14 +77,8 @@ export function retryAfter(value: string | string[] | undefined, now = Date.now(
 }
 
 function reasonOf(err: unknown, timeout: AbortSignal, timeoutMs: number): string {
-  if (timeout.aborted) return `timed out after ${timeoutMs / 1000} s`;
-  if (isRefusedAddress(err)) return 'address not allowed';
   const codes = errorCodes(err);
+  if (timeout.aborted || codes.includes('UND_ERR_HEADERS_TIMEOUT') || codes.includes('UND_ERR_BODY_TIMEOUT')) return `timed out after ${timeoutMs / 1000} s`;
   if (codes.includes('ERR_INVALID_URL')) return 'invalid URL';
-  if (codes.includes('ECONNREFUSED')) return 'connection refused';
-  if (codes.includes('ENOTFOUND') || codes.includes('EAI_AGAIN')) return 'host not found';
-  if (codes.includes('UND_ERR_HEADERS_TIMEOUT') || codes.includes('UND_ERR_BODY_TIMEOUT')) return `timed out after ${timeoutMs / 1000} s`;
-  if (codes.some((code) => code.startsWith('ERR_TLS') || code.includes('CERT'))) return 'TLS error';
-  if (codes.includes('ECONNRESET') || codes.includes('UND_ERR_SOCKET')) return 'connection reset';
-  return 'network error';
+  return networkFailure(err) ?? 'network error';
 }

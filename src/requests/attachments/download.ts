@@ -4,7 +4,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { request } from 'undici';
 import type { AddressPolicy } from '../../net/address-policy.js';
-import { checkLiteralAddress, createGuardedAgent, errorCodes, isRefusedAddress } from '../../net/guarded-agent.js';
+import { checkLiteralAddress, createGuardedAgent, errorCodes, networkFailure } from '../../net/guarded-agent.js';
 
 /** A download that failed for a reason the caller may read (`HTTP 404`, `timed out after 10s`). */
 export class DownloadError extends Error {
@@ -113,14 +113,11 @@ function toDownloadError(err: unknown, timeout: AbortSignal, limits: DownloadLim
   if (err instanceof DownloadError) return err;
   if (timeout.aborted) return new DownloadError(`timed out after ${formatSeconds(limits.timeoutMs)}`);
   const codes = errorCodes(err);
-  if (isRefusedAddress(err)) return new DownloadError('address not allowed');
-  if (codes.includes('ECONNREFUSED')) return new DownloadError('connection refused');
-  if (codes.includes('ENOTFOUND') || codes.includes('EAI_AGAIN')) return new DownloadError('host not found');
   if (codes.includes('UND_ERR_HEADERS_TIMEOUT') || codes.includes('UND_ERR_BODY_TIMEOUT')) {
     return new DownloadError(`timed out after ${formatSeconds(limits.timeoutMs)}`);
   }
-  if (codes.some((code) => code.startsWith('ERR_TLS') || code.includes('CERT'))) return new DownloadError('TLS error');
-  if (codes.includes('ECONNRESET') || codes.includes('UND_ERR_SOCKET')) return new DownloadError('connection reset');
+  const failure = networkFailure(err);
+  if (failure) return new DownloadError(failure);
   if (codes.includes('ABORT_ERR') || (err as Error)?.name === 'AbortError') return new DownloadError('cancelled');
   return new DownloadError('network error');
 }
