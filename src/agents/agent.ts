@@ -15,8 +15,8 @@ export interface AgentInput {
   tools: Toolbox;
   /** Where the agent reports each model and tool call (agents/trace.ts). */
   trace: Trace;
-  /** The scribe's MCP servers, whose tools the openai agent offers the model (agents/mcp.ts). */
-  mcpServers: readonly McpServerRow[];
+  /** The scribe's MCP servers, whose tools the openai agent offers the model (agents/mcp.ts); read only when asked. */
+  mcpServers: () => Promise<readonly McpServerRow[]>;
   /** Aborted when the process stops; the work is then released for the next start. */
   signal: AbortSignal;
 }

@@ -64,7 +64,8 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
     const budget = scribe.token_budget ?? null;
     let used = 0;
     const signal = AbortSignal.any([input.signal, AbortSignal.timeout(deadlineMs)]);
-    const mcp = connectMcp && input.mcpServers.length > 0 ? await connectMcp(input.mcpServers, trace) : undefined;
+    const servers = connectMcp ? await input.mcpServers() : [];
+    const mcp = connectMcp && servers.length > 0 ? await connectMcp(servers, trace) : undefined;
     const offered = [...tools, ...(mcp?.tools ?? []).map((tool) => mcpToolSpec<T>(tool))];
     const byName = new Map(offered.map((t) => [t.definition.function.name, t]));
     try {

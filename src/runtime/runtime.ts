@@ -209,7 +209,7 @@ export function createAgentRuntime({
     await runClaimed(claim, fail, async () => {
       const transcript = await findMessages(db, session.id);
       const trace = traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, sessionId: session.id });
-      const outcome = await agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: await mcpServersOf(scribe.id), signal: abort.signal });
+      const outcome = await agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: () => mcpServersOf(scribe.id), signal: abort.signal });
       await queries.finishSession(db, claim, { author: 'scribe', text: outcome.reply, end: outcome.end ?? false, errorMessage: null }, at(), event);
     }, { log: { session: session.id }, message: 'agent failed to answer a session' });
   }
@@ -231,8 +231,7 @@ export function createAgentRuntime({
       const history = await findTaskEvents(db, task.id);
       const trace = traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, taskId: task.id });
       const attachments = await attachmentsOf(task);
-      const mcpServers = await mcpServersOf(scribe.id);
-      const outcome = await agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers, signal: abort.signal });
+      const outcome = await agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers: () => mcpServersOf(scribe.id), signal: abort.signal });
       if (outcome.status === 'done') await finish('done', 'scribe', outcome.result, { result: outcome.result, last_error: null });
       else await finish('waiting', 'scribe', outcome.question, { last_error: null });
     }, { log: { task: task.id }, message: 'agent failed to work a task' });
