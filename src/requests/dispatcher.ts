@@ -52,7 +52,7 @@ export function createDispatcher({
   logger,
   options = defaultDispatcherOptions,
   createTask,
-  recordEvents = async () => {},
+  recordEvents = async () => [],
   onTasksCreated = () => {},
   onFinished = () => {},
 }: {

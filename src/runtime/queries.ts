@@ -96,7 +96,7 @@ export async function finishSession(
   outcome: { author: 'scribe' | 'system'; text: string; end: boolean; errorMessage: string | null },
   at: string,
   /** More writes that belong to the answer (its webhook event), in its transaction, given the state it left. */
-  alongside?: (trx: Db, state: 'waiting' | 'completed' | 'failed') => Promise<void>,
+  alongside?: (trx: Db, state: 'waiting' | 'completed' | 'failed') => Promise<unknown>,
 ): Promise<boolean> {
   const next = outcome.errorMessage !== null ? 'failed' : outcome.end ? 'completed' : 'waiting';
   return db.transaction(async (trx) => {

@@ -64,7 +64,7 @@ export function createAgentRuntime({
   agentFor,
   findScribe,
   toolboxFor,
-  recordEvents = async () => {},
+  recordEvents = async () => [],
   traceFor = () => noTrace,
   attachmentsOf = async () => [],
   mcpServersOf = async () => [],

@@ -77,7 +77,7 @@ export async function moveTask(
   move: { id: string; from: TaskStatus; to: TaskStatus; author: TaskAuthor; text: string | null; at: string; claimToken?: string },
   columns: Partial<Pick<WorkedTaskRow, 'result' | 'last_error' | 'claim_token' | 'lease_until' | 'attempts'>> = {},
   /** More writes that belong to the move (its webhook event), in its transaction. */
-  alongside?: (trx: Db) => Promise<void>,
+  alongside?: (trx: Db) => Promise<unknown>,
 ): Promise<boolean> {
   return db.transaction(async (trx) => {
     const guard: Record<string, unknown> = { id: move.id, status: move.from };

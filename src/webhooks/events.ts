@@ -19,8 +19,8 @@ export interface NewEvent {
   endpointId?: string;
 }
 
-/** Writes events in the caller's transaction; nothing when no endpoint wants them. */
-export type RecordEvents = (trx: Db, events: readonly NewEvent[]) => Promise<void>;
+/** Writes events in the caller's transaction, nothing when no endpoint wants them; the ids of those written, in order. */
+export type RecordEvents = (trx: Db, events: readonly NewEvent[]) => Promise<string[]>;
 
 export const requestEvent = (row: ApiRequestRow & { organization_id: string }, scribeSlug: string): NewEvent => ({
   organizationId: row.organization_id,
@@ -62,10 +62,10 @@ export const sessionEvent = (session: { id: string; organization_id: string }, s
 export function createOutbox({ clock, onRecorded }: { clock: Clock; onRecorded: (eventId: string) => void }): { record: RecordEvents } {
   return {
     async record(trx, events) {
-      if (events.length === 0) return;
+      if (events.length === 0) return [];
       const organizations = [...new Set(events.map((e) => e.organizationId))];
       const endpoints = await queries.subscribedEndpoints(trx, organizations);
-      if (endpoints.length === 0) return;
+      if (endpoints.length === 0) return [];
       const now = clock();
       const at = now.toISOString();
       const eventRows: queries.EventRow[] = [];
@@ -81,9 +81,10 @@ export function createOutbox({ clock, onRecorded }: { clock: Clock; onRecorded: 
           deliveries.push({ id: newId(), event_id: id, endpoint_id: endpoint.id, event_type: event.type, status: 'pending', attempts: 0, available_at: at, created_at: at, updated_at: at });
         }
       }
-      if (eventRows.length === 0) return;
+      if (eventRows.length === 0) return [];
       await queries.insertEvents(trx, eventRows, deliveries);
       afterCommit(trx, () => onRecorded(eventRows[0]!.id));
+      return eventRows.map((e) => e.id);
     },
   };
 }

@@ -141,10 +141,9 @@ export function createWebhookService({ db, clock, audit, policy, recordEvents }:
       const endpoint = await get(actor.organizationId, id);
       if (!endpoint.enabled) throw new ValidationError(messages.endpointDisabled);
       return db.transaction(async (trx) => {
-        await recordEvents(trx, [{ organizationId: endpoint.organization_id, type: TEST_EVENT, endpointId: id, data: { endpoint: { id, url: endpoint.url } } }]);
+        const [eventId] = await recordEvents(trx, [{ organizationId: endpoint.organization_id, type: TEST_EVENT, endpointId: id, data: { endpoint: { id, url: endpoint.url } } }]);
         await audit.record(actor, 'webhook.test', { type: 'webhook', id }, describe(endpoint), trx);
-        const [latest] = await queries.listDeliveries(trx, id, { eventType: TEST_EVENT }, 1);
-        return { eventId: latest!.event_id };
+        return { eventId: eventId! };
       });
     },
 
