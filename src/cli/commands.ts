@@ -109,8 +109,8 @@ export const commands: Record<string, Command> = {
   'scribe remove-mcp': {
     usage: 'scribe remove-mcp --id ID',
     async run(flags, s) {
-      const id = required(flags, 'id');
-      await s.mcpServers.remove(operatorActor(await s.mcpServers.organizationOf(id)), id);
+      const { actor, id } = await byId(flags, s.mcpServers);
+      await s.mcpServers.remove(actor, id);
       return { id, removed: true };
     },
   },
@@ -179,7 +179,7 @@ export const commands: Record<string, Command> = {
   'schedule edit': {
     usage: 'schedule edit --id ID [--cron EXPR] [--summary TEXT] [--title TEXT] [--acceptance-criteria TEXT] [--timezone ZONE] [--overlap skip|allow]',
     async run(flags, s) {
-      const { actor, id } = await scheduleOf(flags, s);
+      const { actor, id } = await byId(flags, s.schedules);
       const current = await s.schedules.get(actor.organizationId, id);
       const schedule = await s.schedules.update(actor, id, { ...current, ...scheduleFlags(flags), cron: optional(flags, 'cron') ?? current.cron, summary: optional(flags, 'summary') ?? current.summary });
       return { id: schedule.id, next_run_at: schedule.next_run_at };
@@ -190,7 +190,7 @@ export const commands: Record<string, Command> = {
   'schedule run-now': {
     usage: 'schedule run-now --id ID',
     async run(flags, s) {
-      const { actor, id } = await scheduleOf(flags, s);
+      const { actor, id } = await byId(flags, s.schedules);
       const fired = await s.schedules.runNow(actor, id);
       return { id, request_id: fired.request_id };
     },
@@ -198,7 +198,7 @@ export const commands: Record<string, Command> = {
   'schedule delete': {
     usage: 'schedule delete --id ID',
     async run(flags, s) {
-      const { actor, id } = await scheduleOf(flags, s);
+      const { actor, id } = await byId(flags, s.schedules);
       await s.schedules.remove(actor, id);
       return { id, deleted: true };
     },
@@ -206,7 +206,7 @@ export const commands: Record<string, Command> = {
   'schedule show': {
     usage: 'schedule show --id ID',
     async run(flags, s) {
-      const { actor, id } = await scheduleOf(flags, s);
+      const { actor, id } = await byId(flags, s.schedules);
       const schedule = await s.schedules.get(actor.organizationId, id);
       const fires = (await s.schedules.fires(id, 20)).map((f) => ({
         fire_at: f.fire_at,
@@ -244,7 +244,7 @@ export const commands: Record<string, Command> = {
   'channel rotate-secret': {
     usage: 'channel rotate-secret --id ID',
     async run(flags, s) {
-      const { actor, id } = await channelOf(flags, s);
+      const { actor, id } = await byId(flags, s.channels);
       return { id, secret: await s.channels.rotateSecret(actor, id) };
     },
   },
@@ -260,7 +260,7 @@ export const commands: Record<string, Command> = {
   'channel show': {
     usage: 'channel show --id ID',
     async run(flags, s) {
-      const { actor, id } = await channelOf(flags, s);
+      const { actor, id } = await byId(flags, s.channels);
       const channel = await s.channels.get(actor.organizationId, id);
       const deliveries = (await s.channels.deliveries(id, 20)).map(({ received_at, sender, outcome, status, reason, request_id, session_id }) => ({ received_at, sender, outcome, status, reason, request_id, session_id }));
       return { ...presentChannel(channel), deliveries };
@@ -277,7 +277,7 @@ export const commands: Record<string, Command> = {
   'webhook edit': {
     usage: 'webhook edit --id ID [--url URL] [--events a,b,...|all] [--description TEXT] [--enabled true|false]',
     async run(flags, s) {
-      const { actor, id } = await webhookOf(flags, s);
+      const { actor, id } = await byId(flags, s.webhooks);
       const enabled = optional(flags, 'enabled');
       if (enabled !== undefined && enabled !== 'true' && enabled !== 'false') throw new UsageError('--enabled must be true or false');
       const endpoint = await s.webhooks.update(actor, id, { url: optional(flags, 'url'), events: eventsFlag(flags), description: optional(flags, 'description'), enabled: enabled === undefined ? undefined : enabled === 'true' });
@@ -287,7 +287,7 @@ export const commands: Record<string, Command> = {
   'webhook delete': {
     usage: 'webhook delete --id ID',
     async run(flags, s) {
-      const { actor, id } = await webhookOf(flags, s);
+      const { actor, id } = await byId(flags, s.webhooks);
       await s.webhooks.remove(actor, id);
       return { id, deleted: true };
     },
@@ -302,7 +302,7 @@ export const commands: Record<string, Command> = {
   'webhook show': {
     usage: 'webhook show --id ID',
     async run(flags, s) {
-      const { actor, id } = await webhookOf(flags, s);
+      const { actor, id } = await byId(flags, s.webhooks);
       const endpoint = await s.webhooks.get(actor.organizationId, id);
       const deliveries = (await s.webhooks.deliveries(id, {}, 20)).map(({ id, event_id, event_type, status, attempts, last_attempt_at, response_status, error, duration_ms, available_at, created_at }) => ({
         id, event_id, event_type, status, attempts, last_attempt_at, response_status, error, duration_ms, next_attempt_at: status === 'pending' ? available_at : null, created_at,
@@ -313,14 +313,14 @@ export const commands: Record<string, Command> = {
   'webhook test': {
     usage: 'webhook test --id ID',
     async run(flags, s) {
-      const { actor, id } = await webhookOf(flags, s);
+      const { actor, id } = await byId(flags, s.webhooks);
       return { id, event_id: (await s.webhooks.sendTest(actor, id)).eventId };
     },
   },
   'webhook rotate-secret': {
     usage: 'webhook rotate-secret --id ID',
     async run(flags, s) {
-      const { actor, id } = await webhookOf(flags, s);
+      const { actor, id } = await byId(flags, s.webhooks);
       const { secret, previousValidUntil } = await s.webhooks.rotateSecret(actor, id);
       return { id, secret, previous_secret_valid_until: previousValidUntil };
     },
@@ -328,7 +328,7 @@ export const commands: Record<string, Command> = {
   'webhook redeliver': {
     usage: 'webhook redeliver --id ID (--delivery DELIVERY_ID | --failed-from TIME --failed-to TIME)',
     async run(flags, s) {
-      const { actor, id } = await webhookOf(flags, s);
+      const { actor, id } = await byId(flags, s.webhooks);
       const delivery = optional(flags, 'delivery');
       if (delivery !== undefined) {
         await s.webhooks.redeliver(actor, id, delivery);
@@ -366,7 +366,7 @@ function pausing(verb: 'pause' | 'resume'): Command {
   return {
     usage: `schedule ${verb} --id ID`,
     async run(flags, s) {
-      const { actor, id } = await scheduleOf(flags, s);
+      const { actor, id } = await byId(flags, s.schedules);
       const schedule = await s.schedules[verb](actor, id);
       return { id: schedule.id, paused: schedule.paused, next_run_at: schedule.next_run_at };
     },
@@ -378,17 +378,11 @@ function enabling(enabled: boolean): Command {
   return {
     usage: `channel ${enabled ? 'enable' : 'disable'} --id ID`,
     async run(flags, s) {
-      const { actor, id } = await channelOf(flags, s);
+      const { actor, id } = await byId(flags, s.channels);
       await s.channels.setEnabled(actor, id, enabled);
       return enabled ? { id, enabled: true } : { id, disabled: true };
     },
   };
-}
-
-/** The channel named by --id, and the operator acting on its organization. */
-async function channelOf(flags: Flags, s: Services) {
-  const id = required(flags, 'id');
-  return { id, actor: operatorActor(await s.channels.organizationOf(id)) };
 }
 
 /** A channel as the CLI prints it: never its secret (shown once, at creation or rotation). */
@@ -401,6 +395,12 @@ function presentChannel(channel: ChannelListRow) {
 function presentAgent(scribe: ScribeRow) {
   const { id, slug, agent, instructions, model, model_base_url, model_api_key, model_vision, max_tool_rounds, token_budget } = scribe;
   return { id, slug, agent, instructions, model, base_url: model_base_url, api_key_set: model_api_key !== null, vision: model_vision, max_tool_rounds, token_budget };
+}
+
+/** The thing named by --id (a schedule, channel, webhook or MCP server), and the operator acting on its organization. */
+async function byId(flags: Flags, service: { organizationOf(id: string): Promise<string> }) {
+  const id = required(flags, 'id');
+  return { id, actor: operatorActor(await service.organizationOf(id)) };
 }
 
 /** `--name true|false`: the boolean, or undefined when not given. */
@@ -420,12 +420,6 @@ function wholeFlag(flags: Flags, name: string): number | null | undefined {
   return Number(value);
 }
 
-/** The webhook endpoint named by --id, and the operator acting on its organization. */
-async function webhookOf(flags: Flags, s: Services) {
-  const id = required(flags, 'id');
-  return { id, actor: operatorActor(await s.webhooks.organizationOf(id)) };
-}
-
 /** `--events a,b,...`: those types; `all` or no flag: every type. */
 function eventsFlag(flags: Flags): string[] | null | undefined {
   const value = optional(flags, 'events');
@@ -437,12 +431,6 @@ function eventsFlag(flags: Flags): string[] | null | undefined {
 function presentEndpoint(endpoint: EndpointRow) {
   const { id, url, description, events, enabled, disabled_reason, failing_since, created_at } = endpoint;
   return { id, url, description, events: events ?? [...EVENT_TYPES], enabled, disabled_reason, failing_since, created_at };
-}
-
-/** The schedule named by --id, and the operator acting on its organization. */
-async function scheduleOf(flags: Flags, s: Services) {
-  const id = required(flags, 'id');
-  return { id, actor: operatorActor(await s.schedules.organizationOf(id)) };
 }
 
 /** The schedule flags given; absent ones stay undefined (create's defaults, edit's current values). */
