@@ -86,12 +86,11 @@ export function createServices({ config, db, logger, options = {} }: { config: C
   const metrics = createMetrics(db);
   const wakeups = createWakeups({ db, url: config.databaseUrl, logger });
   const store = createAttachmentStore(path.join(config.dataDir, 'attachments'));
-  const downloader = createDownloader(
-    options.addressPolicy ?? (config.attachmentsAllowPrivate ? anyAddress : publicAddressesOnly),
-    { ...defaultDownloadLimits, ...options.downloadLimits },
-  );
-  // Outbound webhooks: events written with the changes they report, sent by the worker.
+  // Where user-supplied URLs may lead: attachments and MCP servers (ATTACHMENTS_ALLOW_PRIVATE), webhooks (WEBHOOKS_ALLOW_PRIVATE).
+  const attachmentPolicy = options.addressPolicy ?? (config.attachmentsAllowPrivate ? anyAddress : publicAddressesOnly);
   const webhookPolicy = options.webhookAddressPolicy ?? (config.webhooksAllowPrivate ? anyAddress : publicAddressesOnly);
+  const downloader = createDownloader(attachmentPolicy, { ...defaultDownloadLimits, ...options.downloadLimits });
+  // Outbound webhooks: events written with the changes they report, sent by the worker.
   const webhookOptions = { ...defaultWebhookWorkerOptions, timeoutMs: 15_000, ...options.webhooks };
   const webhookWorker = createWebhookWorker({ db, clock, logger, sender: createSender(webhookPolicy, webhookOptions), options: webhookOptions });
   const outbox = createOutbox({
@@ -101,8 +100,6 @@ export function createServices({ config, db, logger, options = {} }: { config: C
       void wakeups.notify('scribe_webhooks', eventId);
     },
   });
-  // MCP servers obey the attachments' address policy (ATTACHMENTS_ALLOW_PRIVATE).
-  const attachmentPolicy = options.addressPolicy ?? (config.attachmentsAllowPrivate ? anyAddress : publicAddressesOnly);
   const connectMcp = createMcpConnector(attachmentPolicy, { ...defaultMcpLimits, ...options.mcp });
   const dispatcher = createDispatcher({
     db,
