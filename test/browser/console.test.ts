@@ -1,19 +1,10 @@
-import fs from 'node:fs';
 import { createHmac } from 'node:crypto';
-import http from 'node:http';
-import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
+import type { Page } from 'playwright-core';
+import { consoleInBrowser, expectText } from '../helpers/browser.js';
 import { PASSWORD } from '../helpers/console.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 import { startFakeOpenAi } from '../helpers/fake-openai.js';
-
-/** Debian's chromium, installed by .ci/run (`apt-get install -y chromium`). */
-const CHROMIUM = '/usr/bin/chromium';
-const SCREENSHOTS = fileURLToPath(new URL('../../test-artifacts/screenshots/', import.meta.url));
 
 /**
  * The console in a real Chromium against the real app on loopback. Background work is
@@ -22,66 +13,43 @@ const SCREENSHOTS = fileURLToPath(new URL('../../test-artifacts/screenshots/', i
  */
 describe('the console in Chromium', function () {
   this.timeout(60_000);
-  let h: Harness;
-  let t: Tenant;
-  let server: http.Server;
-  let base: string;
-  let browser: Browser;
+  const c = consoleInBrowser({ env: { WEBHOOKS_ALLOW_PRIVATE: 'true' } });
   let page: Page;
 
   before(async () => {
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium), as .ci/run does`);
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    h = await createHarness({ env: { WEBHOOKS_ALLOW_PRIVATE: 'true' }, options: { runOnNewWork: false, dispatchOnAccept: false } });
-    t = await h.tenant({ slug: 'atlas' });
-    await h.services.users.create({ organizationId: t.organizationId, email: 'admin@example.com', password: PASSWORD, role: 'admin' });
-    const type = await h.services.entryTypes.create(t.organizationId, { name: 'Companies', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'City', type: 'text' }] });
+    const type = await c.h.services.entryTypes.create(c.t.organizationId, { name: 'Companies', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'City', type: 'text' }] });
     for (const [name, city] of [['Acme Corp', 'Zurich'], ['Globex', 'Geneva'], ['Initech', 'Zurich']]) {
-      await h.services.entries.create(t.organizationId, type.id, { fields: { Name: name, City: city } });
+      await c.h.services.entries.create(c.t.organizationId, type.id, { fields: { Name: name, City: city } });
     }
-    server = http.createServer(h.app);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    // A page not yet signed in: the first test signs in through the form.
+    page = await c.browser.newPage({ viewport: { width: 1280, height: 900 } });
   });
 
-  after(async () => {
-    await browser?.close();
-    if (server) await new Promise((resolve) => server.close(resolve));
-    await h?.close();
-  });
-
-  const api = (method: string, route: string, body?: object) =>
-    fetch(`${base}/api/v1${route}`, { method, headers: { 'X-Api-Key': t.key, 'Content-Type': 'application/json' }, body: body && JSON.stringify(body) }).then((r) => r.json() as Promise<Record<string, any>>);
-  const shot = (name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  const shot = (name: string) => c.shot(name, page);
   /** Marks the window; the mark survives only if the page is not reloaded. */
   const markWindow = () => page.evaluate(() => ((window as unknown as { __mark: number }).__mark = 42));
   const stillSamePage = () => page.evaluate(() => (window as unknown as { __mark?: number }).__mark === 42);
 
   it('signs in with the form and lands on the dashboard', async () => {
-    await page.goto(`${base}/`);
-    expect(page.url()).to.equal(`${base}/login`);
+    await page.goto(`${c.base}/`);
+    expect(page.url()).to.equal(`${c.base}/login`);
     await shot('login');
     await page.getByLabel('Email').fill('admin@example.com');
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${base}/`);
+    await page.waitForURL(`${c.base}/`);
     expect(await page.getByRole('heading', { level: 1 }).textContent()).to.equal('Dashboard');
     await shot('dashboard');
   });
 
   it('shows a chat reply on /b/<slug> as it arrives, without reloading', async () => {
-    await page.goto(`${base}/b/atlas`);
+    await page.goto(`${c.base}/b/atlas`);
     await markWindow();
     await expectText(page.locator('[data-live-part="sessions"]'), 'No chat sessions yet.');
-    const { session_id: sessionId } = await api('POST', '/scribes/atlas/chat', { message: 'What do we know about Acme?' });
+    const { session_id: sessionId } = await c.api('POST', '/scribes/atlas/chat', { message: 'What do we know about Acme?' });
     // The new session appears (queued), then the scribe's reply once the runtime has worked it.
     await page.locator(`#session-${sessionId}`).waitFor();
-    await h.services.runtime.tick();
+    await c.h.services.runtime.tick();
     await page.locator(`#session-${sessionId} .msg-scribe`).waitFor();
     expect(await page.locator(`#session-${sessionId} .msg-scribe .msg-text`).textContent()).to.equal('Here is what I found for "acme":\n- Acme Corp (Companies)');
     expect(await stillSamePage(), 'the page was not reloaded').to.equal(true);
@@ -89,21 +57,21 @@ describe('the console in Chromium', function () {
   });
 
   it('shows a receipt reaching fulfilled on its page, without reloading', async () => {
-    const { request } = await api('POST', '/scribes/atlas/requests', { task: { summary: 'Summarize the Acme account', acceptance_criteria: 'Three bullets' } });
-    await page.goto(`${base}/receipts/${request.id}`);
+    const { request } = await c.api('POST', '/scribes/atlas/requests', { task: { summary: 'Summarize the Acme account', acceptance_criteria: 'Three bullets' } });
+    await page.goto(`${c.base}/receipts/${request.id}`);
     await markWindow();
     expect(await page.locator('.status-line').getAttribute('data-status')).to.equal('accepted');
-    await h.services.dispatcher.tick();
+    await c.h.services.dispatcher.tick();
     await page.locator('.status-line[data-status="fulfilled"]').waitFor();
     expect(await stillSamePage(), 'the page was not reloaded').to.equal(true);
     // The task the receipt made is then worked, and its status follows on the same page.
-    await h.services.runtime.tick();
+    await c.h.services.runtime.tick();
     await page.locator('[data-live-part="receipt"] a[href^="/tasks/"] + .badge-ok').waitFor();
     await shot('receipt-page');
   });
 
   it('searches entries', async () => {
-    await page.goto(`${base}/entry-types`);
+    await page.goto(`${c.base}/entry-types`);
     await page.getByRole('link', { name: 'Companies' }).click();
     await page.getByLabel('Search').fill('City:Zurich');
     await page.getByRole('button', { name: 'Search' }).click();
@@ -116,38 +84,38 @@ describe('the console in Chromium', function () {
   });
 
   it('creates a key, shown once, and revokes it', async () => {
-    await page.goto(`${base}/keys`);
+    await page.goto(`${c.base}/keys`);
     await page.getByLabel('Name').fill('Browser key');
     await page.getByRole('button', { name: 'Create key' }).click();
     const key = (await page.locator('#new-key').textContent())!;
     expect(key).to.match(/^sk_[A-Za-z0-9_-]{43}$/);
-    expect((await fetch(`${base}/api/v1/scribes/atlas/requests`, { headers: { 'X-Api-Key': key } })).status).to.equal(200);
+    expect((await fetch(`${c.base}/api/v1/scribes/atlas/requests`, { headers: { 'X-Api-Key': key } })).status).to.equal(200);
     await shot('key-created');
-    await page.goto(`${base}/keys`);
+    await page.goto(`${c.base}/keys`);
     expect(await page.locator('#new-key').count(), 'shown only once').to.equal(0);
     await page.getByRole('button', { name: 'Revoke Browser key' }).click();
     await expectText(page.locator('.flash-notice'), 'Key revoked');
-    expect((await fetch(`${base}/api/v1/scribes/atlas/requests`, { headers: { 'X-Api-Key': key } })).status).to.equal(401);
+    expect((await fetch(`${c.base}/api/v1/scribes/atlas/requests`, { headers: { 'X-Api-Key': key } })).status).to.equal(401);
     await shot('keys');
   });
 
   it('renders the API reference at /docs from local assets, within the CSP', async () => {
     const problems: string[] = [];
-    const docs = await browser.newPage();
+    const docs = await c.browser.newPage();
     docs.on('console', (m) => {
       if (m.type() === 'error') problems.push(m.text());
     });
     docs.on('requestfailed', (r) => problems.push(`${r.url()} failed`));
-    await docs.goto(`${base}/docs`);
+    await docs.goto(`${c.base}/docs`);
     await docs.getByText('Submit a task (4.1)').waitFor();
     expect(await docs.getByText('/api/v1/entry_types/{entry_type_id}/entries').count()).to.be.greaterThan(0);
-    await docs.screenshot({ path: path.join(SCREENSHOTS, 'api-docs.png'), fullPage: false });
+    await c.shot('api-docs', docs);
     await docs.close();
     expect(problems).to.deep.equal([]);
   });
 
   it('creates a schedule with a preview of its fire times, runs it now and shows the fire', async () => {
-    await page.goto(`${base}/b/atlas`);
+    await page.goto(`${c.base}/b/atlas`);
     await page.getByRole('link', { name: 'New schedule' }).click();
     await page.getByLabel('Cron expression').fill('0 9 * * 1-5');
     await page.getByLabel('Time zone').fill('Nowhere/Land');
@@ -168,7 +136,7 @@ describe('the console in Chromium', function () {
   });
 
   it('creates a signed webhook channel, shows its secret once, and lists a delivery linked to its receipt', async () => {
-    await page.goto(`${base}/b/atlas`);
+    await page.goto(`${c.base}/b/atlas`);
     await page.getByRole('link', { name: 'New channel' }).click();
     await page.getByLabel('Name').fill('Order hook');
     await page.getByLabel('Verification').selectOption('hmac-sha256');
@@ -176,12 +144,12 @@ describe('the console in Chromium', function () {
     await expectText(page.locator('.flash-notice'), 'Channel created.');
     const secret = (await page.locator('#new-secret').textContent())!;
     const url = (await page.locator('#channel-url').textContent())!;
-    expect(url.startsWith(`${base}/inbound/`)).to.equal(true);
+    expect(url.startsWith(`${c.base}/inbound/`)).to.equal(true);
     const body = JSON.stringify({ summary: 'Ship order 1042', title: 'Order 1042' });
     const sent = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Signature': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` }, body });
     expect(sent.status).to.equal(202);
     const { request_id } = (await sent.json()) as { request_id: string };
-    await page.goto(`${base}/channels`);
+    await page.goto(`${c.base}/channels`);
     await page.getByRole('link', { name: 'Order hook' }).click();
     await expectText(page.locator('h1'), 'Order hook');
     expect(await page.locator('#new-secret').count(), 'shown only once').to.equal(0);
@@ -193,7 +161,7 @@ describe('the console in Chromium', function () {
   it('creates a webhook endpoint, shows its secret once, sends a test event and shows the delivery and what the receiver answered', async () => {
     const receiver = await startWebhookReceiver(() => ({ status: 200, body: 'received, thank you' }));
     try {
-      await page.goto(`${base}/webhooks`);
+      await page.goto(`${c.base}/webhooks`);
       await page.getByRole('link', { name: 'New endpoint' }).click();
       await page.getByLabel('URL').fill(`${receiver.url}/scribe-events`);
       await page.getByLabel('request.fulfilled').check();
@@ -216,17 +184,17 @@ describe('the console in Chromium', function () {
   it("shows a task's trace: each model and tool call, with the tokens used, on the task's page", async () => {
     const fake = await startFakeOpenAi();
     try {
-      await h.services.scribes.create({ organizationId: t.organizationId, slug: 'modeled', name: 'Modeled', agent: 'openai' });
-      await h.services.scribes.setAgent(t.organizationId, 'modeled', { model: 'local-model', baseUrl: fake.baseUrl });
+      await c.h.services.scribes.create({ organizationId: c.t.organizationId, slug: 'modeled', name: 'Modeled', agent: 'openai' });
+      await c.h.services.scribes.setAgent(c.t.organizationId, 'modeled', { model: 'local-model', baseUrl: fake.baseUrl });
       fake.script(
         { toolCalls: [{ name: 'search_entries', arguments: { query: 'Zurich' } }], usage: { prompt_tokens: 1200, completion_tokens: 40 } },
         { toolCalls: [{ name: 'complete_task', arguments: { result: 'Two companies are in Zurich.' } }], usage: { prompt_tokens: 1500, completion_tokens: 60 } },
       );
-      const receipt = await api('POST', '/scribes/modeled/requests', { task: { summary: 'Which companies are in Zurich?', acceptance_criteria: 'A count' } });
-      await h.services.dispatcher.tick();
-      await h.services.runtime.tick();
-      const taskId = (await api('GET', `/requests/${receipt.request.id}`)).request.entity_id;
-      await page.goto(`${base}/tasks/${taskId}`);
+      const receipt = await c.api('POST', '/scribes/modeled/requests', { task: { summary: 'Which companies are in Zurich?', acceptance_criteria: 'A count' } });
+      await c.h.services.dispatcher.tick();
+      await c.h.services.runtime.tick();
+      const taskId = (await c.api('GET', `/requests/${receipt.request.id}`)).request.entity_id;
+      await page.goto(`${c.base}/tasks/${taskId}`);
       await expectText(page.locator('#trace-totals'), '2 model calls, 2 tool calls, 2,700 input and 100 output tokens');
       const rows = await page.locator('#trace tbody tr').allTextContents();
       expect(rows.map((r) => r.replace(/\s+/g, ' ').trim().split(' ').slice(0, 3).join(' '))).to.deep.equal(['1 model local-model', '2 tool search_entries', '3 model local-model', '4 tool complete_task']);
@@ -240,21 +208,9 @@ describe('the console in Chromium', function () {
 
   it('renders the other main pages', async () => {
     for (const [name, route] of [['scribes', '/scribes'], ['receipts', '/receipts'], ['tasks', '/tasks'], ['entry-types', '/entry-types'], ['schedules', '/schedules'], ['channels', '/channels'], ['webhooks', '/webhooks'], ['audit', '/audit']]) {
-      const response = await page.goto(`${base}${route}`);
+      const response = await page.goto(`${c.base}${route}`);
       expect(response?.status(), route).to.equal(200);
       await shot(name!);
     }
   });
 });
-
-/** Waits for `text` in `locator`; when it does not come, says what the page showed instead. */
-async function expectText(locator: ReturnType<Page['locator']>, text: string) {
-  try {
-    await locator.filter({ hasText: text }).first().waitFor({ timeout: 10_000 });
-  } catch (err) {
-    const page = locator.page();
-    const flashes = await page.locator('.flash').allTextContents().catch(() => []);
-    const heading = await page.locator('h1').first().textContent().catch(() => null);
-    throw new Error(`"${text}" did not appear; the page at ${page.url()} showed h1 ${JSON.stringify(heading)} and flashes ${JSON.stringify(flashes)}\n${(err as Error).message}`);
-  }
-}

@@ -52,13 +52,15 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+export interface HarnessOptions {
+  env?: Record<string, string>;
+  options?: ServiceOptions;
+  consoleOptions?: ConsoleOptions;
+  database?: DatabaseKind;
+}
+
 /** The real app on a fresh, migrated database: a SQLite file in a temp folder, or a PostgreSQL database (helpers/databases.ts). */
-export async function createHarness({
-  env = {},
-  options = {},
-  consoleOptions,
-  database,
-}: { env?: Record<string, string>; options?: ServiceOptions; consoleOptions?: ConsoleOptions; database?: DatabaseKind } = {}): Promise<Harness> {
+export async function createHarness({ env = {}, options = {}, consoleOptions, database }: HarnessOptions = {}): Promise<Harness> {
   const dir = tempDir();
   const databaseUrl = await createTestDatabase(dir, { kind: database });
   // Limits off unless a test turns them on: suites make thousands of calls with one key.

@@ -1,0 +1,97 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { createHarness, type Harness, type HarnessOptions, type Tenant } from './harness.js';
+import { PASSWORD } from './console.js';
+
+/** Debian's chromium, installed by .ci/run (`apt-get install -y chromium`). */
+export const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOTS = fileURLToPath(new URL('../../test-artifacts/screenshots/', import.meta.url));
+
+export interface ConsoleInBrowser {
+  h: Harness;
+  /** The organization, with the scribe `atlas` and an admin `admin@example.com`. */
+  t: Tenant;
+  /** The app's address on loopback. */
+  base: string;
+  browser: Browser;
+  /** A page at 1280 × 900, signed in as the admin. */
+  page: Page;
+  /** A new page, signed in as the admin, `width` px wide (390 for a phone). */
+  newPage(width?: number): Promise<Page>;
+  /** A call to the JSON API with the tenant's key. */
+  api(method: string, route: string, body?: object): Promise<Record<string, any>>;
+  /** A full-page screenshot in test-artifacts/screenshots/<name>.png. */
+  shot(name: string, on?: Page): Promise<unknown>;
+}
+
+/**
+ * The console in a real Chromium against the real app on loopback, opened in the calling
+ * `describe`'s `before` hook and closed in its `after`. Background work does not run on its
+ * own: tests drive it with ticks, so each state can be watched arriving.
+ */
+export function consoleInBrowser(harness: HarnessOptions = {}): ConsoleInBrowser {
+  let server: http.Server | undefined;
+  const it = {} as ConsoleInBrowser;
+  before(async function () {
+    this.timeout(60_000);
+    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium), as .ci/run does`);
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    it.h = await createHarness({ ...harness, options: { runOnNewWork: false, dispatchOnAccept: false, ...harness.options } });
+    it.t = await it.h.tenant({ slug: 'atlas' });
+    await it.h.services.users.create({ organizationId: it.t.organizationId, email: 'admin@example.com', password: PASSWORD, role: 'admin' });
+    server = http.createServer(it.h.app);
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    it.base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    it.browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    it.newPage = async (width = 1280) => {
+      const page = await it.browser.newPage({ viewport: { width, height: 900 } });
+      await signInPage(page, it.base);
+      return page;
+    };
+    it.page = await it.newPage();
+  });
+  after(async () => {
+    await it.browser?.close();
+    if (server) await new Promise((resolve) => server!.close(resolve));
+    await it.h?.close();
+  });
+  it.api = (method, route, body) =>
+    fetch(`${it.base}/api/v1${route}`, { method, headers: { 'X-Api-Key': it.t.key, 'Content-Type': 'application/json' }, body: body && JSON.stringify(body) }).then(
+      (r) => r.json() as Promise<Record<string, any>>,
+    );
+  it.shot = (name, on) => (on ?? it.page).screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  return it;
+}
+
+/** Signs the page in as `admin@example.com` through the login form. */
+export async function signInPage(page: Page, base: string, email = 'admin@example.com'): Promise<void> {
+  await page.goto(`${base}/login`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`${base}/`);
+}
+
+/** Waits for `text` in `locator`; when it does not come, says what the page showed instead. */
+export async function expectText(locator: ReturnType<Page['locator']>, text: string): Promise<void> {
+  try {
+    await locator.filter({ hasText: text }).first().waitFor({ timeout: 10_000 });
+  } catch (err) {
+    const page = locator.page();
+    const flashes = await page.locator('.flash').allTextContents().catch(() => []);
+    const heading = await page.locator('h1').first().textContent().catch(() => null);
+    throw new Error(`"${text}" did not appear; the page at ${page.url()} showed h1 ${JSON.stringify(heading)} and flashes ${JSON.stringify(flashes)}\n${(err as Error).message}`);
+  }
+}
+
+/** The page's width against its viewport's: a table that does not fit makes the page scroll sideways. */
+export async function overflowsSideways(page: Page): Promise<boolean> {
+  return page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth + 1);
+}
