@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { cliInstall, runAdmin } from '../helpers/cli.js';
+import { cliInstall, runAdmin, runAdminProcess } from '../helpers/cli.js';
 import { installEnv, openInstall } from '../helpers/databases.js';
 import { tempDir } from '../helpers/harness.js';
 import { verifyPassword } from '../../src/users/passwords.js';
@@ -243,9 +243,9 @@ describe('the admin CLI', function () {
     expect(result.stderr).to.include('PORT');
   });
 
-  it('can run several at once on a fresh database', async () => {
+  it('can run several at once on a fresh database, as processes', async () => {
     const fresh = { ...(await installEnv(tempDir())) };
-    const results = await Promise.all([1, 2, 3, 4].map((i) => runAdmin(['org', 'create', '--name', `Org ${i}`], fresh)));
+    const results = await Promise.all([1, 2, 3, 4].map((i) => runAdminProcess(['org', 'create', '--name', `Org ${i}`], fresh)));
     for (const r of results) {
       expect(r.stderr).to.equal('');
       expect(r.code).to.equal(0);

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { installEnv } from './databases.js';
 import { tempDir } from './harness.js';
+import { runAdmin as runCli } from '../../src/cli/run.js';
 
 const ADMIN = fileURLToPath(new URL('../../src/cli/admin.ts', import.meta.url));
 
@@ -12,8 +13,20 @@ export interface CliResult {
   stderr: string;
 }
 
+/**
+ * Runs an admin CLI command in this process, as the entry point (src/cli/admin.ts) runs it
+ * with its own argv, environment and streams. Spawning costs a second per command, and the
+ * CLI suites run hundreds; `runAdminProcess` is the real binary, for what only a process shows.
+ */
+export async function runAdmin(args: string[], env: Record<string, string>): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, { PATH: process.env.PATH ?? '', ...env }, { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) } });
+  return { code, stdout, stderr };
+}
+
 /** Runs the admin CLI from source in a real child process. */
-export function runAdmin(args: string[], env: Record<string, string>): Promise<CliResult> {
+export function runAdminProcess(args: string[], env: Record<string, string>): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,

@@ -1,0 +1,81 @@
+import { parseArgs } from 'node:util';
+import { loadConfig, ConfigError } from '../config.js';
+import { createLogger } from '../logger.js';
+import { openDatabase } from '../db/knex.js';
+import { migrateToLatest } from '../db/migrate.js';
+import { createServices } from '../services.js';
+import { HttpError } from '../http/errors.js';
+import { BackupNotSupportedError } from '../db/dialect.js';
+import { CopyRefusedError } from '../db/copy.js';
+import { FLAGS, UsageError, commands, usage } from './commands.js';
+
+/** Where a run of the CLI writes: the process's streams, or a test's buffers. */
+export interface CliOutput {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+}
+
+/**
+ * `npm run --silent admin -- <command> [--flags]`: prints exactly one JSON object on stdout
+ * and answers 0, or a message on stderr and a non-zero exit code.
+ */
+export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv, { stdout, stderr }: CliOutput): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: FLAGS, allowPositionals: true, strict: true });
+  } catch (err) {
+    stderr.write(`error: ${(err as Error).message}\n${usage()}\n`);
+    return 2;
+  }
+  const words = parsed.positionals.join(' ');
+  if (parsed.values.help && !commands[words]) {
+    // `--help` alone, or after part of a command: the commands (those that start with what was given).
+    const known = Object.entries(commands).filter(([name]) => name.startsWith(words));
+    stdout.write(`${usage(known.length > 0 ? Object.fromEntries(known) : commands)}\n`);
+    return 0;
+  }
+  const command = commands[words];
+  if (command && parsed.values.help) {
+    stdout.write(`usage: npm run --silent admin -- ${command.usage}\n`);
+    return 0;
+  }
+  if (!command) {
+    stderr.write(`error: unknown command "${parsed.positionals.join(' ')}"\n${usage()}\n`);
+    return 2;
+  }
+
+  let config;
+  try {
+    config = loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      stderr.write(`error: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+  const logger = createLogger('silent');
+  const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
+  const services = createServices({ config, db, logger, options: { dispatchOnAccept: false, runOnNewWork: false } });
+  try {
+    await migrateToLatest(db);
+    const output = await command.run(parsed.values, services);
+    stdout.write(`${JSON.stringify(output)}\n`);
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      stderr.write(`error: ${err.message}\nusage: ${command.usage}\n`);
+      return 2;
+    }
+    if (err instanceof HttpError || err instanceof BackupNotSupportedError || err instanceof CopyRefusedError) {
+      stderr.write(`error: ${err.message}\n`);
+      return 1;
+    }
+    stderr.write(`error: ${(err as Error).stack ?? String(err)}\n`);
+    return 1;
+  } finally {
+    await services.stop();
+    await db.destroy();
+  }
+}
+
