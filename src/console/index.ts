@@ -19,6 +19,8 @@ import { entryRoutes } from './routes/entries.js';
 import { scheduleRoutes } from './routes/schedules.js';
 import { channelRoutes } from './routes/channels.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { searchRoutes } from './routes/search.js';
+import { failureRoutes } from './routes/failures.js';
 
 /** How long a console sign-in lasts without use. */
 export const SESSION_IDLE_MS = 8 * 3_600_000;
@@ -85,6 +87,8 @@ export function consoleRouter({
   router.use(requireUser);
   router.use(dashboardRoutes(services));
   router.use(scribeRoutes(services));
+  // Before the lists: /receipts/bulk is not a receipt's page.
+  router.use(failureRoutes(services));
   router.use(receiptRoutes(services));
   router.use(taskRoutes(services));
   router.use(sessionRoutes(services));
@@ -94,6 +98,7 @@ export function consoleRouter({
   router.use(webhookRoutes(services));
   router.use(keyRoutes(services));
   router.use(auditRoutes(services));
+  router.use(searchRoutes(services));
   router.use((_req, _res, next) => next(new HttpError(404, 'There is nothing at this address.')));
   router.use(errorPage(logger));
   return router;

@@ -1,14 +1,16 @@
+import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
 import type { Position } from '../http/cursor.js';
+import { REQUEST_ID_PATTERN, UUID_PATTERN } from '../lib/ids.js';
 import type { RequestRow } from '../requests/queries.js';
-import type { WorkedTaskRow } from '../tasks/queries.js';
+import { TASK_STATUSES, type WorkedTaskRow } from '../tasks/queries.js';
 
 /**
  * What the console reads that the API does not: organization-wide lists with filters and
  * the dashboard's figures. Every query takes the organization first and is scoped by it.
  */
 
-export type ReceiptListRow = Pick<RequestRow, 'id' | 'status' | 'title' | 'error_message' | 'entity_id' | 'created_at' | 'updated_at'> & { scribe_slug: string };
+export type ReceiptListRow = Pick<RequestRow, 'id' | 'status' | 'title' | 'error_message' | 'entity_id' | 'discarded_at' | 'created_at' | 'updated_at'> & { scribe_slug: string };
 
 /** Receipts by status created since `since`. */
 export async function receiptCounts(db: Db, organizationId: string, since: string): Promise<Record<string, number>> {
@@ -47,26 +49,32 @@ export interface Failure {
   at: string;
 }
 
-/** The latest failures of each kind, newest first. */
+/** Tasks the agent failed: the runtime leaves them waiting with the reason in last_error. */
+const failedTasks = (alias: string) => (query: Knex.QueryBuilder) => query.where(`${alias}.status`, 'waiting').whereNotNull(`${alias}.last_error`);
+
+/** The latest failures of each kind not yet discarded, newest first. */
 export async function recentFailures(db: Db, organizationId: string, limit = 10): Promise<Failure[]> {
   const receipts = await db('requests as r')
     .join('scribes as s', 's.id', 'r.scribe_id')
     .where('r.organization_id', organizationId)
     .where('r.status', 'failed')
+    .whereNull('r.discarded_at')
     .orderBy('r.updated_at', 'desc')
     .limit(limit)
     .select('r.id', 's.slug as scribe_slug', 'r.title as what', 'r.error_message as message', 'r.updated_at as at');
   const sessions = await db('sessions as x')
     .join('scribes as s', 's.id', 'x.scribe_id')
     .where('x.organization_id', organizationId)
-    .whereNotNull('x.error_message')
+    .where('x.state', 'failed')
+    .whereNull('x.discarded_at')
     .orderBy('x.updated_at', 'desc')
     .limit(limit)
     .select('x.id', 's.slug as scribe_slug', db.raw("'chat session' as what"), 'x.error_message as message', 'x.updated_at as at');
-  const tasks = await db('tasks as t')
+  const tasks: Array<Omit<Failure, 'kind'>> = await db('tasks as t')
     .join('scribes as s', 's.id', 't.scribe_id')
     .where('t.organization_id', organizationId)
-    .whereNotNull('t.last_error')
+    .modify(failedTasks('t'))
+    .whereNull('t.discarded_at')
     .orderBy('t.updated_at', 'desc')
     .limit(limit)
     .select('t.id', 's.slug as scribe_slug', 't.title as what', 't.last_error as message', 't.updated_at as at');
@@ -121,35 +129,94 @@ async function newestFirst<T extends { created_at: string; id: string }>(query: 
   return { items, next: rows.length > limit && last ? { createdAt: last.created_at, id: last.id } : null };
 }
 
-export async function listReceipts(
-  db: Db,
-  organizationId: string,
-  filter: { scribeId?: string; status?: string; since?: string; before?: Position; limit: number },
-): Promise<ListPage<ReceiptListRow>> {
-  const query = db('requests as r')
-    .join('scribes as s', 's.id', 'r.scribe_id')
-    .where('r.organization_id', organizationId)
-    .select('r.id', 'r.status', 'r.title', 'r.error_message', 'r.entity_id', 'r.created_at', 'r.updated_at', 's.slug as scribe_slug');
+/** What the receipts list and its bulk actions select by. */
+export interface ReceiptFilter {
+  scribeId?: string;
+  status?: string;
+  since?: string;
+  /** Text the title contains, any case. */
+  q?: string;
+}
+
+function filterReceipts(query: Knex.QueryBuilder, filter: ReceiptFilter): Knex.QueryBuilder {
   if (filter.scribeId) query.where('r.scribe_id', filter.scribeId);
   if (filter.status) query.where('r.status', filter.status);
   if (filter.since) query.where('r.created_at', '>=', filter.since);
-  return newestFirst(query, 'r', filter.before, filter.limit);
+  if (filter.q) whereContains(query, 'r.title', filter.q);
+  return query;
 }
 
-export type TaskListRow = Pick<WorkedTaskRow, 'id' | 'status' | 'title' | 'request_id' | 'last_error' | 'created_at' | 'updated_at'> & { scribe_slug: string };
+export async function listReceipts(db: Db, organizationId: string, filter: ReceiptFilter & { before?: Position; limit: number }): Promise<ListPage<ReceiptListRow>> {
+  const query = db('requests as r')
+    .join('scribes as s', 's.id', 'r.scribe_id')
+    .where('r.organization_id', organizationId)
+    .select('r.id', 'r.status', 'r.title', 'r.error_message', 'r.entity_id', 'r.discarded_at', 'r.created_at', 'r.updated_at', 's.slug as scribe_slug');
+  return newestFirst(filterReceipts(query, filter), 'r', filter.before, filter.limit);
+}
 
-export async function listTasks(
-  db: Db,
-  organizationId: string,
-  filter: { scribeId?: string; status?: string; before?: Position; limit: number },
-): Promise<ListPage<TaskListRow>> {
+export type TaskListRow = Pick<WorkedTaskRow, 'id' | 'status' | 'title' | 'request_id' | 'last_error' | 'discarded_at' | 'created_at' | 'updated_at'> & { scribe_slug: string };
+
+/** The tasks list's status filter: the task statuses, and `failed` (waiting after the agent failed). */
+export const TASK_FILTER_STATUSES = [...TASK_STATUSES, 'failed'] as const;
+
+export interface TaskFilter {
+  scribeId?: string;
+  status?: string;
+  q?: string;
+}
+
+function filterTasks(query: Knex.QueryBuilder, filter: TaskFilter): Knex.QueryBuilder {
+  if (filter.scribeId) query.where('t.scribe_id', filter.scribeId);
+  if (filter.status === 'failed') query.modify(failedTasks('t'));
+  else if (filter.status) query.where('t.status', filter.status);
+  if (filter.q) whereContains(query, 't.title', filter.q);
+  return query;
+}
+
+export async function listTasks(db: Db, organizationId: string, filter: TaskFilter & { before?: Position; limit: number }): Promise<ListPage<TaskListRow>> {
   const query = db('tasks as t')
     .join('scribes as s', 's.id', 't.scribe_id')
     .where('t.organization_id', organizationId)
-    .select('t.id', 't.status', 't.title', 't.request_id', 't.last_error', 't.created_at', 't.updated_at', 's.slug as scribe_slug');
-  if (filter.scribeId) query.where('t.scribe_id', filter.scribeId);
-  if (filter.status) query.where('t.status', filter.status);
-  return newestFirst(query, 't', filter.before, filter.limit);
+    .select('t.id', 't.status', 't.title', 't.request_id', 't.last_error', 't.discarded_at', 't.created_at', 't.updated_at', 's.slug as scribe_slug');
+  return newestFirst(filterTasks(query, filter), 't', filter.before, filter.limit);
+}
+
+/**
+ * The failures a bulk action would act on: those matching the list's filters, failed, not
+ * yet retried (retry) or discarded (discard), and created by `upto` (the moment the preview
+ * was shown, so what arrives after it is left alone). `total` counts them all; `ids` are
+ * the oldest `limit`.
+ */
+export async function bulkSelection(
+  db: Db,
+  organizationId: string,
+  kind: 'receipts' | 'tasks',
+  action: 'retry' | 'discard',
+  filter: ReceiptFilter & TaskFilter,
+  upto: string,
+  limit: number,
+): Promise<{ total: number; ids: string[] }> {
+  const query =
+    kind === 'receipts'
+      ? filterReceipts(db('requests as r').where('r.organization_id', organizationId), { ...filter, status: 'failed' }).where('r.created_at', '<=', upto)
+      : filterTasks(db('tasks as t').where('t.organization_id', organizationId), { ...filter, status: 'failed' }).where('t.created_at', '<=', upto);
+  const alias = kind === 'receipts' ? 'r' : 't';
+  if (action === 'discard') query.whereNull(`${alias}.discarded_at`);
+  // A receipt is retried once (requests_one_retry); a retried task is no longer failed.
+  if (action === 'retry' && kind === 'receipts') query.whereNotExists(db('requests as retry').whereRaw('retry.retry_of = r.id').select(db.raw('1')));
+  const [count, rows] = await Promise.all([
+    query.clone().count({ n: '*' }).first(),
+    query.clone().orderBy([{ column: `${alias}.created_at`, order: 'asc' }, { column: `${alias}.id`, order: 'asc' }]).limit(limit).select(`${alias}.id`),
+  ]);
+  return { total: Number((count as { n?: number | string } | undefined)?.n ?? 0), ids: (rows as Array<{ id: string }>).map((r) => r.id) };
+}
+
+/**
+ * `column` contains `text`, in any case: lower() on both sides reads the same on SQLite and
+ * PostgreSQL (where LIKE alone is case-sensitive); % and _ in the text match themselves.
+ */
+function whereContains(query: Knex.QueryBuilder, column: string, text: string): void {
+  query.whereRaw(`lower(??) like ? escape '\\'`, [column, `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`]);
 }
 
 /** A receipt of the organization with everything its page shows. */
@@ -161,7 +228,54 @@ export async function findReceipt(db: Db, organizationId: string, id: string) {
   if (!receipt) return undefined;
   const attachments = await db('attachments').where({ request_id: id }).orderBy('position');
   const task = receipt.entity_id ? await db('tasks').where({ id: receipt.entity_id, organization_id: organizationId }).first('id', 'status', 'title') : undefined;
-  return { receipt: receipt as RequestRow & { scribe_slug: string }, attachments, task: task as Pick<WorkedTaskRow, 'id' | 'status' | 'title'> | undefined };
+  const retriedAs = await db('requests').where({ retry_of: id, organization_id: organizationId }).first('id', 'status');
+  return {
+    receipt: receipt as RequestRow & { scribe_slug: string },
+    attachments,
+    task: task as Pick<WorkedTaskRow, 'id' | 'status' | 'title'> | undefined,
+    retriedAs: retriedAs as Pick<RequestRow, 'id' | 'status'> | undefined,
+  };
+}
+
+/** The console pages an id can name, by table (each table's ids are unique across the organization). */
+const PAGES_BY_ID: Array<[table: string, page: string]> = [
+  ['tasks', '/tasks/'],
+  ['sessions', '/sessions/'],
+  ['entries', '/entries/'],
+  ['entry_types', '/entry-types/'],
+  ['schedules', '/schedules/'],
+  ['channels', '/channels/'],
+  ['webhook_endpoints', '/webhooks/'],
+];
+
+/**
+ * The page of whatever `text` names exactly: a receipt id, another record's id, or a
+ * scribe's slug; undefined when nothing of the organization has it. Primary-key and
+ * unique-index lookups only.
+ */
+export async function pageNamedBy(db: Db, organizationId: string, text: string): Promise<string | undefined> {
+  if (REQUEST_ID_PATTERN.test(text)) {
+    return (await db('requests').where({ id: text, organization_id: organizationId }).first('id')) ? `/receipts/${text}` : undefined;
+  }
+  const id = text.toLowerCase();
+  if (UUID_PATTERN.test(id)) {
+    for (const [table, page] of PAGES_BY_ID) {
+      if (await db(table).where({ id, organization_id: organizationId }).first('id')) return `${page}${id}`;
+    }
+    return undefined;
+  }
+  const scribe = await db('scribes').where({ organization_id: organizationId, slug: id }).first('slug');
+  return scribe ? `/b/${scribe.slug}` : undefined;
+}
+
+/** Scribes whose name or slug contains `text`, any case. */
+export async function scribesMatching(db: Db, organizationId: string, text: string, limit: number): Promise<Array<{ slug: string; name: string; state: string }>> {
+  const query = db('scribes').where('organization_id', organizationId);
+  query.where((q) => {
+    whereContains(q, 'name', text);
+    q.orWhere((or) => whereContains(or, 'slug', text));
+  });
+  return query.orderBy('slug').limit(limit).select('slug', 'name', 'state');
 }
 
 /** Deletes console sign-in sessions that expired before `now`. */
@@ -182,5 +296,8 @@ export function createConsoleReads(db: Db) {
     listReceipts: (organizationId: string, options: Parameters<typeof listReceipts>[2]) => listReceipts(db, organizationId, options),
     listTasks: (organizationId: string, options: Parameters<typeof listTasks>[2]) => listTasks(db, organizationId, options),
     findReceipt: (organizationId: string, id: string) => findReceipt(db, organizationId, id),
+    pageNamedBy: (organizationId: string, text: string) => pageNamedBy(db, organizationId, text),
+    scribesMatching: (organizationId: string, text: string, limit: number) => scribesMatching(db, organizationId, text, limit),
+    bulkSelection: (organizationId: string, ...rest: Parameters<typeof bulkSelection> extends [Db, string, ...infer R] ? R : never) => bulkSelection(db, organizationId, ...rest),
   };
 }

@@ -2,6 +2,7 @@ import type { Db } from '../db/knex.js';
 import { claimDue, renewLeases, type Queue } from '../db/claims.js';
 import type { Position } from '../http/cursor.js';
 import type { RequestStatus } from './schemas.js';
+import type { ScribeRef } from '../scribes/queries.js';
 
 export interface RequestRow {
   id: string;
@@ -22,6 +23,10 @@ export interface RequestRow {
   /** Where it came from when not from the API (a schedule, a channel); null for the API. */
   origin_type: 'schedule' | 'channel' | null;
   origin_id: string | null;
+  /** The failed receipt this one retries (staff pressed "Retry"); one retry per receipt. */
+  retry_of: string | null;
+  /** When staff marked this failure as dealt with; it stays failed for its clients. */
+  discarded_at: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -80,6 +85,28 @@ export async function listRequests(
   if (filter.entityType) query.where('entity_type', filter.entityType);
   if (page.after) query.whereRaw('(created_at, id) < (?, ?)', [page.after.createdAt, page.after.id]);
   return query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(page.limit);
+}
+
+/** One receipt of an organization with every column (its task input among them), and its scribe. */
+export async function findRequestRow(db: Db, organizationId: string, id: string): Promise<(RequestRow & { scribe: ScribeRef }) | undefined> {
+  const row = await db('requests')
+    .join('scribes', 'scribes.id', 'requests.scribe_id')
+    .where({ 'requests.id': id, 'requests.organization_id': organizationId })
+    .first('requests.*', 'scribes.slug as scribe_slug', 'scribes.state as scribe_state');
+  if (!row) return undefined;
+  const { scribe_slug: slug, scribe_state: state, ...request } = row;
+  return { ...request, scribe: { id: request.scribe_id, organization_id: organizationId, slug, state } };
+}
+
+/** The receipt that retries `id`, if there is one (the requests_one_retry index). */
+export async function findRetryOf(db: Db, id: string): Promise<Pick<RequestRow, 'id' | 'status'> | undefined> {
+  return db<RequestRow>('requests').where({ retry_of: id }).first('id', 'status');
+}
+
+/** Marks a failed receipt as dealt with; false when it is not failed or already discarded. */
+export async function discardRequest(db: Db, organizationId: string, id: string, at: string): Promise<boolean> {
+  const updated = await db('requests').where({ id, organization_id: organizationId, status: 'failed' }).whereNull('discarded_at').update({ discarded_at: at });
+  return updated === 1;
 }
 
 export async function listAttachments(db: Db, requestId: string): Promise<AttachmentRow[]> {

@@ -10,9 +10,13 @@ import * as queries from './queries.js';
 import type { ApiRequestRow, RequestRow } from './queries.js';
 import type { RequestStatus, SubmitRequestBody } from './schemas.js';
 import { titleFromSummary } from './title.js';
+import { dialectOf } from '../db/dialect.js';
 
 export const messages = {
   requestNotFound: 'Request not found',
+  notFailed: 'Only a failed receipt can be retried or discarded',
+  alreadyRetried: 'This receipt has already been retried',
+  alreadyDiscarded: 'This receipt has already been discarded',
 };
 
 /** A receipt as the API shows it (spec 2.1): exactly these eight fields. */
@@ -56,6 +60,8 @@ export interface SubmitOptions {
   alongside?: (trx: Db, receipt: ApiRequest) => Promise<void>;
   /** Files already in the attachment store (an email's), instead of downloading `task.attachments`. */
   files?: FetchedAttachment[];
+  /** The failed receipt this one retries. */
+  retryOf?: string;
 }
 
 export function createRequestService(deps: {
@@ -74,7 +80,7 @@ export function createRequestService(deps: {
      * the receipt as `accepted` and hands it to the dispatcher. Rules after validation, in
      * the contract's order: 422 `Scribe is not active`, then 422 `Attachment download failed: …`.
      */
-    async submit(scribe: ScribeRef, body: SubmitRequestBody, { actor, origin, alongside, files: stored }: SubmitOptions = {}): Promise<ApiRequest> {
+    async submit(scribe: ScribeRef, body: SubmitRequestBody, { actor, origin, alongside, files: stored, retryOf }: SubmitOptions = {}): Promise<ApiRequest> {
       if (scribe.state !== 'active') throw new ValidationError(scribeMessages.scribeNotActive);
       const { task } = body;
       const files = stored ?? (await deps.fetchAttachments(task.attachments ?? []));
@@ -99,6 +105,8 @@ export function createRequestService(deps: {
         completed_at: null,
         origin_type: origin?.type ?? null,
         origin_id: origin?.id ?? null,
+        retry_of: retryOf ?? null,
+        discarded_at: null,
         created_at: at,
         updated_at: at,
       };
@@ -121,6 +129,43 @@ export function createRequestService(deps: {
       } : undefined);
       deps.onAccepted(row.id);
       return receipt;
+    },
+
+    /**
+     * Submits a failed receipt's task again, with its files, as a new receipt that names the
+     * failed one (`retry_of`). Once per receipt: the requests_one_retry index refuses a second,
+     * whoever presses the button, in whichever process.
+     */
+    async retry(actor: Actor, id: string): Promise<ApiRequest> {
+      const failed = await this.failedRow(actor.organizationId, id);
+      if (await queries.findRetryOf(db, id)) throw new ValidationError(messages.alreadyRetried);
+      const files = (await queries.listAttachments(db, id)).map((a) => ({ position: a.position, url: a.url, filename: a.filename, contentType: a.content_type, sizeBytes: a.size_bytes, sha256: a.sha256 }));
+      const task = { title: failed.title, summary: failed.summary, acceptance_criteria: failed.acceptance_criteria };
+      try {
+        return await this.submit(failed.scribe, { task }, {
+          files,
+          retryOf: id,
+          alongside: (trx, receipt) => deps.audit.record(actor, 'request.retry', { type: 'request', id }, `retried as ${receipt.id}`, trx),
+        });
+      } catch (err) {
+        if (dialectOf(db).isUniqueViolation(err)) throw new ValidationError(messages.alreadyRetried);
+        throw err;
+      }
+    },
+
+    /** Marks a failed receipt as dealt with: it leaves the console's failures, and stays `failed` for its clients. */
+    async discard(actor: Actor, id: string): Promise<void> {
+      await this.failedRow(actor.organizationId, id);
+      if (!(await queries.discardRequest(db, actor.organizationId, id, clock().toISOString()))) throw new ValidationError(messages.alreadyDiscarded);
+      await deps.audit.record(actor, 'request.discard', { type: 'request', id });
+    },
+
+    /** The receipt with every column; 404 unless it is the organization's, 422 unless it failed. */
+    async failedRow(organizationId: string, id: string) {
+      const row = REQUEST_ID_PATTERN.test(id) ? await queries.findRequestRow(db, organizationId, id) : undefined;
+      if (!row) throw new NotFoundError(messages.requestNotFound);
+      if (row.status !== 'failed') throw new ValidationError(messages.notFailed);
+      return row;
     },
 
     /** One receipt of the organization; 404 `Request not found` for any other id. */

@@ -15,6 +15,8 @@ export interface SessionRow {
   claim_token: string | null;
   lease_until: string | null;
   attempts: number;
+  /** When staff marked its failure as dealt with. */
+  discarded_at?: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -71,11 +73,17 @@ export async function appendMessageAwaitingReply(
   return db.transaction(async (trx) => {
     const updated = await trx('sessions')
       .where({ id: sessionId, state: from })
-      .update({ state: 'queued', reply_due: true, error_message: null, updated_at: message.created_at });
+      .update({ state: 'queued', reply_due: true, error_message: null, discarded_at: null, updated_at: message.created_at });
     if (updated === 0) return false;
     await trx('session_messages').insert({ ...message, session_id: sessionId });
     return true;
   });
+}
+
+/** Marks a failed session as dealt with; false when it is not failed or already discarded. */
+export async function discardSession(db: Db, organizationId: string, id: string, at: string): Promise<boolean> {
+  const updated = await db('sessions').where({ id, organization_id: organizationId, state: 'failed' }).whereNull('discarded_at').update({ discarded_at: at });
+  return updated === 1;
 }
 
 /** The transcripts of several sessions, each in order. */

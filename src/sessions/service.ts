@@ -12,6 +12,8 @@ export const messages = {
   sessionNotFound: 'Session not found',
   notWaiting: 'Only a session waiting for a reply can be answered',
   replyRequired: 'Reply is required',
+  notFailed: 'Only a failed session can be retried or discarded',
+  alreadyDiscarded: 'This session has already been discarded',
 };
 
 export type { MessageRow, SessionRow };
@@ -84,6 +86,29 @@ export function createSessionService({ db, clock, audit, onReplyDue = () => {} }
       if (!added) throw new ValidationError(messages.notWaiting);
       await audit.record(actor, 'session.reply', { type: 'session', id });
       onReplyDue(id);
+    },
+
+    /** A failed session owes its answer again; the note is a system message, which agents skip. */
+    async retry(actor: Actor, id: string): Promise<void> {
+      await this.failed(actor.organizationId, id);
+      const requeued = await queries.appendMessageAwaitingReply(db, id, 'failed', { author: 'system', text: `Retried by ${actor.label}`, created_at: isoNow(clock) });
+      if (!requeued) throw new ValidationError(messages.notFailed);
+      await audit.record(actor, 'session.retry', { type: 'session', id });
+      onReplyDue(id);
+    },
+
+    /** Marks a failed session as dealt with: it leaves the console's failures and stays failed. */
+    async discard(actor: Actor, id: string): Promise<void> {
+      await this.failed(actor.organizationId, id);
+      if (!(await queries.discardSession(db, actor.organizationId, id, isoNow(clock)))) throw new ValidationError(messages.alreadyDiscarded);
+      await audit.record(actor, 'session.discard', { type: 'session', id });
+    },
+
+    async failed(organizationId: string, id: string): Promise<SessionRow> {
+      const session = UUID_PATTERN.test(id) ? await queries.findSession(db, organizationId, id) : undefined;
+      if (!session) throw new NotFoundError(messages.sessionNotFound);
+      if (session.state !== 'failed') throw new ValidationError(messages.notFailed);
+      return session;
     },
   };
 }

@@ -35,7 +35,10 @@ export interface TaskEventRow {
 /** A task row with the runtime's columns (migration 0800). */
 export interface WorkedTaskRow extends TaskRow {
   result: string | null;
+  /** Why the agent last failed; a task is failed while it waits with one (the runtime's `fail`). */
   last_error: string | null;
+  /** When staff marked its failure as dealt with. */
+  discarded_at?: string | null;
   claim_token: string | null;
   lease_until: string | null;
   attempts: number;
@@ -71,10 +74,16 @@ export async function countTasksByStatus(db: Db, scribeId: string): Promise<Reco
   return counts;
 }
 
+/** Marks a failed task as dealt with; false when it is not failed or already discarded. */
+export async function discardTask(db: Db, organizationId: string, id: string, at: string): Promise<boolean> {
+  const updated = await db('tasks').where({ id, organization_id: organizationId, status: 'waiting' }).whereNotNull('last_error').whereNull('discarded_at').update({ discarded_at: at });
+  return updated === 1;
+}
+
 /** Moves a task from `from` to `to` with its event, unless it has moved on; false then. */
 export async function moveTask(
   db: Db,
-  move: { id: string; from: TaskStatus; to: TaskStatus; author: TaskAuthor; text: string | null; at: string; claimToken?: string },
+  move: { id: string; from: TaskStatus; to: TaskStatus; author: TaskAuthor; text: string | null; at: string; claimToken?: string; failedOnly?: boolean },
   columns: Partial<Pick<WorkedTaskRow, 'result' | 'last_error' | 'claim_token' | 'lease_until' | 'attempts'>> = {},
   /** More writes that belong to the move (its webhook event), in its transaction. */
   alongside?: (trx: Db) => Promise<unknown>,
@@ -82,7 +91,11 @@ export async function moveTask(
   return db.transaction(async (trx) => {
     const guard: Record<string, unknown> = { id: move.id, status: move.from };
     if (move.claimToken) guard.claim_token = move.claimToken;
-    const updated = await trx('tasks').where(guard).update({ ...columns, status: move.to, updated_at: move.at });
+    const query = trx('tasks').where(guard);
+    if (move.failedOnly) query.whereNotNull('last_error');
+    // Back to work: a discard was of the failure before, not of the next one.
+    const reopened = move.to === 'open' ? { discarded_at: null } : {};
+    const updated = await query.update({ ...columns, ...reopened, status: move.to, updated_at: move.at });
     if (updated === 0) return false;
     await insertTaskEvent(trx, { task_id: move.id, from_status: move.from, to_status: move.to, author: move.author, text: move.text, created_at: move.at });
     await alongside?.(trx);

@@ -10,7 +10,12 @@ export const messages = {
   taskNotFound: 'Task not found',
   notWaiting: 'Only a waiting task can be given input',
   inputRequired: 'Input is required',
+  notFailed: 'Only a failed task can be retried or discarded',
+  alreadyDiscarded: 'This task has already been discarded',
 };
+
+/** A task the agent failed: the runtime left it waiting with the reason. */
+export const isFailedTask = (task: Pick<WorkedTaskRow, 'status' | 'last_error'>) => task.status === 'waiting' && task.last_error !== null;
 
 export type { TaskEventRow, TaskStatus, WorkedTaskRow };
 
@@ -72,6 +77,30 @@ export function createTaskService({ db, clock, audit, onOpened = () => {} }: { d
       });
       await queries.insertTaskEvent(trx, { task_id: id, from_status: null, to_status: 'open', author: 'system', text: `Created from receipt ${receipt.id}`, created_at: at });
       return id;
+    },
+
+    /** A failed task goes back to `open` for the agent, with its attempts and error cleared. */
+    async retry(actor: Actor, id: string): Promise<void> {
+      const task = await this.failed(actor.organizationId, id);
+      // A system event: the model is not shown it as staff input (agents/openai.ts).
+      const moved = await queries.moveTask(db, { id, from: 'waiting', to: 'open', author: 'system', text: `Retried by ${actor.label}`, at: laterThan(clock, task.updated_at), failedOnly: true }, { attempts: 0, last_error: null });
+      if (!moved) throw new ValidationError(messages.notFailed);
+      await audit.record(actor, 'task.retry', { type: 'task', id });
+      onOpened(id);
+    },
+
+    /** Marks a failed task as dealt with: it leaves the console's failures and stays waiting. */
+    async discard(actor: Actor, id: string): Promise<void> {
+      await this.failed(actor.organizationId, id);
+      if (!(await queries.discardTask(db, actor.organizationId, id, clock().toISOString()))) throw new ValidationError(messages.alreadyDiscarded);
+      await audit.record(actor, 'task.discard', { type: 'task', id });
+    },
+
+    async failed(organizationId: string, id: string): Promise<WorkedTaskRow> {
+      const task = UUID_PATTERN.test(id) ? await queries.findTask(db, organizationId, id) : undefined;
+      if (!task) throw new NotFoundError(messages.taskNotFound);
+      if (!isFailedTask(task)) throw new ValidationError(messages.notFailed);
+      return task;
     },
 
     /** Staff answer a waiting task's question; it goes back to `open` for the agent. */

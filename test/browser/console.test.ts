@@ -93,6 +93,14 @@ describe('the console in Chromium', function () {
     await shot('key-created');
     await page.goto(`${c.base}/keys`);
     expect(await page.locator('#new-key').count(), 'shown only once').to.equal(0);
+    // Revoking asks first: dismissed, the key still works; accepted, it is revoked.
+    const questions: string[] = [];
+    page.once('dialog', (dialog) => void (questions.push(dialog.message()), dialog.dismiss()));
+    await page.getByRole('button', { name: 'Revoke Browser key' }).click();
+    await page.waitForTimeout(200);
+    expect(questions).to.deep.equal(['Revoke the key Browser key? Calls with it are refused at once; this cannot be undone.']);
+    expect((await fetch(`${c.base}/api/v1/scribes/atlas/requests`, { headers: { 'X-Api-Key': key } })).status).to.equal(200);
+    page.once('dialog', (dialog) => void dialog.accept());
     await page.getByRole('button', { name: 'Revoke Browser key' }).click();
     await expectText(page.locator('.flash-notice'), 'Key revoked');
     expect((await fetch(`${c.base}/api/v1/scribes/atlas/requests`, { headers: { 'X-Api-Key': key } })).status).to.equal(401);

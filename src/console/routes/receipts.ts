@@ -5,14 +5,35 @@ import { decodeCursor, encodeCursor } from '../../http/cursor.js';
 import { NotFoundError } from '../../http/errors.js';
 import { REQUEST_ID_PATTERN } from '../../lib/ids.js';
 import { scribeFilter } from './filters.js';
+import type { ReceiptFilter } from '../queries.js';
 import { sanitizeFilename } from '../../requests/attachments/fetch.js';
 import { servableMediaType } from '../../requests/attachments/media-type.js';
 
 const PAGE = 25;
+/** The title filter's longest text. */
+export const MAX_TEXT = 200;
 /** The time filter's choices: how far back, in milliseconds. */
 const SINCE: Record<string, number> = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 };
 
 export const messages = { receiptNotFound: 'Request not found', attachmentNotFound: 'Attachment not found' };
+
+/**
+ * The receipts list's filters from a query string or a bulk action's form: as shown back in
+ * the form (`filters`) and as the queries take them (`filter`). Unknown values are ignored.
+ */
+export async function receiptFilters(services: Services, organizationId: string, source: Record<string, unknown>) {
+  const status = (REQUEST_STATUSES as readonly string[]).includes(String(source.status)) ? String(source.status) : '';
+  const since = SINCE[String(source.since)] ? String(source.since) : '';
+  const q = typeof source.q === 'string' ? source.q.trim().slice(0, MAX_TEXT) : '';
+  const scribe = await scribeFilter(services, organizationId, source.scribe);
+  const filter: ReceiptFilter = {
+    scribeId: scribe.selected?.id,
+    status,
+    since: since ? new Date(services.clock().getTime() - SINCE[since]!).toISOString() : undefined,
+    q,
+  };
+  return { filters: { scribe: scribe.selected?.slug ?? '', status, since, q }, filter, scribes: scribe.all };
+}
 
 /** Receipts with filters and paging; a receipt's page with its input, files, timeline and task. */
 export function receiptRoutes(services: Services): Router {
@@ -20,23 +41,15 @@ export function receiptRoutes(services: Services): Router {
 
   router.get('/receipts', async (req, res) => {
     const org = req.user!.organization_id;
-    const status = (REQUEST_STATUSES as readonly string[]).includes(String(req.query.status)) ? String(req.query.status) : '';
-    const since = SINCE[String(req.query.since)] ? String(req.query.since) : '';
-    const scribe = await scribeFilter(services, org, req.query.scribe);
+    const { filters, filter, scribes } = await receiptFilters(services, org, req.query);
     const before = req.query.before ? decodeCursor(req.query.before, (id) => REQUEST_ID_PATTERN.test(id)) : undefined;
-    const page = await services.consoleReads.listReceipts(org, {
-      scribeId: scribe.selected?.id,
-      status,
-      since: since ? new Date(services.clock().getTime() - SINCE[since]!).toISOString() : undefined,
-      before,
-      limit: PAGE,
-    });
+    const page = await services.consoleReads.listReceipts(org, { ...filter, before, limit: PAGE });
     res.render('receipts/index', {
       title: 'Receipts',
       receipts: page.items,
       next: page.next && encodeCursor(page.next),
-      filters: { scribe: scribe.selected?.slug ?? '', status, since },
-      scribes: scribe.all,
+      filters,
+      scribes,
       statuses: REQUEST_STATUSES,
       sinces: Object.keys(SINCE),
       live: page.items.some((r) => r.status === 'accepted' || r.status === 'dispatched'),

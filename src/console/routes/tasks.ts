@@ -1,11 +1,12 @@
 import { Router } from 'express';
 import type { Services } from '../../services.js';
-import { TASK_STATUSES } from '../../tasks/queries.js';
 import { decodeCursor, encodeCursor } from '../../http/cursor.js';
 import { UUID_PATTERN } from '../../lib/ids.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
 import { scribeFilter } from './filters.js';
+import { MAX_TEXT } from './receipts.js';
+import { TASK_FILTER_STATUSES, type TaskFilter } from '../queries.js';
 import { traceTotals } from '../../agents/trace.js';
 
 const PAGE = 25;
@@ -17,17 +18,16 @@ export function taskRoutes(services: Services): Router {
 
   router.get('/tasks', async (req, res) => {
     const org = req.user!.organization_id;
-    const status = (TASK_STATUSES as readonly string[]).includes(String(req.query.status)) ? String(req.query.status) : '';
-    const scribe = await scribeFilter(services, org, req.query.scribe);
+    const { filters, filter, scribes } = await taskFilters(services, org, req.query);
     const before = req.query.before ? decodeCursor(req.query.before, (id) => UUID_PATTERN.test(id)) : undefined;
-    const page = await services.consoleReads.listTasks(org, { scribeId: scribe.selected?.id, status, before, limit: PAGE });
+    const page = await services.consoleReads.listTasks(org, { ...filter, before, limit: PAGE });
     res.render('tasks/index', {
       title: 'Tasks',
       tasks: page.items,
       next: page.next && encodeCursor(page.next),
-      filters: { scribe: scribe.selected?.slug ?? '', status },
-      scribes: scribe.all,
-      statuses: TASK_STATUSES,
+      filters,
+      scribes,
+      statuses: TASK_FILTER_STATUSES,
     });
   });
 
@@ -49,4 +49,13 @@ export function taskRoutes(services: Services): Router {
   );
 
   return router;
+}
+
+/** The tasks list's filters, as shown in the form and as the queries take them (see receiptFilters). */
+export async function taskFilters(services: Services, organizationId: string, source: Record<string, unknown>) {
+  const status = (TASK_FILTER_STATUSES as readonly string[]).includes(String(source.status)) ? String(source.status) : '';
+  const q = typeof source.q === 'string' ? source.q.trim().slice(0, MAX_TEXT) : '';
+  const scribe = await scribeFilter(services, organizationId, source.scribe);
+  const filter: TaskFilter = { scribeId: scribe.selected?.id, status, q };
+  return { filters: { scribe: scribe.selected?.slug ?? '', status, q }, filter, scribes: scribe.all };
 }
