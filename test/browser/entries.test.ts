@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import type { Page } from 'playwright-core';
 import { consoleInBrowser, expectText, overflowsSideways } from '../helpers/browser.js';
 import type { EntryTypeWithFields } from '../../src/entries/entry-type-service.js';
+import { COMPANY_FIELDS } from '../helpers/entries-ui.js';
 
 /** Entries pages and audit subjects in a real Chromium: the picker's script runs under the console's CSP. */
 describe('entries and audit subjects in Chromium', function () {
@@ -14,16 +15,7 @@ describe('entries and audit subjects in Chromium', function () {
 
   before(async () => {
     const org = c.t.organizationId;
-    companies = await c.h.services.entryTypes.create(org, {
-      name: 'Companies',
-      fields: [
-        { name: 'Name', type: 'text', primary: true },
-        { name: 'Employees', type: 'number' },
-        { name: 'Public', type: 'boolean' },
-        { name: 'Founded', type: 'date' },
-        { name: 'Notes', type: 'text' },
-      ],
-    });
+    companies = await c.h.services.entryTypes.create(org, { name: 'Companies', fields: COMPANY_FIELDS });
     people = await c.h.services.entryTypes.create(org, { name: 'People', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Employer', type: 'relationship', target: companies.id }] });
     await c.h.services.entries.create(org, companies.id, { fields: { Name: 'Acme Corp', Employees: 1250, Public: true, Founded: '1999-03-07', Notes: 'Long-standing client in Zurich with offices across Europe and a yearly contract renewed each spring.' } });
     await c.h.services.entries.create(org, companies.id, { fields: { Name: 'Globex', Employees: 80, Public: false, Founded: '2004-11-23' } });

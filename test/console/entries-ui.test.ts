@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
 import { signIn, type ConsoleClient } from '../helpers/console.js';
 import type { EntryTypeWithFields } from '../../src/entries/entry-type-service.js';
+import { COMPANY_FIELDS } from '../helpers/entries-ui.js';
 
 const LONG_NOTE = `Met at the fair in Basel; ${'they want a yearly contract with monthly reviews and a named contact. '.repeat(2)}`.trim();
 
@@ -22,16 +23,7 @@ describe('console: entries pages', () => {
     h = await createHarness({ options: { runOnNewWork: false, dispatchOnAccept: false } });
     t = await h.tenant();
     admin = await signIn(h, t, 'admin');
-    companies = await h.services.entryTypes.create(t.organizationId, {
-      name: 'Companies',
-      fields: [
-        { name: 'Name', type: 'text', primary: true },
-        { name: 'Employees', type: 'number' },
-        { name: 'Public', type: 'boolean' },
-        { name: 'Founded', type: 'date' },
-        { name: 'Notes', type: 'text' },
-      ],
-    });
+    companies = await h.services.entryTypes.create(t.organizationId, { name: 'Companies', fields: COMPANY_FIELDS });
     people = await h.services.entryTypes.create(t.organizationId, {
       name: 'People',
       fields: [
