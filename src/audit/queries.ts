@@ -1,5 +1,7 @@
 import type { Db } from '../db/knex.js';
 import type { AuditEventRow } from './service.js';
+import { findEntryTitles } from '../entries/queries.js';
+import { UUID_PATTERN } from '../lib/ids.js';
 
 /** What an auditor narrows the log to; every part optional. Times are ISO 8601 UTC. */
 export interface AuditFilter {
@@ -45,4 +47,56 @@ export async function listAuditEvents(db: Db, organizationId: string, filter: Au
 /** The actions recorded in the organization, for the filter's choices. */
 export async function listAuditActions(db: Db, organizationId: string): Promise<string[]> {
   return db('audit_events').where({ organization_id: organizationId }).distinct('action').orderBy('action').pluck('action');
+}
+
+/** What an event's subject is called now, and what its page is found by (a scribe's slug; the id otherwise). */
+export interface SubjectName {
+  name: string;
+  key: string;
+}
+
+/**
+ * One query per subject type: the rows of the organization with these ids, as `id`, `name`
+ * and `key`. Subjects of other types (and ids no longer found) are left out.
+ */
+const SUBJECT_QUERIES: Record<string, (db: Db, organizationId: string, ids: readonly string[]) => Promise<Array<{ id: string; name: string | null; key?: string }>>> = {
+  request: (db, org, ids) => db('requests').where({ organization_id: org }).whereIn('id', ids).select('id', 'title as name'),
+  task: (db, org, ids) => db('tasks').where({ organization_id: org }).whereIn('id', ids).select('id', 'title as name'),
+  session: (db, org, ids) =>
+    db('sessions as x')
+      .join('scribes as s', 's.id', 'x.scribe_id')
+      .where('x.organization_id', org)
+      .whereIn('x.id', ids)
+      .select('x.id', db.raw("'chat with ' || s.slug as name")),
+  scribe: (db, org, ids) => db('scribes').where({ organization_id: org }).whereIn('id', ids).select('id', 'slug as name', 'slug as key'),
+  schedule: (db, org, ids) => db('schedules').where({ organization_id: org }).whereIn('id', ids).select('id', db.raw('coalesce(title, summary) as name')),
+  channel: (db, org, ids) => db('channels').where({ organization_id: org }).whereIn('id', ids).select('id', 'name'),
+  webhook: (db, org, ids) => db('webhook_endpoints').where({ organization_id: org }).whereIn('id', ids).select('id', db.raw('coalesce(description, url) as name')),
+  api_key: (db, org, ids) => db('api_keys').where({ organization_id: org }).whereIn('id', ids).select('id', db.raw("name || ' (' || prefix || ')' as name")),
+  user: (db, org, ids) => db('users').where({ organization_id: org }).whereIn('id', ids).select('id', 'email as name'),
+  entry_type: (db, org, ids) => db('entry_types').where({ organization_id: org }).whereIn('id', ids).select('id', 'name'),
+  entry: async (db, org, ids) => (await findEntryTitles(db, org, { ids })).map((e) => ({ id: e.id, name: e.title })),
+};
+
+/** The subject types whose names the log can show. */
+export const NAMED_SUBJECT_TYPES = Object.keys(SUBJECT_QUERIES);
+
+/**
+ * The current names of these subjects of the organization, by `type:id`, in one query per
+ * subject type present. Ids that are not UUIDs (receipts' `req_…`) are asked as they are;
+ * PostgreSQL's uuid columns are only asked for UUIDs.
+ */
+export async function findSubjectNames(db: Db, organizationId: string, subjects: ReadonlyArray<{ type: string; id: string }>): Promise<Map<string, SubjectName>> {
+  const byType = new Map<string, Set<string>>();
+  for (const { type, id } of subjects) {
+    if (!SUBJECT_QUERIES[type] || (type !== 'request' && !UUID_PATTERN.test(id))) continue;
+    byType.set(type, (byType.get(type) ?? new Set()).add(id));
+  }
+  const names = new Map<string, SubjectName>();
+  await Promise.all(
+    [...byType].map(async ([type, ids]) => {
+      for (const row of await SUBJECT_QUERIES[type]!(db, organizationId, [...ids])) names.set(`${type}:${row.id}`, { name: row.name ?? row.id, key: row.key ?? row.id });
+    }),
+  );
+  return names;
 }

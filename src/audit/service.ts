@@ -1,8 +1,8 @@
 import type { Db } from '../db/knex.js';
 import { type Clock, isoNow } from '../lib/clock.js';
-import { type AuditFilter, insertAuditEvent, listAuditActions, listAuditEvents } from './queries.js';
+import { type AuditFilter, type SubjectName, findSubjectNames, insertAuditEvent, listAuditActions, listAuditEvents } from './queries.js';
 
-export type { AuditFilter };
+export type { AuditFilter, SubjectName };
 
 /** Who did something: a signed-in console user, an API key, the operator at the admin CLI, or a schedule or inbound channel acting on its own. */
 export interface Actor {
@@ -72,5 +72,9 @@ export function createAuditLog({ db, clock }: { db: Db; clock: Clock }) {
     },
 
     actions: (organizationId: string) => listAuditActions(db, organizationId),
+
+    /** What these events' subjects are called now, by `type:id`; a subject no longer found is missing. */
+    subjectNames: (organizationId: string, events: ReadonlyArray<Pick<AuditEventRow, 'subject_type' | 'subject_id'>>): Promise<Map<string, SubjectName>> =>
+      findSubjectNames(db, organizationId, events.map((e) => ({ type: e.subject_type, id: e.subject_id }))),
   };
 }

@@ -3,7 +3,7 @@ import { type Clock, isoNow } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import type { EntryTypeService, EntryTypeWithFields } from './entry-type-service.js';
-import { type FieldValue, messages as valueMessages, normalizeValues, searchRows } from './field-values.js';
+import { type FieldValue, fold, messages as valueMessages, normalizeValues, searchRows } from './field-values.js';
 import * as queries from './queries.js';
 import type { EntryRow, ServedEntryRow } from './queries.js';
 import { type JsonPage, type ListOptions, createPageReader } from './page-reader.js';
@@ -12,6 +12,8 @@ import type { ReadWorkers } from './read-workers.js';
 export const messages = {
   entryNotFound: 'Entry not found',
   linkNotFound: (field: string, id: string) => `Field "${field}" links to ${id}, which is not an entry of its target type`,
+  noEntryNamed: (type: string, text: string) => `No ${type} entry is called "${text}"`,
+  severalEntriesNamed: (type: string, text: string) => `Several ${type} entries are called "${text}": pick one from the list, or give its id`,
 };
 
 /** An entry as the API serves it (contract: entries family). */
@@ -134,9 +136,28 @@ export function createEntryService({
       return valid.length ? queries.findEntryTitles(db, organizationId, { ids: valid }) : [];
     },
 
-    /** Up to `limit` entries of a type by primary value, for pickers. */
-    async titlesOfType(organizationId: string, entryTypeId: string, limit: number) {
-      return queries.findEntryTitles(db, organizationId, { entryTypeId }, limit);
+    /** Up to `limit` entries of a type whose primary value holds `text` (any case), those starting with it first: what a picker offers. */
+    async titlesMatching(organizationId: string, entryTypeId: string, text: string, limit: number) {
+      return queries.findEntryTitles(db, organizationId, { entryTypeId, contains: fold(text).trim() }, limit);
+    },
+
+    /**
+     * The entry of a type that `text` names: its id, or its exact primary value (any case).
+     * 422 when none does, or when several share the name (the id then tells them apart).
+     */
+    async resolveLink(organizationId: string, type: { id: string; name: string }, text: string): Promise<string> {
+      const given = text.trim();
+      const asId = given.toLowerCase();
+      const byId = UUID_PATTERN.test(asId) ? await queries.findEntryTypesOfEntries(db, organizationId, [asId]) : [];
+      if (byId[0]?.entry_type_id === type.id) return byId[0].id;
+      const named = await queries.findEntryTitles(db, organizationId, { entryTypeId: type.id, named: fold(given).trim() }, 2);
+      if (named.length === 1) return named[0]!.id;
+      throw new ValidationError(named.length === 0 ? messages.noEntryNamed(type.name, given) : messages.severalEntriesNamed(type.name, given));
+    },
+
+    /** The entries linking to an entry through their relationship fields: the first `limit`, and how many there are. */
+    async linkedFrom(organizationId: string, id: string, limit: number) {
+      return queries.findBacklinks(db, organizationId, id, limit);
     },
 
     async countByType(organizationId: string) {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
 import type { PageWindow, SearchPlan } from './search/compile.js';
+import { containsPattern } from './search/text-index.js';
 
 export const FIELD_TYPES = ['text', 'number', 'boolean', 'date', 'relationship'] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
@@ -200,17 +201,69 @@ export async function listEntries(db: Db, options: EntryListOptions): Promise<st
   return rows.map((row) => row.json);
 }
 
+/** What a list of entry titles is narrowed to; `contains` and `named` are folded (see `fold`). */
+export interface TitleFilter {
+  ids?: readonly string[];
+  entryTypeId?: string;
+  /** Primary values holding this text; those starting with it come first. */
+  contains?: string;
+  /** Primary values equal to this text (trimmed), read from entries_org_primary. */
+  named?: string;
+}
+
 /** Each entry's primary field value, for labels and links (console, agents). */
-export async function findEntryTitles(db: Db, organizationId: string, filter: { ids?: readonly string[]; entryTypeId?: string }, limit = 1000): Promise<Array<{ id: string; title: string }>> {
+export async function findEntryTitles(db: Db, organizationId: string, filter: TitleFilter, limit = 1000): Promise<Array<{ id: string; title: string }>> {
   const query = db('entries as e')
     .join('entry_type_fields as f', (on) => on.on('f.entry_type_id', 'e.entry_type_id').andOnVal('f.is_primary', true))
     .where('e.organization_id', organizationId)
     .select('e.id', 'e.fields', 'f.name')
     .limit(limit);
   if (filter.ids) query.whereIn('e.id', filter.ids);
-  if (filter.entryTypeId) query.where('e.entry_type_id', filter.entryTypeId).orderBy('e.primary_text');
+  if (filter.named !== undefined) query.where('e.primary_text', filter.named);
+  if (filter.contains !== undefined) {
+    query.whereRaw(`e.primary_text like ? escape '\\'`, [containsPattern(filter.contains)]);
+    query.orderByRaw(`case when e.primary_text like ? escape '\\' then 0 else 1 end`, [containsPattern(filter.contains).slice(1)]);
+  }
+  if (filter.entryTypeId) query.where('e.entry_type_id', filter.entryTypeId).orderBy(['e.primary_text', 'e.id']);
   const rows: Array<{ id: string; fields: string; name: string }> = await query;
   return rows.map((row) => ({ id: row.id, title: String((JSON.parse(row.fields) as Record<string, unknown>)[row.name] ?? '') }));
+}
+
+/** An entry linking to another through one of its relationship fields, as "Linked from" lists it. */
+export interface BacklinkRow {
+  id: string;
+  title: string;
+  entry_type_id: string;
+  type_name: string;
+  field_name: string;
+  draft: boolean | number;
+  archived: boolean;
+}
+
+/**
+ * The first `limit` entries of the organization that link to `targetId`, and how many do.
+ * The links are read from entry_links_target (target, field, visibility, page key), in that
+ * index's order (by field, then oldest first), each joined to its entry by primary key; the
+ * organization is checked on the linking entry itself.
+ */
+export async function findBacklinks(db: Db, organizationId: string, targetId: string, limit: number): Promise<{ total: number; links: BacklinkRow[] }> {
+  const links = () => db('entry_links as l').join('entries as e', 'e.id', 'l.entry_id').where('e.organization_id', organizationId).where('l.target_entry_id', targetId);
+  const counted = (await links().first(db.raw('count(*) as n'))) as { n: number | string } | undefined;
+  const rows: Array<Omit<BacklinkRow, 'title' | 'archived'> & { fields: string; primary_name: string; archived_at: string | null }> = await links()
+    .join('entry_type_fields as f', 'f.id', 'l.field_id')
+    .join('entry_types as t', 't.id', 'e.entry_type_id')
+    .join('entry_type_fields as p', (on) => on.on('p.entry_type_id', 'e.entry_type_id').andOnVal('p.is_primary', true))
+    .orderBy([{ column: 'l.field_id' }, { column: 'l.entry_draft' }, { column: 'l.entry_archived' }, { column: 'l.entry_created_at' }, { column: 'l.entry_id' }])
+    .limit(limit)
+    .select('e.id', 'e.fields', 'e.entry_type_id', 'e.draft', 'e.archived_at', 't.name as type_name', 'f.name as field_name', 'p.name as primary_name');
+  return {
+    total: Number(counted?.n ?? 0),
+    links: rows.map(({ fields, primary_name, archived_at, ...row }) => ({
+      ...row,
+      title: String((JSON.parse(fields) as Record<string, unknown>)[primary_name] ?? ''),
+      archived: archived_at !== null,
+    })),
+  };
 }
 
 /** How many entries each entry type of the organization has, drafts and archived included. */

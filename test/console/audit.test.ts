@@ -59,9 +59,10 @@ describe('console: audit review', () => {
     expect(res.text).to.include('From must be a date (2026-11-23) or a date and time in UTC (2026-11-23T14:30)');
   });
 
-  it('links each subject to its page and to its whole history', async () => {
+  it('links each subject to its whole history, and shows one no longer found by its id, "(deleted)" and unlinked', async () => {
     const res = await admin.get(`/audit?action=request.submit`);
-    expect(res.text).to.include('href="/receipts/req_01KAAAAAAAAAAAAAAAAAAAAAAA"');
+    expect(res.text).to.include('<span class="mono">req_01KAAAAAAAAAAAAAAAAAAAAAAA</span> <span class="hint">(deleted)</span>');
+    expect(res.text).to.not.include('href="/receipts/req_01KAAAAAAAAAAAAAAAAAAAAAAA"');
     expect(res.text).to.include('href="/audit?subject_type=request&amp;subject_id=req_01KAAAAAAAAAAAAAAAAAAAAAAA"');
     // The subject pages link their history.
     expect((await admin.get(`/b/${t.scribe.slug}`)).text).to.include(`href="/audit?subject_type=scribe&amp;subject_id=${t.scribe.id}"`);

@@ -1,7 +1,8 @@
 import { Router, type Request } from 'express';
 import { stringify } from 'csv-stringify';
 import type { Services } from '../../services.js';
-import type { AuditFilter } from '../../audit/service.js';
+import type { AuditEventRow, AuditFilter } from '../../audit/service.js';
+import { NAMED_SUBJECT_TYPES } from '../../audit/queries.js';
 import { BadRequestError } from '../../http/errors.js';
 
 const PAGE = 50;
@@ -10,10 +11,37 @@ const SUBJECT_TYPES = ['request', 'task', 'session', 'scribe', 'schedule', 'chan
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?Z?$/;
 
-/** Where a subject's own page is, for the links in the log. */
-export function subjectHref(type: string, id: string): string | null {
-  const pages: Record<string, string> = { request: '/receipts/', task: '/tasks/', session: '/sessions/', schedule: '/schedules/', entry: '/entries/', entry_type: '/entry-types/' };
-  return pages[type] ? `${pages[type]}${encodeURIComponent(id)}` : null;
+/** Where a subject's own page is, found by its key (a scribe's slug, anything else's id); null for subjects without one. */
+export function subjectHref(type: string, key: string): string | null {
+  const pages: Record<string, string> = {
+    request: '/receipts/',
+    task: '/tasks/',
+    session: '/sessions/',
+    scribe: '/b/',
+    schedule: '/schedules/',
+    channel: '/channels/',
+    webhook: '/webhooks/',
+    entry: '/entries/',
+    entry_type: '/entry-types/',
+  };
+  if (type === 'api_key') return '/keys';
+  return pages[type] ? `${pages[type]}${encodeURIComponent(key)}` : null;
+}
+
+/**
+ * Each event's subject as the log shows it, by `type:id`: its current name and page, or
+ * `deleted` when a subject the log can name is no longer found. Read in one query per type.
+ */
+async function subjectsOf(services: Services, organizationId: string, events: readonly AuditEventRow[]) {
+  const names = await services.audit.subjectNames(organizationId, events);
+  const subjects = new Map<string, { name: string; href: string | null } | 'deleted'>();
+  for (const e of events) {
+    const key = `${e.subject_type}:${e.subject_id}`;
+    const found = names.get(key);
+    if (found) subjects.set(key, { name: found.name, href: subjectHref(e.subject_type, found.key) });
+    else if (NAMED_SUBJECT_TYPES.includes(e.subject_type)) subjects.set(key, 'deleted');
+  }
+  return subjects;
 }
 
 /** A bound of the time range: a date (UTC midnight; `until` a date means through that day) or a date and time in UTC. */
@@ -67,6 +95,7 @@ export function auditRoutes(services: Services): Router {
     const before = /^\d{1,15}$/.test(String(req.query.before)) ? Number(req.query.before) : undefined;
     const [events, actions] = await Promise.all([services.audit.list(org, filter, { before, limit: PAGE + 1 }), services.audit.actions(org)]);
     const page = events.slice(0, PAGE);
+    const subjects = await subjectsOf(services, org, page);
     res.render('audit/index', {
       title: 'Audit log',
       events: page,
@@ -76,7 +105,7 @@ export function auditRoutes(services: Services): Router {
       actions,
       actorTypes: ACTOR_TYPES,
       subjectTypes: SUBJECT_TYPES,
-      subjectHref,
+      subjects,
     });
   });
 

@@ -6,10 +6,13 @@ import { FIELD_TYPES } from '../../entries/queries.js';
 import { HttpError } from '../../http/errors.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
+import { entryFormat } from '../entry-format.js';
 
 const PAGE = 50;
-/** Entries offered in a relationship field's picker; past this, ids are typed. */
-const PICKER_LIMIT = 500;
+/** Matches a relationship picker offers for what was typed. */
+const PICKER_MATCHES = 20;
+/** Entries an entry's "Linked from" lists; the count says how many more there are. */
+const BACKLINKS = 50;
 /** Blank rows on the new entry type form. */
 const FIELD_ROWS = 8;
 
@@ -53,7 +56,16 @@ export function entryRoutes(services: Services): Router {
       if (!(err instanceof HttpError) || err.status !== 400) throw err;
       searchError = err.message;
     }
-    res.render('entry-types/show', { title: type.name, type, entries: page.entries, next: page.nextCursor, filters, searchError, primary: primaryOf(type) });
+    const names = await linkedNames(services, org, type, page.entries);
+    res.render('entry-types/show', { title: type.name, type, entries: page.entries, next: page.nextCursor, filters, searchError, primary: primaryOf(type), names, fmt: entryFormat });
+  });
+
+  // The relationship picker's matches (public/picker.js): a type's entries whose name holds `q`.
+  router.get('/entry-types/:id/options', async (req, res) => {
+    const type = await services.entryTypes.get(req.user!.organization_id, String(req.params.id));
+    const q = typeof req.query.q === 'string' ? req.query.q.slice(0, 200) : '';
+    res.set('Cache-Control', 'no-store');
+    res.json({ entries: await services.entries.titlesMatching(type.organization_id, type.id, q, PICKER_MATCHES) });
   });
 
   router.get('/entry-types/:id/edit', requireAdmin, async (req, res) => {
@@ -75,7 +87,7 @@ export function entryRoutes(services: Services): Router {
 
   router.get('/entry-types/:id/new', requireAdmin, async (req, res) => {
     const type = await services.entryTypes.get(req.user!.organization_id, String(req.params.id));
-    res.render('entries/form', { title: `New ${type.name} entry`, type, entry: null, pickers: await pickersFor(services, req, type) });
+    res.render('entries/form', { title: `New ${type.name} entry`, type, entry: null, names: new Map() });
   });
 
   router.post(
@@ -83,7 +95,7 @@ export function entryRoutes(services: Services): Router {
     requireAdmin,
     action(async (req) => {
       const type = await services.entryTypes.get(req.user!.organization_id, String(req.params.id));
-      const entry = await services.entries.create(type.organization_id, type.id, inputFromForm(req, type, 'create'));
+      const entry = await services.entries.create(type.organization_id, type.id, await inputFromForm(services, req, type, 'create'));
       await services.audit.record(userActor(req), 'entry.create', { type: 'entry', id: entry.id }, type.name);
       flash(req, 'notice', 'Entry created.');
       return entryPage(entry.id);
@@ -93,14 +105,14 @@ export function entryRoutes(services: Services): Router {
   router.get('/entries/:id', async (req, res) => {
     const org = req.user!.organization_id;
     const { entry, type } = await entryWithType(services, org, String(req.params.id));
-    const linkedIds = type.fields.filter((f) => f.type === 'relationship').flatMap((f) => (entry.fields[f.name] as string[] | undefined) ?? []);
-    const titles = new Map((await services.entries.titles(org, linkedIds)).map((t) => [t.id, t.title]));
-    res.render('entries/show', { title: String(entry.fields[primaryOf(type)] ?? 'Entry'), entry, type, titles });
+    const [titles, linkedFrom] = await Promise.all([linkedNames(services, org, type, [entry]), services.entries.linkedFrom(org, entry.id, BACKLINKS)]);
+    res.render('entries/show', { title: String(entry.fields[primaryOf(type)] ?? 'Entry'), entry, type, titles, linkedFrom });
   });
 
   router.get('/entries/:id/edit', requireAdmin, async (req, res) => {
-    const { entry, type } = await entryWithType(services, req.user!.organization_id, String(req.params.id));
-    res.render('entries/form', { title: 'Edit entry', type, entry, pickers: await pickersFor(services, req, type) });
+    const org = req.user!.organization_id;
+    const { entry, type } = await entryWithType(services, org, String(req.params.id));
+    res.render('entries/form', { title: 'Edit entry', type, entry, names: await linkedNames(services, org, type, [entry]) });
   });
 
   router.post(
@@ -109,7 +121,7 @@ export function entryRoutes(services: Services): Router {
     action(async (req) => {
       const org = req.user!.organization_id;
       const { entry: current, type } = await entryWithType(services, org, String(req.params.id));
-      const entry = await services.entries.update(org, current.id, inputFromForm(req, type, 'update'));
+      const entry = await services.entries.update(org, current.id, await inputFromForm(services, req, type, 'update'));
       await services.audit.record(userActor(req), 'entry.update', { type: 'entry', id: entry.id }, type.name);
       flash(req, 'notice', 'Entry saved.');
       return entryPage(entry.id);
@@ -129,27 +141,35 @@ function primaryOf(type: EntryTypeWithFields): string {
   return type.fields.find((f) => f.is_primary)!.name;
 }
 
-/** For each relationship field, the target type's entries to pick from (by primary value), if few enough. */
-async function pickersFor(services: Services, req: Request, type: EntryTypeWithFields) {
-  const pickers: Record<string, Array<{ id: string; title: string }> | null> = {};
-  for (const field of type.fields.filter((f) => f.type === 'relationship')) {
-    const options = await services.entries.titlesOfType(req.user!.organization_id, field.target_entry_type_id!, PICKER_LIMIT + 1);
-    pickers[field.name] = options.length > PICKER_LIMIT ? null : options;
-  }
-  return pickers;
+/** The names of the entries these entries link to, by id, read in one query. */
+async function linkedNames(services: Services, organizationId: string, type: EntryTypeWithFields, entries: ReadonlyArray<{ fields: Record<string, unknown> }>): Promise<Map<string, string>> {
+  const links = type.fields.filter((f) => f.type === 'relationship');
+  const ids = new Set(entries.flatMap((e) => links.flatMap((f) => (e.fields[f.name] as string[] | undefined) ?? [])));
+  return new Map((await services.entries.titles(organizationId, [...ids])).map((t) => [t.id, t.title]));
 }
 
 /** The entry form as the entry service's input: its field values and its two flag checkboxes. */
-function inputFromForm(req: Request, type: EntryTypeWithFields, mode: 'create' | 'update') {
-  return { fields: valuesFromForm(req, type, mode), draft: req.body.draft === '1', archived: req.body.archived === '1' };
+async function inputFromForm(services: Services, req: Request, type: EntryTypeWithFields, mode: 'create' | 'update') {
+  return { fields: await valuesFromForm(services, req, type, mode), draft: req.body.draft === '1', archived: req.body.archived === '1' };
 }
 
-/** The entry form's inputs (`f_<position>`) as field values; blank clears a field on update, is left out on create. */
-function valuesFromForm(req: Request, type: EntryTypeWithFields, mode: 'create' | 'update'): Record<string, unknown> {
+/**
+ * The entry form's inputs (`f_<position>`) as field values; blank clears a field on update, is
+ * left out on create. A relationship field's kept links come as `f_<position>` ids; what was
+ * typed in its picker (`f_<position>_add`: an id or an exact name, when no script picked it)
+ * is resolved to one more.
+ */
+async function valuesFromForm(services: Services, req: Request, type: EntryTypeWithFields, mode: 'create' | 'update'): Promise<Record<string, unknown>> {
   const values: Record<string, unknown> = {};
   for (const field of type.fields) {
     const raw = req.body[`f_${field.position}`] as string | string[] | undefined;
-    const value = parseField(field, raw);
+    let value = parseField(field, raw);
+    const typed = field.type === 'relationship' ? String(req.body[`f_${field.position}_add`] ?? '').trim() : '';
+    if (typed) {
+      const target = await services.entryTypes.get(type.organization_id, field.target_entry_type_id!);
+      const id = await services.entries.resolveLink(type.organization_id, target, typed);
+      value = [...((value as string[] | undefined) ?? []), id];
+    }
     if (value !== undefined) values[field.name] = value;
     else if (mode === 'update') values[field.name] = null;
   }
