@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { Services } from '../../services.js';
 import { REQUEST_STATUSES } from '../../requests/schemas.js';
-import { decodeCursor, encodeCursor } from '../../http/cursor.js';
+import { filtersScope, pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
 import { NotFoundError } from '../../http/errors.js';
 import { REQUEST_ID_PATTERN } from '../../lib/ids.js';
 import { scribeFilter } from './filters.js';
@@ -9,6 +9,7 @@ import { sanitizeFilename } from '../../requests/attachments/fetch.js';
 import { servableMediaType } from '../../requests/attachments/media-type.js';
 
 const PAGE = 25;
+const cursor = timeAndIdCursor((id) => REQUEST_ID_PATTERN.test(id));
 /** The time filter's choices: how far back, in milliseconds. */
 const SINCE: Record<string, number> = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 };
 
@@ -23,19 +24,19 @@ export function receiptRoutes(services: Services): Router {
     const status = (REQUEST_STATUSES as readonly string[]).includes(String(req.query.status)) ? String(req.query.status) : '';
     const since = SINCE[String(req.query.since)] ? String(req.query.since) : '';
     const scribe = await scribeFilter(services, org, req.query.scribe);
-    const before = req.query.before ? decodeCursor(req.query.before, (id) => REQUEST_ID_PATTERN.test(id)) : undefined;
     const page = await services.consoleReads.listReceipts(org, {
       scribeId: scribe.selected?.id,
       status,
       since: since ? new Date(services.clock().getTime() - SINCE[since]!).toISOString() : undefined,
-      before,
+      at: pageAt(req, cursor),
       limit: PAGE,
     });
+    const filters = { scribe: scribe.selected?.slug ?? '', status, since };
     res.render('receipts/index', {
       title: 'Receipts',
       receipts: page.items,
-      next: page.next && encodeCursor(page.next),
-      filters: { scribe: scribe.selected?.slug ?? '', status, since },
+      pager: pagerOf(page, { path: '/receipts', filters, codec: cursor, noun: ['receipt', 'receipts'], scope: filtersScope(filters) }),
+      filters,
       scribes: scribe.all,
       statuses: REQUEST_STATUSES,
       sinces: Object.keys(SINCE),

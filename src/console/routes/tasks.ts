@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { Services } from '../../services.js';
 import { TASK_STATUSES } from '../../tasks/queries.js';
-import { decodeCursor, encodeCursor } from '../../http/cursor.js';
+import { filtersScope, pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
 import { UUID_PATTERN } from '../../lib/ids.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
@@ -9,6 +9,7 @@ import { scribeFilter } from './filters.js';
 import { traceTotals } from '../../agents/trace.js';
 
 const PAGE = 25;
+const cursor = timeAndIdCursor((id) => UUID_PATTERN.test(id));
 
 /** Tasks of the organization, and each task's page with its history; staff answer waiting tasks. */
 export function taskRoutes(services: Services): Router {
@@ -19,13 +20,13 @@ export function taskRoutes(services: Services): Router {
     const org = req.user!.organization_id;
     const status = (TASK_STATUSES as readonly string[]).includes(String(req.query.status)) ? String(req.query.status) : '';
     const scribe = await scribeFilter(services, org, req.query.scribe);
-    const before = req.query.before ? decodeCursor(req.query.before, (id) => UUID_PATTERN.test(id)) : undefined;
-    const page = await services.consoleReads.listTasks(org, { scribeId: scribe.selected?.id, status, before, limit: PAGE });
+    const page = await services.consoleReads.listTasks(org, { scribeId: scribe.selected?.id, status, at: pageAt(req, cursor), limit: PAGE });
+    const filters = { scribe: scribe.selected?.slug ?? '', status };
     res.render('tasks/index', {
       title: 'Tasks',
       tasks: page.items,
-      next: page.next && encodeCursor(page.next),
-      filters: { scribe: scribe.selected?.slug ?? '', status },
+      pager: pagerOf(page, { path: '/tasks', filters, codec: cursor, noun: ['task', 'tasks'], scope: filtersScope(filters) }),
+      filters,
       scribes: scribe.all,
       statuses: TASK_STATUSES,
     });
