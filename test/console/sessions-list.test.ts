@@ -60,7 +60,7 @@ describe('console: sessions list', () => {
       expect(res.text).to.include('<span class="badge badge-bad">failed</span>');
       expect(res.text).to.include('<span class="badge badge-ok">completed</span>\n <span class="hint">owes a reply</span>');
       // Four days old: its date and time (in UTC, as this user has no zone), the exact time in the title.
-      const at = startedAt[s.queued]!;
+      const at = startedAt[s.queued!]!;
       expect(res.text).to.include(`<time datetime="${at}" title="${at.slice(0, 10)} ${at.slice(11, 19)} UTC">20 Nov 2026, ${at.slice(11, 16)}</time>`);
       expect(totalOf(res.text)).to.equal('6 sessions in all');
       expect(res.text).not.to.include(stranger).and.not.include('another organization');

@@ -73,7 +73,10 @@ describe('console: time zones', () => {
     const agent = await signInWith(user.email);
     await h.db('users').where({ id: user.id }).update({ time_zone: 'Atlantis/Capital' });
     expect(await receiptTime(agent)).to.deep.equal(['2026-11-20 14:30:00 UTC', '20 Nov 2026, 14:30']);
-    expect((await agent.get('/account')).status).to.equal(200);
+    const account = (await agent.get('/account')).text;
+    expect(account).to.include('<dd id="current-zone">not set: times are shown in UTC</dd>');
+    expect(account).to.include('<option value="UTC" selected>UTC</option>');
+    expect(account).not.to.include('Atlantis');
   });
 
   it('shows the account page, linked from the email in the header, and changes the zone there, audited', async () => {

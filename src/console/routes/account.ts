@@ -16,7 +16,8 @@ export function accountRoutes(services: Services): Router {
 
   router.get('/account', (req, res) => {
     const zones = timeZoneChoices();
-    const current = req.user!.time_zone;
+    // A stored zone that no longer names one reads as none: times are in UTC.
+    const current = canonicalTimeZone(req.user!.time_zone) ?? null;
     // A zone kept from sign-in may be an alias the list does not name (Asia/Calcutta): it is offered too.
     if (current && !zones.includes(current)) zones.unshift(current);
     res.render('account/show', { title: 'Your account', zones, current });
