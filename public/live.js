@@ -17,12 +17,21 @@
         if (!next) return schedule();
         document.querySelectorAll('[data-live-part]').forEach(function (part) {
           var fresh = next.querySelector('[data-live-part="' + part.getAttribute('data-live-part') + '"]');
+          if (fresh) keepOpenState(part, fresh);
           if (fresh && fresh.innerHTML !== part.innerHTML) part.replaceWith(document.importNode(fresh, true));
         });
         if (next.hasAttribute('data-live')) schedule();
         else main.removeAttribute('data-live');
       })
       .catch(schedule);
+  }
+
+  // A <details> staff opened or closed stays so when its part is swapped; new ones open as the server says.
+  function keepOpenState(part, fresh) {
+    fresh.querySelectorAll('details[id]').forEach(function (details) {
+      var shown = document.getElementById(details.id);
+      if (shown && part.contains(shown)) details.open = shown.open;
+    });
   }
 
   function schedule() {

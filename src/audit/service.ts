@@ -1,6 +1,7 @@
 import type { Db } from '../db/knex.js';
 import { type Clock, isoNow } from '../lib/clock.js';
-import { type AuditFilter, type SubjectName, findSubjectNames, insertAuditEvent, listAuditActions, listAuditEvents } from './queries.js';
+import { type AuditFilter, type SubjectName, findSubjectNames, insertAuditEvent, listAuditActions, listAuditEvents, pageAuditEvents } from './queries.js';
+import type { PageAt } from '../db/keyset.js';
 
 export type { AuditFilter, SubjectName };
 
@@ -59,6 +60,9 @@ export function createAuditLog({ db, clock }: { db: Db; clock: Clock }) {
     list(organizationId: string, filter: AuditFilter = {}, { before, limit = 50 }: { before?: number; limit?: number } = {}): Promise<AuditEventRow[]> {
       return listAuditEvents(db, organizationId, filter, { before, limit });
     },
+
+    /** A page of the events matching `filter` (newest first) for the console's pager, with their capped total. */
+    page: (organizationId: string, filter: AuditFilter, at: PageAt, limit: number) => pageAuditEvents(db, organizationId, filter, at, limit),
 
     /** Every matching event, newest first, a batch at a time (the CSV export: never the whole log in memory). */
     async *each(organizationId: string, filter: AuditFilter, batch = 1000): AsyncGenerator<AuditEventRow> {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../db/knex.js';
+import type { PageAt } from '../db/keyset.js';
 import { dialectOf } from '../db/dialect.js';
 import type { Actor, AuditLog } from '../audit/service.js';
 import type { Logger } from '../logger.js';
@@ -242,6 +243,8 @@ export function createChannelService({
 
     list: (organizationId: string, scribeId?: string) => queries.listChannels(db, organizationId, scribeId),
     deliveries: (channelId: string, limit = 50) => queries.listDeliveries(db, channelId, limit),
+    /** A page of the channel's deliveries, newest first, for the console's pager. */
+    deliveryPage: (channelId: string, at: PageAt, limit: number) => queries.pageDeliveries(db, channelId, at, limit),
     deliveryOfRequest: (requestId: string) => queries.findDeliveryOfRequest(db, requestId),
     deliveryOfSession: (sessionId: string) => queries.findDeliveryOfSession(db, sessionId),
 

@@ -4,6 +4,7 @@ import type { Actor } from '../audit/service.js';
 import { HttpError } from '../http/errors.js';
 import type { UserRow } from '../users/service.js';
 import type { Services } from '../services.js';
+import { canonicalTimeZone } from '../lib/time-zones.js';
 
 declare module 'express-session' {
   interface SessionData {
@@ -102,6 +103,9 @@ export function authRoutes(services: Services, { limit = LOGIN_ATTEMPTS.limit, p
     const email = String(req.body?.email ?? '');
     const user = await services.users.verify(email, String(req.body?.password ?? ''));
     if (!user) return loginPage(res, 401, { email, error: messages.badLogin, next: safeNext(req.body?.next) });
+    // The zone the browser reports (public/login.js) is kept once; later sign-ins never change it (the account page does).
+    const timeZone = canonicalTimeZone(req.body?.time_zone);
+    if (!user.time_zone && timeZone) await services.users.setTimeZoneIfUnset(user.id, timeZone);
     // A new session id at sign-in, so a session fixed before it is worth nothing after.
     req.session.regenerate((err) => {
       if (err) return next(err);

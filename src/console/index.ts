@@ -21,6 +21,9 @@ import { channelRoutes } from './routes/channels.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { searchRoutes } from './routes/search.js';
 import { failureRoutes } from './routes/failures.js';
+import { accountRoutes } from './routes/account.js';
+import { sessionListRoutes } from './routes/session-list.js';
+import { zoneOrUtc } from '../lib/time-zones.js';
 
 /** How long a console sign-in lasts without use. */
 export const SESSION_IDLE_MS = 8 * 3_600_000;
@@ -77,7 +80,14 @@ export function consoleRouter({
   router.use(loadUser(services));
   // Locals first, so that even a refused request (CSRF) gets a whole error page.
   router.use((req, res, next) => {
-    Object.assign(res.locals, baseLocals(req), { user: req.user ?? null, csrfToken: csrf.generateToken(req), flash: req.session.flash ?? null });
+    Object.assign(res.locals, baseLocals(req), {
+      user: req.user ?? null,
+      csrfToken: csrf.generateToken(req),
+      flash: req.session.flash ?? null,
+      // Every time on the page is written in the reader's zone, relative to the services' clock.
+      timeZone: zoneOrUtc(req.user?.time_zone),
+      now: services.clock().getTime(),
+    });
     delete req.session.flash;
     next();
   });
@@ -91,6 +101,7 @@ export function consoleRouter({
   router.use(failureRoutes(services));
   router.use(receiptRoutes(services));
   router.use(taskRoutes(services));
+  router.use(sessionListRoutes(services));
   router.use(sessionRoutes(services));
   router.use(entryRoutes(services));
   router.use(scheduleRoutes(services));
@@ -99,6 +110,7 @@ export function consoleRouter({
   router.use(keyRoutes(services));
   router.use(auditRoutes(services));
   router.use(searchRoutes(services));
+  router.use(accountRoutes(services));
   router.use((_req, _res, next) => next(new HttpError(404, 'There is nothing at this address.')));
   router.use(errorPage(logger));
   return router;
@@ -106,7 +118,7 @@ export function consoleRouter({
 
 /** What every view reads, with the values of a page seen signed out. */
 function baseLocals(req: Request) {
-  return { h: viewHelpers, user: null, path: req.path, csrfToken: '', flash: null, live: false };
+  return { h: viewHelpers, user: null, path: req.path, csrfToken: '', flash: null, live: false, timeZone: 'UTC', now: Date.now() };
 }
 
 /** Errors as pages: what staff can act on is said; anything else is logged and shown as a plain 500. */

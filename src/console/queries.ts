@@ -1,7 +1,9 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
-import type { Position } from '../http/cursor.js';
 import { REQUEST_ID_PATTERN, UUID_PATTERN } from '../lib/ids.js';
+import { dialectOf } from '../db/dialect.js';
+import { readKeysetPage, type KeysetPage, type PageAt } from '../db/keyset.js';
+import { SESSION_STATES, type SessionRow } from '../sessions/queries.js';
 import type { RequestRow } from '../requests/queries.js';
 import { TASK_STATUSES, type WorkedTaskRow } from '../tasks/queries.js';
 
@@ -114,19 +116,16 @@ export async function scribesWithCounts(db: Db, organizationId: string): Promise
     .orderBy('s.slug');
 }
 
-export interface ListPage<T> {
-  items: T[];
-  /** Keyset position of the last item when more follow. */
-  next: Position | null;
-}
+/** The console's lists page on `(created_at, id)`, newest first (db/keyset.ts). */
+const byCreatedAt = (alias: string) => ({ columns: [`${alias}.created_at`, `${alias}.id`], keyOf: (row: { created_at: string; id: string }) => [row.created_at, row.id] });
 
-/** Newest first, strictly before `before`; `limit + 1` read to tell whether more follow. */
-async function newestFirst<T extends { created_at: string; id: string }>(query: ReturnType<Db>, alias: string, before: Position | undefined, limit: number): Promise<ListPage<T>> {
-  if (before) query.whereRaw(`(${alias}.created_at, ${alias}.id) < (?, ?)`, [before.createdAt, before.id]);
-  const rows = (await query.orderBy([{ column: `${alias}.created_at`, order: 'desc' }, { column: `${alias}.id`, order: 'desc' }]).limit(limit + 1)) as T[];
-  const items = rows.slice(0, limit);
-  const last = items.at(-1);
-  return { items, next: rows.length > limit && last ? { createdAt: last.created_at, id: last.id } : null };
+export interface ListFilter {
+  scribeId?: string;
+  status?: string;
+  at?: PageAt;
+  limit: number;
+  /** Count the filters' total too (lists with a pager); a scribe page's short list does not. */
+  countTotal?: boolean;
 }
 
 /** What the receipts list and its bulk actions select by. */
@@ -138,20 +137,20 @@ export interface ReceiptFilter {
   q?: string;
 }
 
-function filterReceipts(query: Knex.QueryBuilder, filter: ReceiptFilter): Knex.QueryBuilder {
+function filterReceipts(db: Db, query: Knex.QueryBuilder, filter: ReceiptFilter): Knex.QueryBuilder {
   if (filter.scribeId) query.where('r.scribe_id', filter.scribeId);
   if (filter.status) query.where('r.status', filter.status);
   if (filter.since) query.where('r.created_at', '>=', filter.since);
-  if (filter.q) whereContains(query, 'r.title', filter.q);
+  if (filter.q) dialectOf(db).whereContains(query, 'r.title', filter.q);
   return query;
 }
 
-export async function listReceipts(db: Db, organizationId: string, filter: ReceiptFilter & { before?: Position; limit: number }): Promise<ListPage<ReceiptListRow>> {
+export async function listReceipts(db: Db, organizationId: string, filter: ListFilter & ReceiptFilter): Promise<KeysetPage<ReceiptListRow>> {
   const query = db('requests as r')
     .join('scribes as s', 's.id', 'r.scribe_id')
     .where('r.organization_id', organizationId)
     .select('r.id', 'r.status', 'r.title', 'r.error_message', 'r.entity_id', 'r.discarded_at', 'r.created_at', 'r.updated_at', 's.slug as scribe_slug');
-  return newestFirst(filterReceipts(query, filter), 'r', filter.before, filter.limit);
+  return readKeysetPage<ReceiptListRow>(db, filterReceipts(db, query, filter), byCreatedAt('r'), filter.at ?? {}, filter.limit, { countTotal: filter.countTotal });
 }
 
 export type TaskListRow = Pick<WorkedTaskRow, 'id' | 'status' | 'title' | 'request_id' | 'last_error' | 'discarded_at' | 'created_at' | 'updated_at'> & { scribe_slug: string };
@@ -165,20 +164,20 @@ export interface TaskFilter {
   q?: string;
 }
 
-function filterTasks(query: Knex.QueryBuilder, filter: TaskFilter): Knex.QueryBuilder {
+function filterTasks(db: Db, query: Knex.QueryBuilder, filter: TaskFilter): Knex.QueryBuilder {
   if (filter.scribeId) query.where('t.scribe_id', filter.scribeId);
   if (filter.status === 'failed') query.modify(failedTasks('t'));
   else if (filter.status) query.where('t.status', filter.status);
-  if (filter.q) whereContains(query, 't.title', filter.q);
+  if (filter.q) dialectOf(db).whereContains(query, 't.title', filter.q);
   return query;
 }
 
-export async function listTasks(db: Db, organizationId: string, filter: TaskFilter & { before?: Position; limit: number }): Promise<ListPage<TaskListRow>> {
+export async function listTasks(db: Db, organizationId: string, filter: ListFilter & TaskFilter): Promise<KeysetPage<TaskListRow>> {
   const query = db('tasks as t')
     .join('scribes as s', 's.id', 't.scribe_id')
     .where('t.organization_id', organizationId)
     .select('t.id', 't.status', 't.title', 't.request_id', 't.last_error', 't.discarded_at', 't.created_at', 't.updated_at', 's.slug as scribe_slug');
-  return newestFirst(filterTasks(query, filter), 't', filter.before, filter.limit);
+  return readKeysetPage<TaskListRow>(db, filterTasks(db, query, filter), byCreatedAt('t'), filter.at ?? {}, filter.limit, { countTotal: filter.countTotal });
 }
 
 /**
@@ -198,8 +197,8 @@ export async function bulkSelection(
 ): Promise<{ total: number; ids: string[] }> {
   const query =
     kind === 'receipts'
-      ? filterReceipts(db('requests as r').where('r.organization_id', organizationId), { ...filter, status: 'failed' }).where('r.created_at', '<=', upto)
-      : filterTasks(db('tasks as t').where('t.organization_id', organizationId), { ...filter, status: 'failed' }).where('t.created_at', '<=', upto);
+      ? filterReceipts(db, db('requests as r').where('r.organization_id', organizationId), { ...filter, status: 'failed' }).where('r.created_at', '<=', upto)
+      : filterTasks(db, db('tasks as t').where('t.organization_id', organizationId), { ...filter, status: 'failed' }).where('t.created_at', '<=', upto);
   const alias = kind === 'receipts' ? 'r' : 't';
   if (action === 'discard') query.whereNull(`${alias}.discarded_at`);
   // A receipt is retried once (requests_one_retry); a retried task is no longer failed.
@@ -211,12 +210,45 @@ export async function bulkSelection(
   return { total: Number((count as { n?: number | string } | undefined)?.n ?? 0), ids: (rows as Array<{ id: string }>).map((r) => r.id) };
 }
 
-/**
- * `column` contains `text`, in any case: lower() on both sides reads the same on SQLite and
- * PostgreSQL (where LIKE alone is case-sensitive); % and _ in the text match themselves.
- */
-function whereContains(query: Knex.QueryBuilder, column: string, text: string): void {
-  query.whereRaw(`lower(??) like ? escape '\\'`, [column, `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`]);
+export type SessionListRow = Pick<SessionRow, 'id' | 'state' | 'reply_due' | 'error_message' | 'created_at' | 'updated_at'> & { scribe_slug: string; first_message: string | null };
+
+/** What the sessions list narrows to: `reply_due` (the scribe owes an answer) or one of the states. */
+export const SESSION_FILTERS = ['reply_due', ...SESSION_STATES] as const;
+
+/** Search looks through this many of the newest sessions the other filters give, no more. */
+export const SESSION_SEARCH_WINDOW = 2000;
+
+export async function listSessions(db: Db, organizationId: string, filter: ListFilter & { text?: string }): Promise<KeysetPage<SessionListRow>> {
+  const narrow = (query: ReturnType<Db>, alias: string) => {
+    query.where(`${alias}.organization_id`, organizationId);
+    if (filter.scribeId) query.where(`${alias}.scribe_id`, filter.scribeId);
+    if (filter.status === 'reply_due') query.whereRaw('??', [`${alias}.reply_due`]);
+    else if (filter.status) query.where(`${alias}.state`, filter.status);
+    return query;
+  };
+  const query = narrow(db('sessions as x'), 'x')
+    .join('scribes as s', 's.id', 'x.scribe_id')
+    .select(
+      'x.id',
+      'x.state',
+      'x.reply_due',
+      'x.error_message',
+      'x.created_at',
+      'x.updated_at',
+      's.slug as scribe_slug',
+      db('session_messages as m').where('m.session_id', db.ref('x.id')).orderBy('m.id').limit(1).select('m.text').as('first_message'),
+    );
+  if (filter.text) {
+    // A substring of any message, in any case (the dialect's LIKE). No index serves a
+    // substring, so the search is bounded: it reads the messages of the newest
+    // SESSION_SEARCH_WINDOW sessions the other filters give (by the sessions' own indexes
+    // and session_messages (session_id, id)), however many match.
+    const newest = narrow(db('sessions as w'), 'w').orderBy([{ column: 'w.created_at', order: 'desc' }, { column: 'w.id', order: 'desc' }]).limit(SESSION_SEARCH_WINDOW).select('w.id');
+    const matching = db('session_messages as m').whereRaw('m.session_id = x.id').select(db.raw('1'));
+    dialectOf(db).whereContains(matching, 'm.text', filter.text);
+    query.whereIn('x.id', newest).whereExists(matching);
+  }
+  return readKeysetPage<SessionListRow>(db, query, byCreatedAt('x'), filter.at ?? {}, filter.limit, { countTotal: filter.countTotal });
 }
 
 /** A receipt of the organization with everything its page shows. */
@@ -271,6 +303,7 @@ export async function pageNamedBy(db: Db, organizationId: string, text: string):
 /** Scribes whose name or slug contains `text`, any case. */
 export async function scribesMatching(db: Db, organizationId: string, text: string, limit: number): Promise<Array<{ slug: string; name: string; state: string }>> {
   const query = db('scribes').where('organization_id', organizationId);
+  const { whereContains } = dialectOf(db);
   query.where((q) => {
     whereContains(q, 'name', text);
     q.orWhere((or) => whereContains(or, 'slug', text));
@@ -295,6 +328,7 @@ export function createConsoleReads(db: Db) {
     scribesWithCounts: (organizationId: string) => scribesWithCounts(db, organizationId),
     listReceipts: (organizationId: string, options: Parameters<typeof listReceipts>[2]) => listReceipts(db, organizationId, options),
     listTasks: (organizationId: string, options: Parameters<typeof listTasks>[2]) => listTasks(db, organizationId, options),
+    listSessions: (organizationId: string, options: Parameters<typeof listSessions>[2]) => listSessions(db, organizationId, options),
     findReceipt: (organizationId: string, id: string) => findReceipt(db, organizationId, id),
     pageNamedBy: (organizationId: string, text: string) => pageNamedBy(db, organizationId, text),
     scribesMatching: (organizationId: string, text: string, limit: number) => scribesMatching(db, organizationId, text, limit),

@@ -1,4 +1,5 @@
 import { describeCron } from '../schedules/cron.js';
+import { zoneOrUtc } from '../lib/time-zones.js';
 
 /**
  * Helpers every view gets (as `h`). Templates escape with `<%= %>`; none of these return
@@ -24,6 +25,33 @@ export function timeAgo(iso: string | null | undefined, now = Date.now()): strin
     if (n >= 1) return diff >= 0 ? `${n} ${unit}${n === 1 ? '' : 's'} ago` : `in ${n} ${unit}${n === 1 ? '' : 's'}`;
   }
   return 'just now';
+}
+
+/** Closer to now than this, a time reads as relative ("3 minutes ago"); further, as a date and time. */
+export const RELATIVE_WITHIN_MS = 12 * 3_600_000;
+
+const dateTimeFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** `24 Nov 2026, 09:30` as read in `timeZone` (made once per zone: a format costs far more to make than to use). */
+function dateTime(at: Date, timeZone: string): string {
+  let format = dateTimeFormats.get(timeZone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-GB', { timeZone: zoneOrUtc(timeZone), day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+    dateTimeFormats.set(timeZone, format);
+  }
+  return format.format(at);
+}
+
+/**
+ * How the console writes every time for its reader: relative when within twelve hours of
+ * `now` ("3 minutes ago", "in 2 hours"), otherwise the date and time in the reader's zone
+ * (`24 Nov 2026, 09:30`); a zone that names none reads as UTC. The exact UTC time goes in
+ * the title beside it (`exactTime`).
+ */
+export function localTime(iso: string | null | undefined, timeZone: string | null | undefined, now = Date.now()): string {
+  if (!iso) return '—';
+  const at = Date.parse(iso);
+  return Math.abs(now - at) < RELATIVE_WITHIN_MS ? timeAgo(iso, now) : dateTime(new Date(at), timeZone ?? 'UTC');
 }
 
 /** The exact time for a title attribute: `2026-11-21 09:30:00 UTC`. */
@@ -105,4 +133,4 @@ export function inZone(at: string | Date, timeZone: string): string {
   }).format(typeof at === 'string' ? new Date(at) : at);
 }
 
-export const viewHelpers = { timeAgo, exactTime, tone, label, truncate, bytes, withQuery, inZone, describeCron };
+export const viewHelpers = { timeAgo, localTime, exactTime, tone, label, truncate, bytes, withQuery, inZone, describeCron };

@@ -15,6 +15,12 @@ export interface Dialect {
   isUniqueViolation(err: unknown): boolean;
   /** True when the error is the database stopping a statement at its deadline (see `withStatementDeadline`). */
   isDeadlinePassed(err: unknown): boolean;
+  /**
+   * Narrows `query` to rows whose `column` holds `text`, in any case: LIKE on SQLite (which
+   * folds ASCII letters only), ILIKE on PostgreSQL (which folds all). `%` and `_` in `text`
+   * match themselves.
+   */
+  whereContains(query: Knex.QueryBuilder, column: string, text: string): void;
   /** The operator for "text matches this regular expression" (SQLite's is backed by JavaScript's RegExp, see knex.ts). */
   readonly regexpOperator: string;
   /**
@@ -67,6 +73,9 @@ const sqlite: Dialect = {
     return (err as Error | null)?.name === 'DeadlinePassedError';
   },
   regexpOperator: 'regexp',
+  whereContains(query, column, text) {
+    query.whereRaw(`?? like ? escape '\\'`, [column, containsPattern(text)]);
+  },
   withStatementDeadline(db, _deadline, read) {
     return read(db);
   },
@@ -144,6 +153,9 @@ const postgres: Dialect = {
     return (err as { code?: string } | null)?.code === '57014';
   },
   regexpOperator: '~',
+  whereContains(query, column, text) {
+    query.whereRaw(`?? ilike ? escape '\\'`, [column, containsPattern(text)]);
+  },
   withStatementDeadline(db, deadline, read) {
     return db.transaction(async (trx) => {
       await trx.raw(`set local statement_timeout = ${Math.max(1, Math.ceil(deadline - Date.now()))}`);
@@ -198,6 +210,11 @@ const postgres: Dialect = {
     throw new BackupNotSupportedError('On PostgreSQL, back up with pg_dump (docs/deploy.md, "Backups"): pg_dump --format=custom --file=scribe.dump "$DATABASE_URL"');
   },
 };
+
+/** A LIKE pattern matching `text` anywhere, its `%`, `_` and `\` taken literally. */
+function containsPattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
 
 /** The dialect of a Knex instance or transaction. */
 export function dialectOf(db: Knex): Dialect {

@@ -1,5 +1,6 @@
 import type { Db } from '../db/knex.js';
 import { claimDue, renewLeases, type Queue } from '../db/claims.js';
+import { readKeysetPage, type KeysetPage, type PageAt } from '../db/keyset.js';
 
 export const OVERLAP_POLICIES = ['skip', 'allow'] as const;
 export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
@@ -145,16 +146,26 @@ export async function latestSubmittedFire(db: Db, scheduleId: string): Promise<{
     .first('requests.status as request_status', 'tasks.status as task_status');
 }
 
-/** A schedule's fires, newest first. */
-export async function listFires(db: Db, scheduleId: string, limit: number): Promise<FireListRow[]> {
-  const rows: FireListRow[] = await db('schedule_fires')
+/** A schedule's fires with what became of their receipts, unordered. */
+function firesOf(db: Db, scheduleId: string) {
+  return db('schedule_fires')
     .leftJoin('requests', 'requests.id', 'schedule_fires.request_id')
     .leftJoin('tasks', 'tasks.id', 'requests.entity_id')
     .where('schedule_fires.schedule_id', scheduleId)
-    .orderBy([{ column: 'schedule_fires.fire_at', order: 'desc' }])
-    .limit(limit)
     .select('schedule_fires.*', 'requests.status as request_status', 'tasks.id as task_id', 'tasks.status as task_status');
+}
+
+/** A schedule's fires, newest first. */
+export async function listFires(db: Db, scheduleId: string, limit: number): Promise<FireListRow[]> {
+  const rows: FireListRow[] = await firesOf(db, scheduleId).orderBy([{ column: 'schedule_fires.fire_at', order: 'desc' }]).limit(limit);
   return rows.map(withBoolean);
+}
+
+/** A page of a schedule's fires, latest fire time first (the console's pager), with their capped total. */
+export async function pageFires(db: Db, scheduleId: string, at: PageAt, limit: number): Promise<KeysetPage<FireListRow>> {
+  const keyset = { columns: ['schedule_fires.fire_at', 'schedule_fires.id'], keyOf: (row: FireListRow) => [row.fire_at, row.id] };
+  const page = await readKeysetPage(db, firesOf(db, scheduleId), keyset, at, limit);
+  return { ...page, items: page.items.map(withBoolean) };
 }
 
 /** The fire that made a receipt, with its schedule (a receipt's page says where it came from). */

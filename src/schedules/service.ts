@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/knex.js';
+import type { PageAt } from '../db/keyset.js';
 import { dialectOf } from '../db/dialect.js';
 import { keepLeases } from '../db/claims.js';
 import type { Actor, AuditLog } from '../audit/service.js';
@@ -257,6 +258,8 @@ export function createScheduleService({
     list: (organizationId: string, scribeId?: string) => queries.listSchedules(db, organizationId, scribeId),
 
     fires: (scheduleId: string, limit = 50) => queries.listFires(db, scheduleId, limit),
+    /** A page of the schedule's fires, latest first, for the console's pager. */
+    firePage: (scheduleId: string, at: PageAt, limit: number) => queries.pageFires(db, scheduleId, at, limit),
 
     fireOfRequest: (requestId: string) => queries.findFireOfRequest(db, requestId),
 

@@ -27,6 +27,8 @@ export interface UserRow {
   email: string;
   password_hash: string;
   role: UserRole;
+  /** IANA zone the console writes times in for this user; null until their browser reports one (read as UTC). */
+  time_zone: string | null;
   created_at: string;
 }
 
@@ -45,6 +47,7 @@ export function createUserService({ db, clock }: { db: Db; clock: Clock }) {
         email,
         password_hash: await hashPassword(input.password),
         role: role as UserRole,
+        time_zone: null,
         created_at: isoNow(clock),
       };
       try {
@@ -65,6 +68,16 @@ export function createUserService({ db, clock }: { db: Db; clock: Clock }) {
       const user = await this.findByEmail(email);
       const ok = await verifyPassword(password, user?.password_hash ?? (await dummy()));
       return user && ok ? user : undefined;
+    },
+
+    /** Sets the user's zone (already checked by the caller). */
+    async setTimeZone(id: string, timeZone: string): Promise<void> {
+      await db('users').where({ id }).update({ time_zone: timeZone });
+    },
+
+    /** Sets the user's zone only if they have none yet: the one their browser reported at their first sign-in. True if set. */
+    async setTimeZoneIfUnset(id: string, timeZone: string): Promise<boolean> {
+      return (await db('users').where({ id }).whereNull('time_zone').update({ time_zone: timeZone })) === 1;
     },
 
     async findByEmail(email: string): Promise<UserRow | undefined> {

@@ -1,5 +1,6 @@
 import type { Db } from '../db/knex.js';
 import { claimDue, type Queue } from '../db/claims.js';
+import { readKeysetPage, type KeysetPage, type PageAt } from '../db/keyset.js';
 
 export interface EndpointRow {
   id: string;
@@ -148,12 +149,22 @@ export interface DeliveryFilter {
   eventType?: string;
 }
 
-/** An endpoint's deliveries, newest first, with the event's time. */
-export async function listDeliveries(db: Db, endpointId: string, filter: DeliveryFilter, limit: number): Promise<DeliveryRow[]> {
+/** An endpoint's deliveries matching `filter`, unordered. */
+function matchingDeliveries(db: Db, endpointId: string, filter: DeliveryFilter) {
   const query = db<DeliveryRow>('webhook_deliveries').where({ endpoint_id: endpointId });
   if (filter.status) query.where({ status: filter.status });
   if (filter.eventType) query.where({ event_type: filter.eventType });
-  return query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit);
+  return query;
+}
+
+/** An endpoint's deliveries, newest first, with the event's time. */
+export async function listDeliveries(db: Db, endpointId: string, filter: DeliveryFilter, limit: number): Promise<DeliveryRow[]> {
+  return matchingDeliveries(db, endpointId, filter).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit);
+}
+
+/** A page of an endpoint's deliveries, newest first (the console's pager), with their capped total. */
+export function pageDeliveries(db: Db, endpointId: string, filter: DeliveryFilter, at: PageAt, limit: number): Promise<KeysetPage<DeliveryRow>> {
+  return readKeysetPage(db, matchingDeliveries(db, endpointId, filter), { columns: ['created_at', 'id'], keyOf: (row: DeliveryRow) => [row.created_at, row.id] }, at, limit);
 }
 
 export async function findDelivery(db: Db, endpointId: string, id: string): Promise<DeliveryRow | undefined> {

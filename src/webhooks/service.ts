@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import type { PageAt } from '../db/keyset.js';
 import type { Actor, AuditLog } from '../audit/service.js';
 import { type Clock, isoNow } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
@@ -191,6 +192,9 @@ export function createWebhookService({ db, clock, audit, policy, recordEvents }:
       if (filter.status && !DELIVERY_STATUSES.includes(filter.status)) return Promise.resolve([]);
       return queries.listDeliveries(db, endpointId, filter, limit);
     },
+
+    /** A page of the endpoint's deliveries, newest first, for the console's pager. */
+    deliveryPage: (endpointId: string, filter: DeliveryFilter, at: PageAt, limit: number) => queries.pageDeliveries(db, endpointId, filter, at, limit),
 
     event: (id: string) => queries.findEvent(db, id),
   };

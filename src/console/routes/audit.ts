@@ -4,6 +4,7 @@ import type { Services } from '../../services.js';
 import type { AuditEventRow, AuditFilter } from '../../audit/service.js';
 import { NAMED_SUBJECT_TYPES } from '../../audit/queries.js';
 import { BadRequestError } from '../../http/errors.js';
+import { filtersScope, pageAt, pagerOf, serialCursor } from '../pager.js';
 
 const PAGE = 50;
 const ACTOR_TYPES = ['user', 'api_key', 'operator', 'schedule', 'channel'] as const;
@@ -92,14 +93,12 @@ export function auditRoutes(services: Services): Router {
   router.get('/audit', async (req, res) => {
     const org = req.user!.organization_id;
     const { given, filter } = filtersOf(req);
-    const before = /^\d{1,15}$/.test(String(req.query.before)) ? Number(req.query.before) : undefined;
-    const [events, actions] = await Promise.all([services.audit.list(org, filter, { before, limit: PAGE + 1 }), services.audit.actions(org)]);
-    const page = events.slice(0, PAGE);
-    const subjects = await subjectsOf(services, org, page);
+    const [page, actions] = await Promise.all([services.audit.page(org, filter, pageAt(req, serialCursor), PAGE), services.audit.actions(org)]);
+    const subjects = await subjectsOf(services, org, page.items);
     res.render('audit/index', {
       title: 'Audit log',
-      events: page,
-      next: events.length > PAGE ? page.at(-1)!.id : null,
+      events: page.items,
+      pager: pagerOf(page, { path: '/audit', filters: given, codec: serialCursor, noun: ['event', 'events'], scope: filtersScope(given) }),
       filters: given,
       filtered: Object.values(given).some(Boolean),
       actions,

@@ -6,9 +6,12 @@ import { CHANNEL_MODES } from '../../channels/queries.js';
 import { VERIFY_PRESETS } from '../../channels/verify.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
+import { pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
+import { UUID_PATTERN } from '../../lib/ids.js';
 
-/** How many deliveries a channel's page lists. */
-const RECENT_DELIVERIES = 50;
+/** How many deliveries a page of a channel's list shows. */
+const DELIVERIES_PAGE = 50;
+const cursor = timeAndIdCursor((id) => UUID_PATTERN.test(id));
 
 function channelInput(body: Record<string, unknown>): ChannelInput & { kind: string } {
   const text = (name: string) => String(body[name] ?? '').trim();
@@ -39,9 +42,10 @@ export function channelRoutes(services: Services): Router {
 
   /** The channel's page; `secret` only in the response that made it. */
   const renderChannel = async (req: Request, res: Response, channel: ChannelListRow, secret: string | null = null) => {
-    const deliveries = await services.channels.deliveries(channel.id, RECENT_DELIVERIES);
+    const page = await services.channels.deliveryPage(channel.id, pageAt(req, cursor), DELIVERIES_PAGE);
+    const pager = pagerOf(page, { path: pageOf(channel.id), filters: {}, codec: cursor, noun: ['delivery', 'deliveries'], scope: 'to this channel' });
     if (secret) res.set('Cache-Control', 'no-store');
-    res.render('channels/show', { title: channel.name, channel, url: channel.kind === 'webhook' ? inboundUrl(req, channel) : null, deliveries, secret });
+    res.render('channels/show', { title: channel.name, channel, url: channel.kind === 'webhook' ? inboundUrl(req, channel) : null, deliveries: page.items, pager, secret });
   };
 
   router.get('/b/:slug/channels/new', requireAdmin, async (req, res) => {

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { Services } from '../../services.js';
 import { REQUEST_STATUSES } from '../../requests/schemas.js';
-import { decodeCursor, encodeCursor } from '../../http/cursor.js';
+import { filtersScope, pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
 import { NotFoundError } from '../../http/errors.js';
 import { REQUEST_ID_PATTERN } from '../../lib/ids.js';
 import { scribeFilter } from './filters.js';
@@ -12,6 +12,7 @@ import { servableMediaType } from '../../requests/attachments/media-type.js';
 const PAGE = 25;
 /** The title filter's longest text. */
 export const MAX_TEXT = 200;
+const cursor = timeAndIdCursor((id) => REQUEST_ID_PATTERN.test(id));
 /** The time filter's choices: how far back, in milliseconds. */
 const SINCE: Record<string, number> = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 };
 
@@ -42,12 +43,11 @@ export function receiptRoutes(services: Services): Router {
   router.get('/receipts', async (req, res) => {
     const org = req.user!.organization_id;
     const { filters, filter, scribes } = await receiptFilters(services, org, req.query);
-    const before = req.query.before ? decodeCursor(req.query.before, (id) => REQUEST_ID_PATTERN.test(id)) : undefined;
-    const page = await services.consoleReads.listReceipts(org, { ...filter, before, limit: PAGE });
+    const page = await services.consoleReads.listReceipts(org, { ...filter, at: pageAt(req, cursor), limit: PAGE });
     res.render('receipts/index', {
       title: 'Receipts',
       receipts: page.items,
-      next: page.next && encodeCursor(page.next),
+      pager: pagerOf(page, { path: '/receipts', filters, codec: cursor, noun: ['receipt', 'receipts'], scope: filtersScope(filters) }),
       filters,
       scribes,
       statuses: REQUEST_STATUSES,

@@ -5,9 +5,14 @@ import type { ScheduleInput } from '../../schedules/service.js';
 import { OVERLAP_POLICIES } from '../../schedules/queries.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
+import { pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
+import { UUID_PATTERN } from '../../lib/ids.js';
 
 /** How many fire times ahead the console shows. */
 const PREVIEW_FIRES = 5;
+/** How many fires a page of a schedule's list shows. */
+const FIRES_PAGE = 50;
+const cursor = timeAndIdCursor((id) => UUID_PATTERN.test(id));
 
 /** The form's fields as the service takes them; everything staff typed comes back on a refusal. */
 function scheduleInput(body: Record<string, unknown>): ScheduleInput & { timezone: string; overlap: string } {
@@ -91,9 +96,10 @@ export function scheduleRoutes(services: Services): Router {
 
   router.get('/schedules/:id', async (req, res) => {
     const schedule = await services.schedules.get(req.user!.organization_id, String(req.params.id));
-    const fires = await services.schedules.fires(schedule.id, 50);
+    const page = await services.schedules.firePage(schedule.id, pageAt(req, cursor), FIRES_PAGE);
+    const pager = pagerOf(page, { path: pageOf(schedule.id), filters: {}, codec: cursor, noun: ['fire', 'fires'], scope: 'of this schedule', order: 'Latest fire time first' });
     // The page lists no fire times while the schedule is paused.
-    res.render('schedules/show', { title: schedule.title || 'Schedule', schedule, fires, preview: preview(schedule) });
+    res.render('schedules/show', { title: schedule.title || 'Schedule', schedule, fires: page.items, pager, preview: preview(schedule) });
   });
 
   router.get('/schedules/:id/edit', requireAdmin, async (req, res) => {

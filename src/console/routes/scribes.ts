@@ -5,6 +5,9 @@ import { presentMcpServer } from '../../agents/mcp-servers.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
 
+/** How many sessions a scribe's page shows, collapsed; the rest are on its sessions list. */
+const LATEST_SESSIONS = 5;
+
 /** The scribes list and each scribe's own page, `/b/<slug>` (spec 1, 4.4 rule 3). */
 export function scribeRoutes(services: Services): Router {
   const router = Router();
@@ -19,8 +22,8 @@ export function scribeRoutes(services: Services): Router {
     const ref = await services.scribes.getBySlug(org, String(req.params.slug));
     const scribe = (await services.scribes.find(ref.id))!;
     const [sessions, receipts, tasks, schedules, channels, mcpServers] = await Promise.all([
-      services.sessions.listWithTranscripts(scribe.id, 20),
-      services.consoleReads.listReceipts(org, { scribeId: scribe.id, limit: 10 }),
+      services.sessions.listWithTranscripts(scribe.id, LATEST_SESSIONS),
+      services.consoleReads.listReceipts(org, { scribeId: scribe.id, limit: 10, countTotal: false }),
       services.tasks.listForScribe(scribe.id, { limit: 10 }),
       services.schedules.list(org, scribe.id),
       services.channels.list(org, scribe.id),

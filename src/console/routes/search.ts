@@ -31,11 +31,11 @@ export function searchRoutes(services: Services): Router {
     const page = await services.consoleReads.pageNamedBy(org, q);
     if (page) return res.redirect(303, page);
     const [receipts, tasks, scribes] = await Promise.all([
-      services.consoleReads.listReceipts(org, { q, limit: SHOWN }),
-      services.consoleReads.listTasks(org, { q, limit: SHOWN }),
+      services.consoleReads.listReceipts(org, { q, limit: SHOWN, countTotal: false }),
+      services.consoleReads.listTasks(org, { q, limit: SHOWN, countTotal: false }),
       services.consoleReads.scribesMatching(org, q, SHOWN),
     ]);
-    render({ receipts: receipts.items, moreReceipts: receipts.next !== null, tasks: tasks.items, moreTasks: tasks.next !== null, scribes });
+    render({ receipts: receipts.items, moreReceipts: receipts.older !== null, tasks: tasks.items, moreTasks: tasks.older !== null, scribes });
   });
 
   return router;

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import type { Services } from '../../services.js';
-import { decodeCursor, encodeCursor } from '../../http/cursor.js';
+import { filtersScope, pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
 import { UUID_PATTERN } from '../../lib/ids.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
@@ -10,6 +10,7 @@ import { TASK_FILTER_STATUSES, type TaskFilter } from '../queries.js';
 import { traceTotals } from '../../agents/trace.js';
 
 const PAGE = 25;
+const cursor = timeAndIdCursor((id) => UUID_PATTERN.test(id));
 
 /** Tasks of the organization, and each task's page with its history; staff answer waiting tasks. */
 export function taskRoutes(services: Services): Router {
@@ -19,12 +20,11 @@ export function taskRoutes(services: Services): Router {
   router.get('/tasks', async (req, res) => {
     const org = req.user!.organization_id;
     const { filters, filter, scribes } = await taskFilters(services, org, req.query);
-    const before = req.query.before ? decodeCursor(req.query.before, (id) => UUID_PATTERN.test(id)) : undefined;
-    const page = await services.consoleReads.listTasks(org, { ...filter, before, limit: PAGE });
+    const page = await services.consoleReads.listTasks(org, { ...filter, at: pageAt(req, cursor), limit: PAGE });
     res.render('tasks/index', {
       title: 'Tasks',
       tasks: page.items,
-      next: page.next && encodeCursor(page.next),
+      pager: pagerOf(page, { path: '/tasks', filters, codec: cursor, noun: ['task', 'tasks'], scope: filtersScope(filters) }),
       filters,
       scribes,
       statuses: TASK_FILTER_STATUSES,

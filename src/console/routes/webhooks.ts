@@ -6,9 +6,12 @@ import { DELIVERY_STATUSES, type DeliveryStatus, type EndpointRow } from '../../
 import type { EndpointInput } from '../../webhooks/service.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
+import { pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
+import { UUID_PATTERN } from '../../lib/ids.js';
 
-/** How many deliveries an endpoint's page lists. */
-const RECENT_DELIVERIES = 50;
+/** How many deliveries a page of an endpoint's list shows. */
+const DELIVERIES_PAGE = 50;
+const cursor = timeAndIdCursor((id) => UUID_PATTERN.test(id));
 
 /** The form's fields: the URL, a description, and the event types ticked ("all" or none ticked: every type). */
 function endpointInput(body: Record<string, unknown>): EndpointInput & { url: string } {
@@ -45,9 +48,12 @@ export function webhookRoutes(services: Services): Router {
   const renderEndpoint = async (req: Request, res: Response, endpoint: EndpointRow, secret: string | null = null) => {
     const status = DELIVERY_STATUSES.includes(req.query.status as DeliveryStatus) ? (req.query.status as DeliveryStatus) : undefined;
     const eventType = [...EVENT_TYPES, TEST_EVENT].includes(String(req.query.event_type)) ? String(req.query.event_type) : undefined;
-    const deliveries = await services.webhooks.deliveries(endpoint.id, { status, eventType }, RECENT_DELIVERIES);
+    const page = await services.webhooks.deliveryPage(endpoint.id, { status, eventType }, pageAt(req, cursor), DELIVERIES_PAGE);
+    const filters = { status, event_type: eventType };
+    const scope = status || eventType ? 'to this endpoint matching these filters' : 'to this endpoint';
+    const pager = pagerOf(page, { path: pageOf(endpoint.id), filters, codec: cursor, noun: ['delivery', 'deliveries'], scope });
     if (secret) res.set('Cache-Control', 'no-store');
-    res.render('webhooks/show', { title: endpoint.url, endpoint, deliveries, secret, filters: { status, event_type: eventType }, statuses: DELIVERY_STATUSES, eventTypes: [...EVENT_TYPES, TEST_EVENT] });
+    res.render('webhooks/show', { title: endpoint.url, endpoint, deliveries: page.items, pager, secret, filters, statuses: DELIVERY_STATUSES, eventTypes: [...EVENT_TYPES, TEST_EVENT] });
   };
 
   router.get('/webhooks/new', requireAdmin, (_req, res) => renderForm(res, null, { url: '', description: '', events: null }));

@@ -1,0 +1,52 @@
+import { Router } from 'express';
+import type { Services } from '../../services.js';
+import { UUID_PATTERN } from '../../lib/ids.js';
+import { SESSION_FILTERS, SESSION_SEARCH_WINDOW } from '../queries.js';
+import { filtersScope, pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
+import { scribeFilter } from './filters.js';
+
+const PAGE = 25;
+const cursor = timeAndIdCursor((id) => UUID_PATTERN.test(id));
+/** Longer search texts are cut: a substring that long is as good as found. */
+const SEARCH_MAX = 200;
+
+/** The state filter's words, by what a session in it waits for. */
+const STATE_LABELS: Record<(typeof SESSION_FILTERS)[number], string> = {
+  reply_due: 'owes a reply',
+  queued: 'queued',
+  running: 'running',
+  waiting: 'answered, waiting for the user',
+  completed: 'completed',
+  failed: 'failed',
+};
+
+/** Chat sessions of the organization, or of one scribe (`?scribe=`), with state filters, search and paging. */
+export function sessionListRoutes(services: Services): Router {
+  const router = Router();
+
+  router.get('/sessions', async (req, res) => {
+    const org = req.user!.organization_id;
+    const state = (SESSION_FILTERS as readonly string[]).includes(String(req.query.state)) ? String(req.query.state) : '';
+    const q = typeof req.query.q === 'string' ? req.query.q.trim().slice(0, SEARCH_MAX) : '';
+    const scribe = await scribeFilter(services, org, req.query.scribe);
+    const page = await services.consoleReads.listSessions(org, { scribeId: scribe.selected?.id, status: state, text: q || undefined, at: pageAt(req, cursor), limit: PAGE });
+    const filters = { scribe: scribe.selected?.slug ?? '', state, q };
+    res.render('sessions/index', {
+      title: scribe.selected ? `Sessions of ${scribe.selected.name}` : 'Sessions',
+      sessions: page.items,
+      pager: pagerOf(page, { path: '/sessions', filters, codec: cursor, noun: ['session', 'sessions'], scope: filtersScope(filters) }),
+      filters,
+      scribes: scribe.all,
+      selected: scribe.selected ?? null,
+      states: Object.entries(STATE_LABELS),
+      searchWindow: SESSION_SEARCH_WINDOW,
+    });
+  });
+
+  // A scribe's sessions list under its own address too.
+  router.get('/b/:slug/sessions', (req, res) => {
+    res.redirect(303, `/sessions?scribe=${encodeURIComponent(String(req.params.slug))}`);
+  });
+
+  return router;
+}
