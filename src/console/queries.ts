@@ -21,6 +21,76 @@ export async function receiptCounts(db: Db, organizationId: string, since: strin
   return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
 }
 
+/** A count of receipts: those created in the bucket starting at `at`, by their status now. */
+export interface ReceiptBucket {
+  at: string;
+  status: string;
+  n: number;
+}
+
+/** A time range of created_at, [from, to), cut in buckets of `minutes` (a divisor of 60). */
+export interface BucketRange {
+  from: string;
+  to: string;
+  minutes: number;
+}
+
+/**
+ * The bucket of a receipt's created_at, in SQL both databases read alike: the hour's text
+ * (`2026-11-21T09`) and the bucket's place in that hour, from the minutes' digits.
+ */
+function createdBucket(minutes: number): { hour: string; slot: string } {
+  if (!Number.isInteger(minutes) || minutes < 1 || 60 % minutes !== 0) throw new Error(`Buckets of ${minutes} minutes do not divide an hour`);
+  return { hour: 'substr(created_at, 1, 13)', slot: `cast(substr(created_at, 15, 2) as integer) / ${minutes}` };
+}
+
+function bucketStart(hour: string, slot: number | string, minutes: number): string {
+  return new Date(Date.parse(`${hour}:00:00.000Z`) + Number(slot) * minutes * 60_000).toISOString();
+}
+
+/**
+ * Receipts created in the range by bucket and status, counted by the database: one row per
+ * bucket and status, however many receipts (index requests_organization_created).
+ */
+export async function receiptsByBucket(db: Db, organizationId: string, range: BucketRange & { scribeId?: string }): Promise<ReceiptBucket[]> {
+  const { hour, slot } = createdBucket(range.minutes);
+  const query = db('requests').where('organization_id', organizationId);
+  if (range.scribeId) query.where('scribe_id', range.scribeId);
+  const rows: Array<{ hour: string; slot: number | string; status: string; n: number | string }> = await query
+    .where('created_at', '>=', range.from)
+    .where('created_at', '<', range.to)
+    .select(db.raw(`${hour} as hour`), db.raw(`${slot} as slot`), 'status')
+    .count({ n: '*' })
+    .groupByRaw(`${hour}, ${slot}, status`);
+  return rows.map((r) => ({ at: bucketStart(r.hour, r.slot, range.minutes), status: r.status, n: Number(r.n) }));
+}
+
+/** How long a fulfilled receipt took from its 202 to fulfilled, by the bucket it was created in. */
+export interface LatencySample {
+  at: string;
+  ms: number;
+}
+
+/**
+ * 202 → fulfilled times of the receipts created in the range, at most `perBucket` per bucket
+ * (the first created in it), so a busy organization's read stays bounded: SQLite has no
+ * percentile function, so the caller ranks the samples.
+ */
+export async function fulfilledLatencies(db: Db, organizationId: string, range: BucketRange & { perBucket: number }): Promise<LatencySample[]> {
+  const { hour, slot } = createdBucket(range.minutes);
+  const ranked = db('requests')
+    .where('organization_id', organizationId)
+    .where('created_at', '>=', range.from)
+    .where('created_at', '<', range.to)
+    .where('status', 'fulfilled')
+    .select('created_at', 'completed_at', db.raw(`${hour} as hour`), db.raw(`${slot} as slot`), db.raw(`row_number() over (partition by ${hour}, ${slot} order by created_at) as k`));
+  const rows: Array<{ created_at: string; completed_at: string; hour: string; slot: number | string }> = await db
+    .from(ranked.as('ranked'))
+    .where('k', '<=', range.perBucket)
+    .select('created_at', 'completed_at', 'hour', 'slot');
+  return rows.map((r) => ({ at: bucketStart(r.hour, r.slot, range.minutes), ms: Date.parse(r.completed_at) - Date.parse(r.created_at) }));
+}
+
 /** Receipts not yet dispatched to the end, and how long the oldest has waited. */
 export async function dispatchBacklog(db: Db, organizationId: string): Promise<{ count: number; oldest: string | null }> {
   const row = await db('requests')
@@ -175,6 +245,8 @@ export type ConsoleReads = ReturnType<typeof createConsoleReads>;
 export function createConsoleReads(db: Db) {
   return {
     receiptCounts: (organizationId: string, since: string) => receiptCounts(db, organizationId, since),
+    receiptsByBucket: (organizationId: string, range: Parameters<typeof receiptsByBucket>[2]) => receiptsByBucket(db, organizationId, range),
+    fulfilledLatencies: (organizationId: string, range: Parameters<typeof fulfilledLatencies>[2]) => fulfilledLatencies(db, organizationId, range),
     dispatchBacklog: (organizationId: string) => dispatchBacklog(db, organizationId),
     agentBacklog: (organizationId: string) => agentBacklog(db, organizationId),
     recentFailures: (organizationId: string, limit?: number) => recentFailures(db, organizationId, limit),
