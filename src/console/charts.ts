@@ -161,7 +161,7 @@ export interface Chart {
 /** The SVG's own coordinates (viewBox); the page scales it to the width it has. */
 const WIDTH = 640;
 const HEIGHT = 240;
-const MARGIN = { left: 56, right: 12, top: 28, bottom: 44 };
+const MARGIN = { left: 64, right: 12, top: 28, bottom: 44 };
 /** Time labels along the x axis, at most: more would crowd on a phone. */
 const MAX_X_TICKS = 6;
 

@@ -118,12 +118,12 @@ describe('barChart()', () => {
 
   it('spreads the bars over the plot with a gap, and labels round times', () => {
     const chart = barChart(input([[1, 0], [1, 0], [1, 0], [1, 0]]));
-    // 572 wide in 4 slots of 143: bars of 114.4, starting 14.3 into their slot.
+    // From x 64, 564 wide in 4 slots of 141: bars of 112.8, starting 14.1 into their slot.
     expect(chart.bars.map((b) => [b.x, b.width])).to.deep.equal([
-      [70.3, 114.4],
-      [213.3, 114.4],
-      [356.3, 114.4],
-      [499.3, 114.4],
+      [78.1, 112.8],
+      [219.1, 112.8],
+      [360.1, 112.8],
+      [501.1, 112.8],
     ]);
     expect(chart.xTicks.map((t) => t.label)).to.deep.equal(['06:00', '07:00', '08:00', '09:00', '10:00']);
     expect(chart.xLabel).to.equal('Time (UTC)');
