@@ -38,14 +38,12 @@ export function timeWindow(now: number, spanMs: number, bucketMs: number): TimeW
   return { start: end - spanMs, bucketMs, buckets: spanMs / bucketMs };
 }
 
-export function windowEnd(window: TimeWindow): number {
-  return window.start + window.buckets * window.bucketMs;
-}
-
-/** The bucket holding `ms`, or -1 outside the window. */
-export function bucketOf(window: TimeWindow, ms: number): number {
-  const i = Math.floor((ms - window.start) / window.bucketMs);
-  return i >= 0 && i < window.buckets ? i : -1;
+/** Each bucket as the ISO range of stored timestamps it holds, [from, to). */
+export function bucketRanges(window: TimeWindow): Array<{ from: string; to: string }> {
+  return Array.from({ length: window.buckets }, (_, i) => {
+    const from = window.start + i * window.bucketMs;
+    return { from: new Date(from).toISOString(), to: new Date(from + window.bucketMs).toISOString() };
+  });
 }
 
 /** The value at quantile `q` (0..1) of ascending `sorted`, by the nearest-rank method; null when empty. */

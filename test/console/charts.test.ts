@@ -75,6 +75,16 @@ describe('console charts', () => {
     expect(rows.get('2026-11-21 09:00')).to.deep.equal(['—', '—', '0']);
   });
 
+  it('reads at most the bound of fulfilled receipts per bucket, the first accepted in each', async () => {
+    const buckets = [
+      { from: '2026-11-21T08:50:00.000Z', to: '2026-11-21T08:55:00.000Z' },
+      { from: '2026-11-21T08:55:00.000Z', to: '2026-11-21T09:00:00.000Z' },
+      { from: '2026-11-21T09:00:00.000Z', to: '2026-11-21T09:05:00.000Z' },
+    ];
+    expect(await h.services.consoleReads.fulfilledLatencies(t.organizationId, buckets, 1)).to.deep.equal([[100], [2000], []]);
+    expect(await h.services.consoleReads.fulfilledLatencies(t.organizationId, buckets, 5)).to.deep.equal([[100, 300], [2000], []]);
+  });
+
   it('draws one bar segment per status and bucket with a value, in an SVG with a label', async () => {
     const html = (await admin.get('/')).text;
     const figure = /<figure class="chart" id="receipts-per-minute"[\s\S]*?<\/figure>/.exec(html)![0];

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { barChart, bucketOf, formatDuration, formatNumber, niceScale, quantile, timeWindow, utcClock, type ChartInput } from '../../src/console/charts.js';
+import { barChart, bucketRanges, formatDuration, formatNumber, niceScale, quantile, timeWindow, utcClock, type ChartInput } from '../../src/console/charts.js';
 
 const MIN = 60_000;
 const at = (iso: string) => Date.parse(iso);
@@ -19,16 +19,14 @@ describe('timeWindow()', () => {
   });
 });
 
-describe('bucketOf()', () => {
-  const w = timeWindow(at('2026-11-21T09:02:00.000Z'), 60 * MIN, 5 * MIN);
-  it('puts a time in the bucket it falls in, the start inclusive', () => {
-    expect(bucketOf(w, at('2026-11-21T08:05:00.000Z'))).to.equal(0);
-    expect(bucketOf(w, at('2026-11-21T08:09:59.999Z'))).to.equal(0);
-    expect(bucketOf(w, at('2026-11-21T09:04:59.999Z'))).to.equal(11);
-  });
-  it('answers -1 before and after the window', () => {
-    expect(bucketOf(w, at('2026-11-21T08:04:59.999Z'))).to.equal(-1);
-    expect(bucketOf(w, at('2026-11-21T09:05:00.000Z'))).to.equal(-1);
+describe('bucketRanges()', () => {
+  it('gives each bucket as the stored timestamps it holds, the start inclusive, the end not', () => {
+    const w = timeWindow(at('2026-11-21T09:02:00.000Z'), 15 * MIN, 5 * MIN);
+    expect(bucketRanges(w)).to.deep.equal([
+      { from: '2026-11-21T08:50:00.000Z', to: '2026-11-21T08:55:00.000Z' },
+      { from: '2026-11-21T08:55:00.000Z', to: '2026-11-21T09:00:00.000Z' },
+      { from: '2026-11-21T09:00:00.000Z', to: '2026-11-21T09:05:00.000Z' },
+    ]);
   });
 });
 
