@@ -1,8 +1,11 @@
 import { Router } from 'express';
 import type { Services } from '../../services.js';
 import { REQUEST_STATUSES } from '../../requests/schemas.js';
+import { dashboardCharts } from '../activity-charts.js';
+import { zoneClock } from '../charts.js';
+import { isLiveRefresh } from '../live.js';
 
-/** The dashboard: receipts by status, the health of the background workers, recent failures. */
+/** The dashboard: receipts over the last hours (charts), receipts by status, the health of the background workers, recent failures. */
 export function dashboardRoutes(services: Services): Router {
   const router = Router();
 
@@ -10,7 +13,9 @@ export function dashboardRoutes(services: Services): Router {
     const org = req.user!.organization_id;
     const now = services.clock().getTime();
     const since = (ms: number) => new Date(now - ms).toISOString();
-    const [lastHour, lastDay, dispatch, agents, failures] = await Promise.all([
+    const [charts, lastHour, lastDay, dispatch, agents, failures] = await Promise.all([
+      // A live refresh swaps only the parts marked data-live-part, and the charts are not one.
+      isLiveRefresh(req) ? null : dashboardCharts(services.consoleReads, org, now, zoneClock(res.locals.timeZone)),
       services.consoleReads.receiptCounts(org, since(3_600_000)),
       services.consoleReads.receiptCounts(org, since(86_400_000)),
       services.consoleReads.dispatchBacklog(org),
@@ -19,6 +24,7 @@ export function dashboardRoutes(services: Services): Router {
     ]);
     res.render('dashboard', {
       title: 'Dashboard',
+      charts,
       statuses: REQUEST_STATUSES,
       lastHour,
       lastDay,

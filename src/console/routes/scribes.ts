@@ -4,6 +4,9 @@ import { AGENT_KINDS } from '../../scribes/queries.js';
 import { presentMcpServer } from '../../agents/mcp-servers.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
+import { scribeThroughputChart } from '../activity-charts.js';
+import { zoneClock } from '../charts.js';
+import { isLiveRefresh } from '../live.js';
 
 /** How many sessions a scribe's page shows, collapsed; the rest are on its sessions list. */
 const LATEST_SESSIONS = 5;
@@ -21,7 +24,9 @@ export function scribeRoutes(services: Services): Router {
     const org = req.user!.organization_id;
     const ref = await services.scribes.getBySlug(org, String(req.params.slug));
     const scribe = (await services.scribes.find(ref.id))!;
-    const [sessions, receipts, tasks, schedules, channels, mcpServers] = await Promise.all([
+    const [throughput, sessions, receipts, tasks, schedules, channels, mcpServers] = await Promise.all([
+      // The page polls while open; the chart is not one of the parts a refresh swaps.
+      isLiveRefresh(req) ? null : scribeThroughputChart(services.consoleReads, org, scribe.id, services.clock().getTime(), zoneClock(res.locals.timeZone)),
       services.sessions.listWithTranscripts(scribe.id, LATEST_SESSIONS),
       services.consoleReads.listReceipts(org, { scribeId: scribe.id, limit: 10, countTotal: false }),
       services.tasks.listForScribe(scribe.id, { limit: 10 }),
@@ -30,7 +35,7 @@ export function scribeRoutes(services: Services): Router {
       services.mcpServers.list(scribe.id),
     ]);
     // The page always polls (views/scribes/show.ejs): new sessions arrive from the API at any time.
-    res.render('scribes/show', { title: scribe.name, scribe, sessions, receipts: receipts.items, tasks, schedules, channels, mcpServers: mcpServers.map(presentMcpServer), agents: AGENT_KINDS });
+    res.render('scribes/show', { title: scribe.name, scribe, throughput, sessions, receipts: receipts.items, tasks, schedules, channels, mcpServers: mcpServers.map(presentMcpServer), agents: AGENT_KINDS });
   });
 
   router.post(
