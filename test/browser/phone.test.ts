@@ -1,0 +1,41 @@
+import { expect } from 'chai';
+import { consoleInBrowser, overflowsSideways } from '../helpers/browser.js';
+
+/**
+ * Every page of the console at a phone's width (390 px): nothing makes the page scroll
+ * sideways (a wide table scrolls inside its own box), and the header's search is there.
+ */
+describe('the console in Chromium at 390 px', function () {
+  this.timeout(120_000);
+  const c = consoleInBrowser();
+  const routes: string[] = [];
+
+  before(async () => {
+    const long = 'A long title that goes on and on for quite a while, to see that it wraps rather than widens the page';
+    const { request } = await c.api('POST', '/scribes/atlas/requests', { task: { title: long, summary: long, acceptance_criteria: 'https://example.com/a/very/long/path/that/has/no/spaces/in/it/at/all/anywhere' } });
+    await c.h.services.dispatcher.tick();
+    const { session_id: sessionId } = await c.api('POST', '/scribes/atlas/chat', { message: long });
+    await c.h.services.runtime.tick();
+    const task = await c.h.db('tasks').where({ request_id: request.id }).first('id');
+    const type = await c.h.services.entryTypes.create(c.t.organizationId, { name: 'Companies', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Website', type: 'text' }, { name: 'Public', type: 'boolean' }] });
+    const entry = await c.h.services.entries.create(c.t.organizationId, type.id, { fields: { Name: 'Acme Corporation International Holdings', Website: 'https://acme.example.com/with/a/long/path', Public: true } });
+    routes.push(
+      '/', '/scribes', '/b/atlas', '/receipts', `/receipts/${request.id}`, '/tasks', `/tasks/${task.id}`, '/sessions', `/sessions/${sessionId}`,
+      '/entry-types', `/entry-types/${type.id}`, `/entries/${entry.id}`, `/entries/${entry.id}/edit`, '/schedules', '/channels', '/webhooks', '/keys', '/audit', '/account', '/search?q=long',
+    );
+  });
+
+  it('fits every page to the width, with the search box in the header', async () => {
+    const phone = await c.newPage(390);
+    const overflowing: string[] = [];
+    for (const route of routes) {
+      const response = await phone.goto(`${c.base}${route}`);
+      expect(response?.status(), route).to.equal(200);
+      if (await overflowsSideways(phone)) overflowing.push(route);
+      expect(await phone.getByRole('searchbox', { name: 'Find an id, slug or title' }).isVisible(), route).to.equal(true);
+      await c.shot(`phone${route.replace(/\?.*$/, '').replace(/[^a-z0-9]+/gi, '-')}`, phone);
+    }
+    expect(overflowing, 'pages wider than 390 px').to.deep.equal([]);
+    await phone.close();
+  });
+});
