@@ -248,19 +248,22 @@ export async function listTasks(db: Db, organizationId: string, filter: ListFilt
 export async function bulkSelection(
   db: Db,
   organizationId: string,
-  kind: 'receipts' | 'tasks',
+  kind: 'receipts' | 'tasks' | 'sessions',
   action: 'retry' | 'discard',
-  filter: ReceiptFilter & TaskFilter,
+  filter: ReceiptFilter & TaskFilter & SessionFilter,
   upto: string,
   limit: number,
 ): Promise<{ total: number; ids: string[] }> {
-  const query =
+  const failed = { ...filter, status: 'failed' };
+  const [query, alias] =
     kind === 'receipts'
-      ? filterReceipts(db, db('requests as r').where('r.organization_id', organizationId), { ...filter, status: 'failed' }).where('r.created_at', '<=', upto)
-      : filterTasks(db, db('tasks as t').where('t.organization_id', organizationId), { ...filter, status: 'failed' }).where('t.created_at', '<=', upto);
-  const alias = kind === 'receipts' ? 'r' : 't';
+      ? [filterReceipts(db, db('requests as r').where('r.organization_id', organizationId), failed), 'r']
+      : kind === 'tasks'
+        ? [filterTasks(db, db('tasks as t').where('t.organization_id', organizationId), failed), 't']
+        : [filterSessions(db, organizationId, failed), 'x'];
+  query.where(`${alias}.created_at`, '<=', upto);
   if (action === 'discard') query.whereNull(`${alias}.discarded_at`);
-  // A receipt is retried once (requests_one_retry); a retried task is no longer failed.
+  // A receipt is retried once (requests_one_retry); a retried task or session is no longer failed.
   if (action === 'retry' && kind === 'receipts') query.whereNotExists(db('requests as retry').whereRaw('retry.retry_of = r.id').select(db.raw('1')));
   const [count, rows] = await Promise.all([
     query.clone().count({ n: '*' }).first(),
@@ -269,7 +272,7 @@ export async function bulkSelection(
   return { total: Number((count as { n?: number | string } | undefined)?.n ?? 0), ids: (rows as Array<{ id: string }>).map((r) => r.id) };
 }
 
-export type SessionListRow = Pick<SessionRow, 'id' | 'state' | 'reply_due' | 'error_message' | 'created_at' | 'updated_at'> & { scribe_slug: string; first_message: string | null };
+export type SessionListRow = Pick<SessionRow, 'id' | 'state' | 'reply_due' | 'error_message' | 'discarded_at' | 'created_at' | 'updated_at'> & { scribe_slug: string; first_message: string | null };
 
 /** What the sessions list narrows to: `reply_due` (the scribe owes an answer) or one of the states. */
 export const SESSION_FILTERS = ['reply_due', ...SESSION_STATES] as const;
@@ -277,26 +280,24 @@ export const SESSION_FILTERS = ['reply_due', ...SESSION_STATES] as const;
 /** Search looks through this many of the newest sessions the other filters give, no more. */
 export const SESSION_SEARCH_WINDOW = 2000;
 
-export async function listSessions(db: Db, organizationId: string, filter: ListFilter & { text?: string }): Promise<KeysetPage<SessionListRow>> {
-  const narrow = (query: ReturnType<Db>, alias: string) => {
+export interface SessionFilter {
+  scribeId?: string;
+  /** `reply_due` or a state (SESSION_FILTERS). */
+  status?: string;
+  /** Text any of the session's messages contains, any case. */
+  text?: string;
+}
+
+/** The sessions of the organization `filter` selects, as `sessions as x`. */
+function filterSessions(db: Db, organizationId: string, filter: SessionFilter): Knex.QueryBuilder {
+  const narrow = (query: Knex.QueryBuilder, alias: string) => {
     query.where(`${alias}.organization_id`, organizationId);
     if (filter.scribeId) query.where(`${alias}.scribe_id`, filter.scribeId);
     if (filter.status === 'reply_due') query.whereRaw('??', [`${alias}.reply_due`]);
     else if (filter.status) query.where(`${alias}.state`, filter.status);
     return query;
   };
-  const query = narrow(db('sessions as x'), 'x')
-    .join('scribes as s', 's.id', 'x.scribe_id')
-    .select(
-      'x.id',
-      'x.state',
-      'x.reply_due',
-      'x.error_message',
-      'x.created_at',
-      'x.updated_at',
-      's.slug as scribe_slug',
-      db('session_messages as m').where('m.session_id', db.ref('x.id')).orderBy('m.id').limit(1).select('m.text').as('first_message'),
-    );
+  const query = narrow(db('sessions as x'), 'x');
   if (filter.text) {
     // A substring of any message, in any case (the dialect's LIKE). No index serves a
     // substring, so the search is bounded: it reads the messages of the newest
@@ -307,6 +308,23 @@ export async function listSessions(db: Db, organizationId: string, filter: ListF
     dialectOf(db).whereContains(matching, 'm.text', filter.text);
     query.whereIn('x.id', newest).whereExists(matching);
   }
+  return query;
+}
+
+export async function listSessions(db: Db, organizationId: string, filter: ListFilter & SessionFilter): Promise<KeysetPage<SessionListRow>> {
+  const query = filterSessions(db, organizationId, filter)
+    .join('scribes as s', 's.id', 'x.scribe_id')
+    .select(
+      'x.id',
+      'x.state',
+      'x.reply_due',
+      'x.error_message',
+      'x.discarded_at',
+      'x.created_at',
+      'x.updated_at',
+      's.slug as scribe_slug',
+      db('session_messages as m').where('m.session_id', db.ref('x.id')).orderBy('m.id').limit(1).select('m.text').as('first_message'),
+    );
   return readKeysetPage<SessionListRow>(db, query, byCreatedAt('x'), filter.at ?? {}, filter.limit, { countTotal: filter.countTotal });
 }
 

@@ -321,6 +321,28 @@ describe('console: retry and discard failures', () => {
       expect(await h.db('tasks').whereIn('id', ids).pluck('status')).to.deep.equal(['open', 'open']);
     });
 
+    it('bulk discard and retry of failed sessions whose messages contain a text', async () => {
+      const chat = async (message: string) => {
+        const id = (await h.api.post('/api/v1/scribes/bulk/chat').set(org.headers).send({ message })).body.session_id as string;
+        await h.db('sessions').where({ id }).update({ state: 'failed', reply_due: false, error_message: 'boom' });
+        return id;
+      };
+      const [a, b] = [await chat('About the Zurich office'), await chat('zurich again')];
+      const other = await chat('Geneva');
+      expect((await client.get('/sessions?state=failed&q=zurich')).text).to.include('href="/sessions/bulk?state=failed&amp;q=zurich&amp;action=discard"');
+      const preview = await client.get('/sessions/bulk?state=failed&q=zurich&action=discard');
+      expect(preview.text).to.include('data-count="2"').and.include('with a message containing “zurich”');
+      const res = await client.post('/sessions/bulk', { action: 'discard', state: 'failed', q: 'zurich', upto: uptoOf(preview.text) });
+      expect(res.headers.location).to.equal('/sessions?state=failed&q=zurich');
+      expect((await client.get(res.headers.location!)).text).to.include('Discarded 2 sessions.');
+      expect(await h.db('sessions').whereIn('id', [a, b, other]).whereNotNull('discarded_at').pluck('id')).to.have.members([a, b]);
+
+      const retry = await client.get('/sessions/bulk?state=failed&q=zurich&action=retry');
+      expect(retry.text).to.include('data-count="2"');
+      await client.post('/sessions/bulk', { action: 'retry', state: 'failed', q: 'zurich', upto: uptoOf(retry.text) });
+      expect(await h.db('sessions').whereIn('id', [a, b, other]).orderBy('created_at').pluck('state')).to.deep.equal(['queued', 'queued', 'failed']);
+    });
+
     it('refuses a confirmation without its preview time, a bad action (400), and viewers (403)', async () => {
       const res = await client.post('/receipts/bulk', { action: 'retry' });
       expect(res.status).to.equal(303);

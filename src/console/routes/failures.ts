@@ -7,11 +7,13 @@ import { action, flash } from '../forms.js';
 import { withQuery } from '../view-helpers.js';
 import { receiptFilters } from './receipts.js';
 import { taskFilters } from './tasks.js';
+import { sessionFilters } from './session-list.js';
 
 /** The most one confirmation acts on; the preview says so when more match. */
 export const BULK_MAX = 500;
 
-type Kind = 'receipts' | 'tasks' | 'sessions';
+const KINDS = ['receipts', 'tasks', 'sessions'] as const;
+type Kind = (typeof KINDS)[number];
 type Act = 'retry' | 'discard';
 
 const ACTS: Record<Act, { verb: string; done: string }> = {
@@ -40,7 +42,7 @@ const RETRIED: Record<Kind, string> = {
 
 /**
  * Acting on failures: retry or discard one failed receipt, task or session from its page;
- * and the same for every failure a filtered receipts or tasks list selects, after a preview
+ * and the same for every failure a filtered receipts, tasks or sessions list selects, after a preview
  * that counts them and a confirmation. Each item is audited by its feature's service.
  */
 export function failureRoutes(services: Services): Router {
@@ -48,7 +50,7 @@ export function failureRoutes(services: Services): Router {
   const on = actionsOn(services);
   const pageOf = (kind: Kind, id: string) => `/${kind}/${encodeURIComponent(id)}`;
 
-  for (const kind of ['receipts', 'tasks', 'sessions'] as const) {
+  for (const kind of KINDS) {
     for (const act of ['retry', 'discard'] as const) {
       router.post(`/${kind}/:id/${act}`, requireAdmin, action(async (req) => {
         const next = await on[kind][act](userActor(req), String(req.params.id));
@@ -58,8 +60,9 @@ export function failureRoutes(services: Services): Router {
     }
   }
 
-  for (const kind of ['receipts', 'tasks'] as const) {
-    const filtersOf = (req: Request, source: Record<string, unknown>) => (kind === 'receipts' ? receiptFilters : taskFilters)(services, req.user!.organization_id, source);
+  const filtersFor = { receipts: receiptFilters, tasks: taskFilters, sessions: sessionFilters };
+  for (const kind of KINDS) {
+    const filtersOf = (req: Request, source: Record<string, unknown>) => filtersFor[kind](services, req.user!.organization_id, source);
 
     // The preview: what the action would take, counted, with the button that confirms it.
     router.get(`/${kind}/bulk`, requireAdmin, async (req, res) => {

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { Services } from '../../services.js';
 import { UUID_PATTERN } from '../../lib/ids.js';
-import { SESSION_FILTERS, SESSION_SEARCH_WINDOW } from '../queries.js';
+import { SESSION_FILTERS, SESSION_SEARCH_WINDOW, type SessionFilter } from '../queries.js';
 import { filtersScope, pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
 import { scribeFilter } from './filters.js';
 
@@ -20,24 +20,30 @@ const STATE_LABELS: Record<(typeof SESSION_FILTERS)[number], string> = {
   failed: 'failed',
 };
 
+/** The sessions list's filters, as shown in the form and as the queries take them (see receiptFilters). */
+export async function sessionFilters(services: Services, organizationId: string, source: Record<string, unknown>) {
+  const state = (SESSION_FILTERS as readonly string[]).includes(String(source.state)) ? String(source.state) : '';
+  const q = typeof source.q === 'string' ? source.q.trim().slice(0, SEARCH_MAX) : '';
+  const scribe = await scribeFilter(services, organizationId, source.scribe);
+  const filter: SessionFilter = { scribeId: scribe.selected?.id, status: state, text: q || undefined };
+  return { filters: { scribe: scribe.selected?.slug ?? '', state, q }, filter, scribes: scribe.all, selected: scribe.selected };
+}
+
 /** Chat sessions of the organization, or of one scribe (`?scribe=`), with state filters, search and paging. */
 export function sessionListRoutes(services: Services): Router {
   const router = Router();
 
   router.get('/sessions', async (req, res) => {
     const org = req.user!.organization_id;
-    const state = (SESSION_FILTERS as readonly string[]).includes(String(req.query.state)) ? String(req.query.state) : '';
-    const q = typeof req.query.q === 'string' ? req.query.q.trim().slice(0, SEARCH_MAX) : '';
-    const scribe = await scribeFilter(services, org, req.query.scribe);
-    const page = await services.consoleReads.listSessions(org, { scribeId: scribe.selected?.id, status: state, text: q || undefined, at: pageAt(req, cursor), limit: PAGE });
-    const filters = { scribe: scribe.selected?.slug ?? '', state, q };
+    const { filters, filter, scribes, selected } = await sessionFilters(services, org, req.query);
+    const page = await services.consoleReads.listSessions(org, { ...filter, at: pageAt(req, cursor), limit: PAGE });
     res.render('sessions/index', {
-      title: scribe.selected ? `Sessions of ${scribe.selected.name}` : 'Sessions',
+      title: selected ? `Sessions of ${selected.name}` : 'Sessions',
       sessions: page.items,
       pager: pagerOf(page, { path: '/sessions', filters, codec: cursor, noun: ['session', 'sessions'], scope: filtersScope(filters) }),
       filters,
-      scribes: scribe.all,
-      selected: scribe.selected ?? null,
+      scribes,
+      selected: selected ?? null,
       states: Object.entries(STATE_LABELS),
       searchWindow: SESSION_SEARCH_WINDOW,
     });
