@@ -78,3 +78,27 @@ export function totalText(total: { count: number; more: boolean }, [one, many]: 
 export function filtersScope(filters: Record<string, unknown>): string {
   return Object.values(filters).some((value) => value !== undefined && value !== null && value !== '' && value !== false) ? 'matching these filters' : 'in all';
 }
+
+/** How many pages back a forward-only list remembers (`trail=`); the oldest are dropped first. */
+export const TRAIL_MAX = 30;
+
+/**
+ * A pager for a list that reads forwards only (the entries list pages with the API's
+ * `after` cursor, whose search engine reads in one direction): the cursors that led to this
+ * page travel in the links (`trail=`, `~`-separated; an empty one is the first page), so
+ * Previous goes back the way it came.
+ */
+export function trailPagerOf(options: { path: string; filters: Record<string, unknown>; after?: unknown; trail?: unknown; next: string | null; order: string }): Pager {
+  const after = typeof options.after === 'string' && options.after !== '' ? options.after : null;
+  const trail = after && typeof options.trail === 'string' ? options.trail.split('~').slice(-TRAIL_MAX) : [];
+  const href = (changes: Record<string, unknown>) => `${options.path}${withQuery(options.filters, changes)}`;
+  // The pages before this one, newest last; page 2's only predecessor is the first page.
+  const back = after ? (trail.length ? trail : ['']) : null;
+  return {
+    order: options.order,
+    total: null,
+    firstHref: after ? href({}) : null,
+    previousHref: back ? href({ after: back.at(-1) || undefined, trail: back.slice(0, -1).join('~') || undefined }) : null,
+    nextHref: options.next ? href({ after: options.next, trail: after ? [...trail, after].slice(-TRAIL_MAX).join('~') : undefined }) : null,
+  };
+}

@@ -230,4 +230,26 @@ describe('console: entries pages', () => {
       expect((await admin.get(`/entries/${other.acme}`)).status).to.equal(404);
     });
   });
+
+  it('pages an entry type both ways: Next, Next, then Previous twice back to the first page, oldest first', async () => {
+    const type = await h.services.entryTypes.create(t.organizationId, { name: 'Many', fields: [{ name: 'Name', type: 'text', primary: true }] });
+    for (let i = 0; i < 120; i++) await h.services.entries.create(t.organizationId, type.id, { fields: { Name: `Item ${String(i).padStart(3, '0')}` } });
+    const namesOn = (html: string) => [...html.matchAll(/>(Item \d{3})</g)].map((m) => m[1]);
+    const link = (html: string, rel: string) => {
+      const match = new RegExp(`<a class="button" href="([^"]+)" rel="${rel}">`).exec(html);
+      return match ? match[1]!.replace(/&amp;/g, '&') : null;
+    };
+    const first = (await admin.get(`/entry-types/${type.id}`)).text;
+    expect(first).to.include('<span class="pager-order">Oldest first</span>');
+    expect(link(first, 'prev')).to.equal(null);
+    const second = (await admin.get(link(first, 'next')!)).text;
+    const third = (await admin.get(link(second, 'next')!)).text;
+    expect([namesOn(first), namesOn(second), namesOn(third)].map((n) => [n[0], n.length])).to.deep.equal([['Item 000', 50], ['Item 050', 50], ['Item 100', 20]]);
+    expect(link(third, 'next')).to.equal(null);
+    const backToSecond = (await admin.get(link(third, 'prev')!)).text;
+    expect(namesOn(backToSecond)).to.deep.equal(namesOn(second));
+    const backToFirst = (await admin.get(link(backToSecond, 'prev')!)).text;
+    expect(namesOn(backToFirst)).to.deep.equal(namesOn(first));
+    expect(namesOn((await admin.get(link(third, 'first')!)).text)).to.deep.equal(namesOn(first));
+  });
 });

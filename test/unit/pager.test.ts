@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { filtersScope, pagerOf, serialCursor, timeAndIdCursor, totalText } from '../../src/console/pager.js';
+import { TRAIL_MAX, filtersScope, pagerOf, serialCursor, timeAndIdCursor, totalText, trailPagerOf } from '../../src/console/pager.js';
 import { UUID_PATTERN } from '../../src/lib/ids.js';
 import type { KeysetPage } from '../../src/db/keyset.js';
 
@@ -45,5 +45,37 @@ describe('pager', () => {
     expect(() => serialCursor.decode('12a')).to.throw('Invalid cursor format');
     expect(() => cursor.decode('not-a-cursor')).to.throw('Invalid cursor format');
     expect(serialCursor.decode('42')).to.deep.equal([42]);
+  });
+});
+
+describe('trailPagerOf() (a forward-only list: the entries list)', () => {
+  const base = { path: '/entry-types/t', filters: { q: 'City:Zurich' }, order: 'Oldest first' };
+  const query = (href: string | null) => Object.fromEntries(new URL(href!, 'http://x').searchParams);
+
+  it('on the first page: Next carries no trail; no First or Previous', () => {
+    const pager = trailPagerOf({ ...base, after: undefined, trail: undefined, next: 'c2' });
+    expect(pager).to.include({ order: 'Oldest first', total: null, firstHref: null, previousHref: null });
+    expect(query(pager.nextHref)).to.deep.equal({ q: 'City:Zurich', after: 'c2' });
+  });
+
+  it('walks forwards three pages and back the same way, to the first page', () => {
+    const p2 = trailPagerOf({ ...base, after: 'c2', trail: undefined, next: 'c3' });
+    expect(query(p2.nextHref)).to.deep.equal({ q: 'City:Zurich', after: 'c3', trail: 'c2' });
+    const p3 = trailPagerOf({ ...base, ...query(p2.nextHref), next: 'c4' });
+    expect(query(p3.nextHref)).to.deep.equal({ q: 'City:Zurich', after: 'c4', trail: 'c2~c3' });
+    const p4 = trailPagerOf({ ...base, ...query(p3.nextHref), next: null });
+    expect(p4.nextHref).to.equal(null);
+    expect(query(p4.previousHref)).to.deep.equal({ q: 'City:Zurich', after: 'c3', trail: 'c2' });
+    const back3 = trailPagerOf({ ...base, ...query(p4.previousHref), next: 'c4' });
+    expect(query(back3.previousHref)).to.deep.equal({ q: 'City:Zurich', after: 'c2' });
+    const back2 = trailPagerOf({ ...base, ...query(back3.previousHref), next: 'c3' });
+    expect(query(back2.previousHref)).to.deep.equal({ q: 'City:Zurich' });
+    expect(query(back2.firstHref)).to.deep.equal({ q: 'City:Zurich' });
+  });
+
+  it(`remembers at most ${TRAIL_MAX} pages back`, () => {
+    const trail = Array.from({ length: TRAIL_MAX + 5 }, (_, i) => `c${i}`).join('~');
+    const pager = trailPagerOf({ ...base, after: 'last', trail, next: 'more' });
+    expect(query(pager.nextHref).trail!.split('~')).to.have.length(TRAIL_MAX);
   });
 });

@@ -3,6 +3,7 @@ import type { Services } from '../../services.js';
 import type { EntryTypeWithFields } from '../../entries/entry-type-service.js';
 import type { FieldRow } from '../../entries/queries.js';
 import { FIELD_TYPES } from '../../entries/queries.js';
+import { trailPagerOf } from '../pager.js';
 import { HttpError } from '../../http/errors.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
@@ -57,7 +58,15 @@ export function entryRoutes(services: Services): Router {
       searchError = err.message;
     }
     const names = await linkedNames(services, org, type, page.entries);
-    res.render('entry-types/show', { title: type.name, type, entries: page.entries, next: page.nextCursor, filters, searchError, primary: primaryOf(type), names, fmt: entryFormat });
+    const pager = trailPagerOf({
+      path: `/entry-types/${type.id}`,
+      filters: { q: filters.q, drafts: filters.drafts ? 1 : '', archived: filters.archived ? 1 : '' },
+      after: req.query.after,
+      trail: req.query.trail,
+      next: page.nextCursor,
+      order: 'Oldest first',
+    });
+    res.render('entry-types/show', { title: type.name, type, entries: page.entries, pager, filters, searchError, primary: primaryOf(type), names, fmt: entryFormat });
   });
 
   // The relationship picker's matches (public/picker.js): a type's entries whose name holds `q`.
