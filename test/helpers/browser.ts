@@ -75,8 +75,16 @@ export async function signInPage(page: Page, base: string, email = 'admin@exampl
   await page.goto(`${base}/login`);
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(PASSWORD);
+  const answer = page.waitForResponse((r) => r.url() === `${base}/login` && r.request().method() === 'POST');
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL(`${base}/`);
+  try {
+    await page.waitForURL(`${base}/`);
+  } catch (err) {
+    // Say what the sign-in answered and where the page is, not only that it timed out.
+    const status = await Promise.race([answer.then((r) => String(r.status())), new Promise<string>((resolve) => setTimeout(() => resolve('no answer'), 100))]);
+    const heading = await page.locator('h1').first().textContent({ timeout: 1000 }).catch(() => null);
+    throw new Error(`signing in did not reach ${base}/: POST /login answered ${status}; the page is at ${page.url()} with h1 ${JSON.stringify(heading)}\n${(err as Error).message}`);
+  }
 }
 
 /** Waits for `text` in `locator`; when it does not come, says what the page showed instead. */
