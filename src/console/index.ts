@@ -21,6 +21,7 @@ import { channelRoutes } from './routes/channels.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { searchRoutes } from './routes/search.js';
 import { failureRoutes } from './routes/failures.js';
+import { isLiveRefresh } from './live.js';
 import { accountRoutes } from './routes/account.js';
 import { sessionListRoutes } from './routes/session-list.js';
 import { zoneOrUtc } from '../lib/time-zones.js';
@@ -80,15 +81,18 @@ export function consoleRouter({
   router.use(loadUser(services));
   // Locals first, so that even a refused request (CSRF) gets a whole error page.
   router.use((req, res, next) => {
+    // A live page's background refresh (public/live.js) shows no message and leaves it for
+    // the page being loaded: in flight while a form is sent, it would take that form's flash.
+    const refresh = isLiveRefresh(req);
     Object.assign(res.locals, baseLocals(req), {
       user: req.user ?? null,
       csrfToken: csrf.generateToken(req),
-      flash: req.session.flash ?? null,
+      flash: refresh ? null : req.session.flash ?? null,
       // Every time on the page is written in the reader's zone, relative to the services' clock.
       timeZone: zoneOrUtc(req.user?.time_zone),
       now: services.clock().getTime(),
     });
-    delete req.session.flash;
+    if (!refresh) delete req.session.flash;
     next();
   });
   router.use(csrf.csrfSynchronisedProtection);

@@ -142,6 +142,14 @@ describe('console: retry and discard failures', () => {
       expect((await auditOf(id)).map((e) => e.action)).to.deep.equal(['request.discard']);
     });
 
+    it("leaves an action's message for the page it leads to when a live page's refresh comes in between", async () => {
+      const id = await failedReceipt();
+      await admin.post(`/receipts/${id}/discard`);
+      const refresh = await admin.agent.get('/receipts').set('X-Live-Refresh', '1');
+      expect(refresh.text).to.not.include('Discarded: it no longer shows among the failures.');
+      expect((await admin.get(`/receipts/${id}`)).text).to.include('Discarded: it no longer shows among the failures.');
+    });
+
     it('asks for confirmation before Discard (data-confirm, read by /assets/confirm.js)', async () => {
       const id = await failedReceipt();
       const page = await admin.get(`/receipts/${id}`);
