@@ -4,7 +4,7 @@ import { REQUEST_ID_PATTERN, UUID_PATTERN } from '../lib/ids.js';
 import { dialectOf } from '../db/dialect.js';
 import { readKeysetPage, type KeysetPage, type PageAt } from '../db/keyset.js';
 import { SESSION_STATES, type SessionRow } from '../sessions/queries.js';
-import type { RequestRow } from '../requests/queries.js';
+import { findRetryOf, listAttachments, type RequestRow } from '../requests/queries.js';
 import { REQUEST_STATUSES, type RequestStatus } from '../requests/schemas.js';
 import { TASK_STATUSES, type WorkedTaskRow } from '../tasks/queries.js';
 
@@ -335,14 +335,15 @@ export async function findReceipt(db: Db, organizationId: string, id: string) {
     .where({ 'r.id': id, 'r.organization_id': organizationId })
     .first('r.*', 's.slug as scribe_slug');
   if (!receipt) return undefined;
-  const attachments = await db('attachments').where({ request_id: id }).orderBy('position');
+  const attachments = await listAttachments(db, id);
   const task = receipt.entity_id ? await db('tasks').where({ id: receipt.entity_id, organization_id: organizationId }).first('id', 'status', 'title') : undefined;
-  const retriedAs = await db('requests').where({ retry_of: id, organization_id: organizationId }).first('id', 'status');
+  // A retry is made for the failed receipt's own scribe, so it is of this organization too.
+  const retriedAs = await findRetryOf(db, id);
   return {
     receipt: receipt as RequestRow & { scribe_slug: string },
     attachments,
     task: task as Pick<WorkedTaskRow, 'id' | 'status' | 'title'> | undefined,
-    retriedAs: retriedAs as Pick<RequestRow, 'id' | 'status'> | undefined,
+    retriedAs,
   };
 }
 
