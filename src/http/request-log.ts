@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { Logger } from '../logger.js';
+import { isLiveRefresh } from '../console/live.js';
 
 /**
  * One pino line per finished request: id, method, path, status, time. Unlike pino-http it
@@ -12,7 +13,7 @@ export function requestLog(logger: Logger): RequestHandler {
     const started = process.hrtime.bigint();
     res.once('finish', () => {
       // A console page refreshing itself (public/live.js) every few seconds is not news.
-      const level = res.statusCode >= 500 ? 'error' : req.get('x-live-refresh') === '1' ? 'debug' : 'info';
+      const level = res.statusCode >= 500 ? 'error' : isLiveRefresh(req) ? 'debug' : 'info';
       if (!logger.isLevelEnabled(level)) return;
       logger[level](
         {
