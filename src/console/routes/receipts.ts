@@ -4,14 +4,12 @@ import { REQUEST_STATUSES } from '../../requests/schemas.js';
 import { filtersScope, pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
 import { NotFoundError } from '../../http/errors.js';
 import { REQUEST_ID_PATTERN } from '../../lib/ids.js';
-import { scribeFilter } from './filters.js';
+import { filterText, scribeFilter } from './filters.js';
 import type { ReceiptFilter } from '../queries.js';
 import { sanitizeFilename } from '../../requests/attachments/fetch.js';
 import { servableMediaType } from '../../requests/attachments/media-type.js';
 
 const PAGE = 25;
-/** The title filter's longest text. */
-export const MAX_TEXT = 200;
 const cursor = timeAndIdCursor((id) => REQUEST_ID_PATTERN.test(id));
 /** The time filter's choices: how far back, in milliseconds. */
 const SINCE: Record<string, number> = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 };
@@ -25,7 +23,7 @@ export const messages = { receiptNotFound: 'Request not found', attachmentNotFou
 export async function receiptFilters(services: Services, organizationId: string, source: Record<string, unknown>) {
   const status = (REQUEST_STATUSES as readonly string[]).includes(String(source.status)) ? String(source.status) : '';
   const since = SINCE[String(source.since)] ? String(source.since) : '';
-  const q = typeof source.q === 'string' ? source.q.trim().slice(0, MAX_TEXT) : '';
+  const q = filterText(source.q);
   const scribe = await scribeFilter(services, organizationId, source.scribe);
   const filter: ReceiptFilter = {
     scribeId: scribe.selected?.id,

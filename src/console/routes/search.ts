@@ -1,10 +1,11 @@
 import { Router } from 'express';
 import type { Services } from '../../services.js';
+import { MAX_FILTER_TEXT } from './filters.js';
 
 /** How many of each kind the results page lists; the lists it links to have the rest. */
 const SHOWN = 10;
-/** Longer text is not a title anyone typed: refused rather than scanned for. */
-const MAX_QUERY = 200;
+/** Longer text is not a title anyone typed: refused rather than cut, as the lists' filters cut it. */
+const MAX_QUERY = MAX_FILTER_TEXT;
 
 export const messages = {
   tooLong: `Search for at most ${MAX_QUERY} characters`,

@@ -3,12 +3,10 @@ import type { Services } from '../../services.js';
 import { UUID_PATTERN } from '../../lib/ids.js';
 import { SESSION_FILTERS, SESSION_SEARCH_WINDOW, type SessionFilter } from '../queries.js';
 import { filtersScope, pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
-import { scribeFilter } from './filters.js';
+import { filterText, scribeFilter } from './filters.js';
 
 const PAGE = 25;
 const cursor = timeAndIdCursor((id) => UUID_PATTERN.test(id));
-/** Longer search texts are cut: a substring that long is as good as found. */
-const SEARCH_MAX = 200;
 
 /** The state filter's words, by what a session in it waits for. */
 const STATE_LABELS: Record<(typeof SESSION_FILTERS)[number], string> = {
@@ -23,7 +21,7 @@ const STATE_LABELS: Record<(typeof SESSION_FILTERS)[number], string> = {
 /** The sessions list's filters, as shown in the form and as the queries take them (see receiptFilters). */
 export async function sessionFilters(services: Services, organizationId: string, source: Record<string, unknown>) {
   const state = (SESSION_FILTERS as readonly string[]).includes(String(source.state)) ? String(source.state) : '';
-  const q = typeof source.q === 'string' ? source.q.trim().slice(0, SEARCH_MAX) : '';
+  const q = filterText(source.q);
   const scribe = await scribeFilter(services, organizationId, source.scribe);
   const filter: SessionFilter = { scribeId: scribe.selected?.id, status: state, text: q || undefined };
   return { filters: { scribe: scribe.selected?.slug ?? '', state, q }, filter, scribes: scribe.all, selected: scribe.selected };

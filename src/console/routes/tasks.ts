@@ -4,8 +4,7 @@ import { filtersScope, pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
 import { UUID_PATTERN } from '../../lib/ids.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
-import { scribeFilter } from './filters.js';
-import { MAX_TEXT } from './receipts.js';
+import { filterText, scribeFilter } from './filters.js';
 import { TASK_FILTER_STATUSES, type TaskFilter } from '../queries.js';
 import { traceTotals } from '../../agents/trace.js';
 
@@ -54,7 +53,7 @@ export function taskRoutes(services: Services): Router {
 /** The tasks list's filters, as shown in the form and as the queries take them (see receiptFilters). */
 export async function taskFilters(services: Services, organizationId: string, source: Record<string, unknown>) {
   const status = (TASK_FILTER_STATUSES as readonly string[]).includes(String(source.status)) ? String(source.status) : '';
-  const q = typeof source.q === 'string' ? source.q.trim().slice(0, MAX_TEXT) : '';
+  const q = filterText(source.q);
   const scribe = await scribeFilter(services, organizationId, source.scribe);
   const filter: TaskFilter = { scribeId: scribe.selected?.id, status, q };
   return { filters: { scribe: scribe.selected?.slug ?? '', status, q }, filter, scribes: scribe.all };
