@@ -72,6 +72,7 @@ export function consoleRouter({
       cookie: { httpOnly: true, sameSite: 'lax', secure: 'auto', maxAge: SESSION_IDLE_MS },
     }),
   );
+  router.use(redirectsAfterSave);
   router.use(express.urlencoded({ extended: false, limit: BODY_LIMIT }));
   router.use(refuseNul);
   const csrf = csrfSync({
@@ -138,6 +139,19 @@ function errorPage(logger: Logger): ErrorRequestHandler {
     res.status(status).render('error', { title, message: text, status });
   };
 }
+
+/**
+ * Redirects wait for the session to be stored. express-session writes a response's status and
+ * headers before its save at the end has finished, so a browser following a redirect could
+ * read the session without what this request wrote: the message a form left (flash), or the
+ * sign-in itself. (Once saved, express-session does not save it again at the end.)
+ */
+const redirectsAfterSave: express.RequestHandler = (req, res, next) => {
+  const redirect = res.redirect.bind(res) as (...args: unknown[]) => void;
+  // A destroyed session (signing out) has nothing to store.
+  res.redirect = ((...args: unknown[]) => (req.session ? req.session.save((err) => (err ? next(err) : redirect(...args))) : redirect(...args))) as typeof res.redirect;
+  next();
+};
 
 /** 400 for a form field or query value holding U+0000, which no database column can store (PostgreSQL refuses it). */
 const refuseNul: express.RequestHandler = (req, _res, next) => {
