@@ -157,9 +157,11 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     clock,
     fetchAttachments: createAttachmentFetcher({ downloader, store }),
     audit,
+    // A process that dispatches wakes its own dispatcher, which claims the receipt at once;
+    // one that does not (PROCESS_ROLE=web) wakes the others'.
     onAccepted: (id) => {
       if (dispatchOnAccept) dispatcher.nudge();
-      void wakeups.notify('scribe_requests', id);
+      else void wakeups.notify('scribe_requests', id);
     },
   });
 

@@ -24,11 +24,11 @@ export interface Dialect {
   /** The operator for "text matches this regular expression" (SQLite's is backed by JavaScript's RegExp, see knex.ts). */
   readonly regexpOperator: string;
   /**
-   * Runs reads that must be over by `deadline` (epoch ms). SQLite cannot be interrupted from
-   * outside, so its statements check `within_deadline(?)` themselves (`whereWithinDeadline`);
-   * PostgreSQL stops them with a transaction-local `statement_timeout`.
+   * Makes `query` stop by `deadline` (epoch ms). SQLite cannot be interrupted from outside,
+   * so its statements check `within_deadline(?)` themselves (`whereWithinDeadline`);
+   * PostgreSQL's is cancelled when the deadline passes.
    */
-  withStatementDeadline<T>(db: Knex, deadline: number, read: (db: Knex) => Promise<T>): Promise<T>;
+  withDeadline(query: Knex.QueryBuilder, deadline: number): Knex.QueryBuilder;
   /** Adds the per-row deadline check to a statement that may read many rows (SQLite only). */
   whereWithinDeadline(query: Knex.QueryBuilder, deadline: number): void;
   /**
@@ -76,8 +76,8 @@ const sqlite: Dialect = {
   whereContains(query, column, text) {
     query.whereRaw(`?? like ? escape '\\'`, [column, containsPattern(text)]);
   },
-  withStatementDeadline(db, _deadline, read) {
-    return read(db);
+  withDeadline(query) {
+    return query;
   },
   whereWithinDeadline(query, deadline) {
     query.whereRaw('within_deadline(?)', [deadline]);
@@ -138,6 +138,8 @@ const sqlite: Dialect = {
 
 /** An arbitrary, fixed key for the migrations' advisory lock ("scribe" in ASCII). */
 const MIGRATION_LOCK_KEY = 0x736372696265;
+/** The key of the advisory lock one starting process holds while it analyzes new tables. */
+const ANALYZE_LOCK_KEY = MIGRATION_LOCK_KEY + 1;
 
 interface PgConnection {
   query(sql: string, values?: unknown[]): Promise<unknown>;
@@ -149,18 +151,20 @@ const postgres: Dialect = {
     return (err as { code?: string } | null)?.code === '23505';
   },
   isDeadlinePassed(err) {
-    // query_canceled: what statement_timeout raises.
-    return (err as { code?: string } | null)?.code === '57014';
+    // Knex's timeout, which cancels the statement; query_canceled, what the statement then ends with.
+    return (err as Error | null)?.name === 'KnexTimeoutError' || (err as { code?: string } | null)?.code === '57014';
   },
   regexpOperator: '~',
   whereContains(query, column, text) {
     query.whereRaw(`?? ilike ? escape '\\'`, [column, containsPattern(text)]);
   },
-  withStatementDeadline(db, deadline, read) {
-    return db.transaction(async (trx) => {
-      await trx.raw(`set local statement_timeout = ${Math.max(1, Math.ceil(deadline - Date.now()))}`);
-      return read(trx);
-    });
+  /**
+   * Knex's query timeout, which sends the server a cancel (from a connection of its own, so
+   * a full pool cannot hold it up) when the deadline passes. A search then costs one round
+   * trip; a transaction-local `statement_timeout` costs three more.
+   */
+  withDeadline(query, deadline) {
+    return query.timeout(Math.max(1, Math.ceil(deadline - Date.now())), { cancel: true });
   },
   whereWithinDeadline() {},
   /**
@@ -201,8 +205,20 @@ const postgres: Dialect = {
   async optimize(db) {
     await db.raw('analyze');
   },
-  /** Nothing: autovacuum keeps statistics, and an ANALYZE from each of N starting processes would only repeat the daily one. */
-  async optimizeAtStart() {},
+  /**
+   * Tables never analyzed yet (a new install): without statistics the planner guesses, and
+   * until autovacuum's first pass it may sort a scribe's whole backlog for a page of 25.
+   * Autovacuum keeps the others current. One starting process does it; the others, finding
+   * the lock taken, start at once.
+   */
+  async optimizeAtStart(db) {
+    await db.transaction(async (trx) => {
+      const { rows } = await trx.raw('select pg_try_advisory_xact_lock(?) as locked', [ANALYZE_LOCK_KEY]);
+      if (!rows[0].locked) return;
+      const never = await trx.raw(`select quote_ident(schemaname) || '.' || quote_ident(relname) as name from pg_stat_user_tables where last_analyze is null and last_autoanalyze is null`);
+      for (const table of never.rows as Array<{ name: string }>) await trx.raw(`analyze ${table.name}`);
+    });
+  },
   async moveSequencePastRows(db, table) {
     await db.raw(`select setval(pg_get_serial_sequence(?, 'id'), coalesce((select max(id) from ??), 0) + 1, false)`, [table, table]);
   },

@@ -63,7 +63,7 @@ const DEADLINE_CHECK_EVERY = 256;
  * (better-sqlite3 offers no interrupt), so a statement that may read a whole table checks
  * its own deadline. Being JavaScript, it also lets a worker thread that is being terminated
  * stop in the middle of such a statement rather than at its end. Never folded to a constant:
- * SQLite calls a non-deterministic function on every row. (PostgreSQL: statement_timeout.)
+ * SQLite calls a non-deterministic function on every row. (PostgreSQL cancels instead: dialect.ts, withDeadline.)
  */
 function defineDeadline(conn: BetterSqlite3.Database): void {
   let calls = 0;

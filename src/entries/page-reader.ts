@@ -61,10 +61,9 @@ export function createPageReader({ db, searchDriveLimit, timeoutMs = READ_TIMEOU
       let rows: string[];
       try {
         const page = await this.planPage(type, { ...options, deadline });
-        // Only a search can read long; a plain page is a bounded walk of the page-order index
-        // (and on PostgreSQL the deadline costs a transaction of its own).
+        // Only a search can read long; a plain page is a bounded walk of the page-order index.
         const searches = page.plan.kind === 'postings' || page.plan.filter !== undefined;
-        rows = searches ? await dialect.withStatementDeadline(db, deadline, (reader) => queries.listEntries(reader, page)) : await queries.listEntries(db, page);
+        rows = await queries.listEntries(db, page, searches ? deadline : undefined);
       } catch (err) {
         // A statement stopped by its deadline, or anything failing past it.
         if (dialect.isDeadlinePassed(err) || (!(err instanceof HttpError) && Date.now() > deadline)) throw new SearchTimedOutError();

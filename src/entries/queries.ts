@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
+import { dialectOf } from '../db/dialect.js';
 import type { PageWindow, SearchPlan } from './search/compile.js';
 import { containsPattern } from './search/text-index.js';
 
@@ -196,8 +197,9 @@ export function entriesInWindow(db: Db, entryTypeId: string, window: PageWindow,
 }
 
 /** The page's entries as the API's JSON text, one string each, in page order. */
-export async function listEntries(db: Db, options: EntryListOptions): Promise<string[]> {
-  const rows: Array<{ json: string }> = await listEntriesQuery(db, options);
+export async function listEntries(db: Db, options: EntryListOptions, deadline?: number): Promise<string[]> {
+  const query = listEntriesQuery(db, options);
+  const rows: Array<{ json: string }> = await (deadline === undefined ? query : dialectOf(db).withDeadline(query, deadline));
   return rows.map((row) => row.json);
 }
 

@@ -5,6 +5,7 @@ import { newId, UUID_PATTERN } from '../lib/ids.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import { type ApiCaller, displayPrefix, generateApiKey, hashApiKey, sameHash } from './api-keys.js';
 import * as queries from './queries.js';
+import { sharedLookup } from '../lib/batch-per-key.js';
 
 export const messages = {
   organizationNotFound: 'Organization not found',
@@ -19,6 +20,8 @@ export type OrganizationService = ReturnType<typeof createOrganizationService>;
 
 export function createOrganizationService({ db, clock, logger }: { db: Db; clock: Clock; logger: Logger }) {
   const lastTouched = new Map<string, number>();
+  // Every API call asks this: concurrent calls with one key share the lookup.
+  const findActiveKey = sharedLookup((keyHash: string) => keyHash, (keyHash: string) => queries.findActiveApiKeyByHash(db, keyHash));
 
   function touch(keyId: string): void {
     const now = clock().getTime();
@@ -81,7 +84,7 @@ export function createOrganizationService({ db, clock, logger }: { db: Db; clock
     /** The caller behind a key, or null when it matches no active key. */
     async authenticate(key: string): Promise<ApiCaller | null> {
       const keyHash = hashApiKey(key);
-      const row = await queries.findActiveApiKeyByHash(db, keyHash);
+      const row = await findActiveKey(keyHash);
       if (!row || !sameHash(row.key_hash, keyHash)) return null;
       touch(row.id);
       return { organizationId: row.organization_id, keyId: row.id, label: `${row.name || 'key'} (${row.prefix}…)` };

@@ -4,6 +4,7 @@ import { newId } from '../lib/ids.js';
 import { dialectOf } from '../db/dialect.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import * as queries from './queries.js';
+import { sharedLookup } from '../lib/batch-per-key.js';
 import { AGENT_KINDS, SCRIBE_STATES, type AgentKind, type AgentSettings, type ScribeRef, type ScribeRow, type ScribeState } from './queries.js';
 
 const MAX_INSTRUCTIONS = 20_000;
@@ -81,10 +82,12 @@ function checkInstructions(instructions: string): string {
 
 /** `onActivated` runs when a scribe becomes active: its queued work can start. */
 export function createScribeService({ db, clock, onActivated = () => {} }: { db: Db; clock: Clock; onActivated?: (scribeId: string) => void }) {
+  // Every call to a scribe's API asks this: concurrent calls share the lookup.
+  const findBySlug = sharedLookup((organizationId: string, slug: string) => `${organizationId}/${slug}`, (organizationId: string, slug: string) => queries.findScribeBySlug(db, organizationId, slug));
   return {
     /** The organization's scribe with this slug; 404 `Scribe not found` otherwise, also for other organizations' scribes. */
     async getBySlug(organizationId: string, slug: string): Promise<ScribeRef> {
-      const scribe = SLUG_PATTERN.test(slug) ? await queries.findScribeBySlug(db, organizationId, slug) : undefined;
+      const scribe = SLUG_PATTERN.test(slug) ? await findBySlug(organizationId, slug) : undefined;
       if (!scribe) throw new NotFoundError(messages.scribeNotFound);
       return scribe;
     },

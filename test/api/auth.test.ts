@@ -47,6 +47,16 @@ describe('API key authentication (spec 5)', () => {
     expect(res.body).to.deep.equal({ error: 'Invalid API key' });
   });
 
+  it('refuses a revoked key at once, even while other calls with it are being checked (lookups are shared only by calls that arrived before they started)', async () => {
+    const { key, id } = await h.services.organizations.createApiKey({ organizationId: t.organizationId });
+    const call = () => h.api.get('/api/v1/scribes/atlas/requests').set('X-Api-Key', key).then((res) => res.status);
+    const before = Array.from({ length: 40 }, call);
+    await h.services.organizations.revokeApiKey(id);
+    const after = await Promise.all(Array.from({ length: 20 }, call));
+    expect(after).to.deep.equal(Array.from({ length: 20 }, () => 401));
+    expect((await Promise.all(before)).every((status) => status === 200 || status === 401)).to.equal(true);
+  });
+
   it('checks the key before anything else, even a malformed body', async () => {
     const res = await h.api.post('/api/v1/scribes/nobody/requests').set('Content-Type', 'application/json').send('{oops');
     expect(res.status).to.equal(401);

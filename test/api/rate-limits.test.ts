@@ -1,5 +1,8 @@
 import { expect } from 'chai';
-import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
+import type { Options } from 'express-rate-limit';
+import { createHarness, testClock, type Harness, type Tenant } from '../helpers/harness.js';
+import { openDatabase, type Db } from '../../src/db/knex.js';
+import { DatabaseRateLimitStore } from '../../src/http/rate-limit-store.js';
 
 describe('API rate limits (RATE_LIMIT_PER_MINUTE)', () => {
   let h: Harness;
@@ -74,6 +77,76 @@ describe('API rate limits (RATE_LIMIT_PER_MINUTE)', () => {
       }
     } finally {
       await open.close();
+    }
+  });
+});
+
+describe('DatabaseRateLimitStore (http/rate-limit-store.ts)', () => {
+  let h: Harness;
+  let second: Db;
+  let clock: ReturnType<typeof testClock>;
+  beforeEach(async () => {
+    clock = testClock('2026-11-21T09:00:00.000Z');
+    h = await createHarness({ options: { dispatchOnAccept: false } });
+    // A second connection pool on the same database: another process's store.
+    second = openDatabase(h.config.databaseUrl, { poolSize: 4 });
+  });
+  afterEach(async () => {
+    await second.destroy();
+    await h.close();
+  });
+
+  function store(db: Db) {
+    const s = new DatabaseRateLimitStore(db, clock, 'api-key');
+    s.init({ windowMs: 60_000 } as Options);
+    return s;
+  }
+
+  it('gives 60 concurrent calls of one key, over two processes, each its own count from 1 to 60, with fewer writes than calls', async () => {
+    let upserts = 0;
+    const countUpserts = (q: { sql: string }) => {
+      if (q.sql.startsWith('insert into')) upserts += 1;
+    };
+    h.db.on('query', countUpserts);
+    second.on('query', countUpserts);
+    const [a, b] = [store(h.db), store(second)];
+    const infos = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).increment('k1')));
+    expect(infos.map((info) => info.totalHits).sort((x, y) => x - y)).to.deep.equal(Array.from({ length: 60 }, (_, i) => i + 1));
+    expect(new Set(infos.map((info) => info.resetTime!.toISOString()))).to.deep.equal(new Set(['2026-11-21T09:01:00.000Z']));
+    const row = await h.db('rate_limit_hits').where({ key: 'api-key:k1' }).first('hits');
+    expect(Number(row.hits)).to.equal(60);
+    expect(upserts, 'calls that arrive while an upsert runs are added by the next one').to.be.within(2, 10);
+  });
+
+  it('starts a new window for a group of calls when the old one has ended, counting from 1', async () => {
+    const s = store(h.db);
+    await Promise.all(Array.from({ length: 5 }, () => s.increment('k2')));
+    clock.advance(60_000);
+    const infos = await Promise.all(Array.from({ length: 4 }, () => s.increment('k2')));
+    expect(infos.map((info) => info.totalHits).sort()).to.deep.equal([1, 2, 3, 4]);
+    expect(infos[0]!.resetTime!.toISOString()).to.equal('2026-11-21T09:02:00.000Z');
+  });
+
+  it('fails every call of a group whose write failed, and counts the next calls afresh', async () => {
+    const s = store(h.db);
+    await h.db.schema.renameTable('rate_limit_hits', 'rate_limit_hits_away');
+    const failed = await Promise.allSettled(Array.from({ length: 3 }, () => s.increment('k3')));
+    expect(failed.map((r) => r.status)).to.deep.equal(['rejected', 'rejected', 'rejected']);
+    await h.db.schema.renameTable('rate_limit_hits_away', 'rate_limit_hits');
+    expect((await s.increment('k3')).totalHits).to.equal(1);
+  });
+});
+
+describe('API rate limits under concurrent calls', () => {
+  it('lets exactly the limit through when 20 calls with one key arrive at once', async () => {
+    const h = await createHarness({ env: { RATE_LIMIT_PER_MINUTE: '10' }, options: { dispatchOnAccept: false } });
+    try {
+      const t = await h.tenant();
+      const statuses = await Promise.all(Array.from({ length: 20 }, () => h.api.get(`/api/v1/scribes/${t.scribe.slug}/requests`).set(t.headers).then((res) => res.status)));
+      expect(statuses.filter((s) => s === 200)).to.have.length(10);
+      expect(statuses.filter((s) => s === 429)).to.have.length(10);
+    } finally {
+      await h.close();
     }
   });
 });

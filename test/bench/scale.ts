@@ -6,11 +6,11 @@
  */
 import path from 'node:path';
 import { openDatabase, type Db } from '../../src/db/knex.js';
-import type { DatabaseKind } from '../../src/db/dialect.js';
+import { databaseKindOf, type DatabaseKind } from '../../src/db/dialect.js';
 import { startPostgresCluster } from '../helpers/postgres-cluster.js';
 import { PRODUCTION_SETTINGS, idleDispatchLatency, insertAccepted } from './api.js';
 import { prepareEntries } from './entries.js';
-import { LOAD_LINE, load, machineLine, startServer, startWorker, writeSection, type Row } from './lib.js';
+import { CONNECTIONS, LOAD_LINE, load, machineLine, startServer, startWorker, writeSection, type Row } from './lib.js';
 
 const KINDS: DatabaseKind[] = ['sqlite', 'postgres'];
 const LABEL: Record<DatabaseKind, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL' };
@@ -24,11 +24,14 @@ async function prepare(dir: string, kind: DatabaseKind, entries: number) {
   const p = await prepareEntries(dir, entries, kind);
   for (let i = 0; i < 200; i++) await p.services.requests.submit(p.scribe, { task: { summary: `seed ${i}` } });
   const pollId = (await p.services.requests.list(p.scribe, { limit: 1 })).requests[0]!.id;
+  const clientKeys: string[] = [];
+  for (let i = 0; i < CONNECTIONS; i++) clientKeys.push((await p.services.organizations.createApiKey({ organizationId: p.contacts.organization_id, name: `client ${i}` })).key);
   await p.close();
   return {
     env: { ...p.install.env, ...PRODUCTION_SETTINGS },
     databaseUrl: p.install.databaseUrl,
     key: p.key,
+    clientKeys,
     pollId,
     organizationId: p.contacts.organization_id,
     scribeId: p.scribe.id,
@@ -47,7 +50,12 @@ async function measure(install: Install, processes: number): Promise<Row[]> {
   const rows: Row[] = [];
   try {
     rows.push(await load('POST submit', { url: `${api}/scribes/bench/requests`, method: 'POST', headers, body: JSON.stringify({ task: { summary: 'Benchmark task' } }) }));
+    // The next rows measure reads on an idle server, not beside the submits' leftover tasks.
+    await untilQueueEmpty(install.databaseUrl);
     rows.push(await load('GET poll', { url: `${api}/requests/${install.pollId}`, headers }));
+    // The same with a key per connection: calls that share a key also share its lookups (see performance.md).
+    let client = 0;
+    rows.push(await load(`GET poll, a key per connection`, { url: `${api}/requests/${install.pollId}`, headers, setupClient: (c) => c.setHeaders({ ...headers, 'x-api-key': install.clientKeys[client++ % install.clientKeys.length]! }) }));
     rows.push(await load('GET list (25 per page)', { url: `${api}/scribes/bench/requests`, headers }));
     for (const s of install.entryScenarios) {
       const query = s.q ? `?q=${encodeURIComponent(s.q)}` : '';
@@ -69,14 +77,27 @@ async function queueEmpty(db: Db): Promise<void> {
   }
 }
 
+async function untilQueueEmpty(databaseUrl: string): Promise<void> {
+  const db = openDatabase(databaseUrl);
+  await queueEmpty(db).finally(() => db.destroy());
+}
+
+/** VACUUM ANALYZE on PostgreSQL: what autovacuum does within a minute or two of the load ending. */
+async function settle(databaseUrl: string): Promise<void> {
+  if (databaseKindOf(databaseUrl) !== 'postgres') return;
+  const db = openDatabase(databaseUrl);
+  await db.raw('vacuum analyze').finally(() => db.destroy());
+}
+
 /** Sequential submits to a web-only process while a worker-only process works them. */
 async function latencyAcrossProcesses(install: Install) {
   const worker = await startWorker(install.env);
   const web = await startServer(['dist/src/main.js'], { ...install.env, PROCESS_ROLE: 'web' }, '/healthz', { quiet: true });
   try {
-    // Idle: the worker first finishes what the load rows left (their submits' tasks).
-    const db = openDatabase(install.databaseUrl);
-    await queueEmpty(db).finally(() => db.destroy());
+    // Idle: the worker first finishes what the load rows left (their submits' tasks), and on
+    // PostgreSQL the queues' dead rows are vacuumed, as autovacuum does on an idle server.
+    await untilQueueEmpty(install.databaseUrl);
+    await settle(install.databaseUrl);
     await new Promise((resolve) => setTimeout(resolve, 1000));
     return await idleDispatchLatency(web.url, install.key, install.databaseUrl, LATENCY_SAMPLES);
   } finally {

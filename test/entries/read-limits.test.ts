@@ -87,7 +87,7 @@ describe('entry reads under a deadline (entries/read-workers.ts, page-reader.ts)
   });
   after(() => h.close());
 
-  it('answers 503 "Search timed out" in form B when a search reads past its deadline; the statement stops itself (a thread goes on on SQLite; statement_timeout on PostgreSQL)', async () => {
+  it('answers 503 "Search timed out" in form B when a search reads past its deadline; the statement stops (by itself on SQLite, where the thread goes on; cancelled on PostgreSQL)', async () => {
     const q = Array.from({ length: 20 }, (_, i) => `City:${String.fromCharCode(97 + i)}q`).join(' || ');
     const url = `/api/v1/entry_types/${fx.companies.id}/entries?q=${encodeURIComponent(q)}&limit=1000`;
     await h.api.get(url).set(t.headers);

@@ -1,0 +1,62 @@
+interface Call<I, R> {
+  item: I;
+  resolve: (result: R) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * At most one batch per key under way: the calls for a key that arrive while its batch runs
+ * form the next batch, which starts when that one has ended. `run` answers a batch's items
+ * in order. Each call is answered by a batch that started after the call arrived, so it
+ * never reads older state than a query of its own would have (a key revoked before the call
+ * arrived is seen revoked), while many calls with one key at once cost a round trip per
+ * batch rather than one each.
+ */
+export function batchPerKey<I, R>(run: (key: string, items: I[]) => Promise<R[]>): (key: string, item: I) => Promise<R> {
+  const waiting = new Map<string, Array<Call<I, R>>>();
+
+  async function runBatches(key: string): Promise<void> {
+    for (;;) {
+      const batch = waiting.get(key)!;
+      // Calls from now on wait for the next batch.
+      waiting.set(key, []);
+      try {
+        const results = await run(
+          key,
+          batch.map((call) => call.item),
+        );
+        batch.forEach((call, i) => call.resolve(results[i]!));
+      } catch (err) {
+        for (const call of batch) call.reject(err);
+      }
+      if (waiting.get(key)!.length === 0) {
+        waiting.delete(key);
+        return;
+      }
+    }
+  }
+
+  return (key, item) =>
+    new Promise<R>((resolve, reject) => {
+      const queue = waiting.get(key);
+      if (queue) queue.push({ item, resolve, reject });
+      else {
+        waiting.set(key, [{ item, resolve, reject }]);
+        void runBatches(key);
+      }
+    });
+}
+
+/**
+ * A read that calls with the same key share, batch by batch (`batchPerKey`): for the
+ * lookups every API call makes (its key, its scribe). The shared answer is frozen, so no
+ * caller can change what the others read.
+ */
+export function sharedLookup<A extends unknown[], V>(keyOf: (...args: A) => string, load: (...args: A) => Promise<V>): (...args: A) => Promise<V> {
+  const batched = batchPerKey<A, V>(async (_key, calls) => {
+    const value = await load(...calls[0]!);
+    if (value !== null && typeof value === 'object') Object.freeze(value);
+    return calls.map(() => value);
+  });
+  return (...args) => batched(keyOf(...args), args);
+}

@@ -1,0 +1,110 @@
+import { expect } from 'chai';
+import { batchPerKey, sharedLookup } from '../../src/lib/batch-per-key.js';
+
+/** A batch runner whose batches end when the test says so. */
+function controlled() {
+  const batches: Array<{ key: string; items: number[] }> = [];
+  const pending: Array<() => void> = [];
+  const add = batchPerKey<number, string>((key, items) => {
+    batches.push({ key, items });
+    const n = batches.length;
+    return new Promise((resolve) => pending.push(() => resolve(items.map((item) => `${key}${item}@batch${n}`))));
+  });
+  const endNext = async () => {
+    pending.shift()!();
+    await new Promise((resolve) => setImmediate(resolve));
+  };
+  return { add, batches, endNext };
+}
+
+describe('batchPerKey() (lib/batch-per-key.ts)', () => {
+  it('runs a call alone at once when its key has nothing under way', async () => {
+    const { add, batches, endNext } = controlled();
+    const answer = add('a', 1);
+    expect(batches).to.deep.equal([{ key: 'a', items: [1] }]);
+    await endNext();
+    expect(await answer).to.equal('a1@batch1');
+  });
+
+  it('puts the calls that arrive while a batch runs into the next batch, started once it ends, each answered in order', async () => {
+    const { add, batches, endNext } = controlled();
+    const first = add('a', 1);
+    const later = [add('a', 2), add('a', 3), add('a', 4)];
+    expect(batches, 'nothing more starts while the first runs').to.have.length(1);
+    await endNext();
+    expect(await first).to.equal('a1@batch1');
+    expect(batches[1]).to.deep.equal({ key: 'a', items: [2, 3, 4] });
+    await endNext();
+    expect(await Promise.all(later)).to.deep.equal(['a2@batch2', 'a3@batch2', 'a4@batch2']);
+  });
+
+  it('never answers a call from a batch that started before the call arrived', async () => {
+    const { add, batches, endNext } = controlled();
+    void add('a', 1);
+    const arrivedDuringBatch1 = add('a', 2);
+    await endNext();
+    const arrivedDuringBatch2 = add('a', 3);
+    await endNext();
+    expect(await arrivedDuringBatch1).to.equal('a2@batch2');
+    await endNext();
+    expect(await arrivedDuringBatch2).to.equal('a3@batch3');
+    expect(batches.map((b) => b.items)).to.deep.equal([[1], [2], [3]]);
+  });
+
+  it('runs each key on its own', async () => {
+    const { add, batches, endNext } = controlled();
+    const answers = [add('a', 1), add('b', 1)];
+    expect(batches.map((b) => b.key)).to.deep.equal(['a', 'b']);
+    await endNext();
+    await endNext();
+    expect(await Promise.all(answers)).to.deep.equal(['a1@batch1', 'b1@batch2']);
+  });
+
+  it('fails every call of a failed batch, and runs the calls after it afresh', async () => {
+    let runs = 0;
+    const add = batchPerKey<number, number>(async (_key, items) => {
+      runs += 1;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      if (runs === 1) throw new Error('connection lost');
+      return items;
+    });
+    const first = add('a', 1);
+    const failedWithIt = await Promise.allSettled([first]);
+    expect(failedWithIt[0]).to.deep.include({ status: 'rejected' });
+    expect(await Promise.all([add('a', 2), add('a', 3)])).to.deep.equal([2, 3]);
+    expect(runs, 'the failed batch, then 2 alone, then 3').to.equal(3);
+  });
+});
+
+describe('sharedLookup() (lib/batch-per-key.ts)', () => {
+  it('gives the calls of one batch one load and the same frozen answer', async () => {
+    let loads = 0;
+    const lookup = sharedLookup(
+      (org: string, slug: string) => `${org}/${slug}`,
+      async (org: string, slug: string) => {
+        loads += 1;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        return { org, slug, load: loads };
+      },
+    );
+    const first = lookup('o', 's');
+    const batch = [lookup('o', 's'), lookup('o', 's'), lookup('o', 's')];
+    expect(await first).to.deep.equal({ org: 'o', slug: 's', load: 1 });
+    const answers = await Promise.all(batch);
+    expect(loads).to.equal(2);
+    expect(answers[0]).to.deep.equal({ org: 'o', slug: 's', load: 2 });
+    expect(answers[1]).to.equal(answers[0]);
+    expect(Object.isFrozen(answers[0])).to.equal(true);
+    expect(() => {
+      (answers[0] as { slug: string }).slug = 'changed';
+    }).to.throw(TypeError);
+  });
+
+  it('answers undefined (no such row) to every call of the batch', async () => {
+    const lookup = sharedLookup(
+      (id: string) => id,
+      async () => undefined,
+    );
+    expect(await Promise.all([lookup('x'), lookup('x')])).to.deep.equal([undefined, undefined]);
+  });
+});
