@@ -139,7 +139,7 @@ const sqlite: Dialect = {
 /** An arbitrary, fixed key for the migrations' advisory lock ("scribe" in ASCII). */
 const MIGRATION_LOCK_KEY = 0x736372696265;
 /** The key of the advisory lock one starting process holds while it analyzes new tables. */
-const ANALYZE_LOCK_KEY = MIGRATION_LOCK_KEY + 1;
+export const ANALYZE_LOCK_KEY = MIGRATION_LOCK_KEY + 1;
 
 interface PgConnection {
   query(sql: string, values?: unknown[]): Promise<unknown>;

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createHarness, type Harness } from '../helpers/harness.js';
-import { dialectOf } from '../../src/db/dialect.js';
+import { ANALYZE_LOCK_KEY, dialectOf } from '../../src/db/dialect.js';
 import { onlyOn } from '../helpers/databases.js';
 
 onlyOn('postgres')('withDeadline on PostgreSQL (db/dialect.ts)', function () {
@@ -55,7 +55,7 @@ onlyOn('postgres')('optimizeAtStart on PostgreSQL (db/dialect.ts)', function () 
   it('leaves it to the process that holds the lock when several start at once', async () => {
     const holder = await h.db.transaction();
     try {
-      const { rows } = await holder.raw('select pg_try_advisory_xact_lock(?) as locked', [0x736372696265 + 1]);
+      const { rows } = await holder.raw('select pg_try_advisory_xact_lock(?) as locked', [ANALYZE_LOCK_KEY]);
       expect(rows[0].locked).to.equal(true);
       await dialectOf(h.db).optimizeAtStart(h.db);
       expect(await analyzed('requests')).to.equal(false);
