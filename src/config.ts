@@ -27,9 +27,16 @@ const envSchema = z.object({
   WEB_CONCURRENCY: z.coerce.number({ error: 'must be a whole number' }).int().min(1).max(256).default(1),
   PROCESS_ROLE: z.enum(PROCESS_ROLES, { error: `must be one of ${PROCESS_ROLES.join(', ')}` }).default('all'),
   SESSION_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  // The key that seals stored secrets (secrets/secret-box.ts); unset: generated once and kept in DATA_DIR.
+  SECRETS_KEY: z
+    .string()
+    .refine((value) => /^[A-Za-z0-9+/_-]+={0,2}$/.test(value) && Buffer.from(value, 'base64').length === 32, 'must be 32 bytes in base64 (openssl rand -base64 32)')
+    .optional(),
   ATTACHMENTS_ALLOW_PRIVATE: envBoolean.default(false),
   // Outbound webhooks may reach private and local addresses (an install whose receivers are inside its network).
   WEBHOOKS_ALLOW_PRIVATE: envBoolean.default(false),
+  // Scribes' own model endpoints may be private or local addresses (a team with a model server on its own network).
+  MODELS_ALLOW_PRIVATE: envBoolean.default(false),
   RATE_LIMIT_PER_MINUTE: z.coerce.number({ error: 'must be a whole number' }).int().min(0).default(600),
   METRICS_TOKEN: z.string().min(1).optional(),
   TRUST_PROXY: z.string().min(1).default('false'),
@@ -77,8 +84,12 @@ export interface Config {
   readonly processRole: ProcessRole;
   /** Unset means: generated once and kept in the data directory (see server start). */
   readonly sessionSecret: string | undefined;
+  /** 32 bytes in base64; unset means: generated once and kept in the data directory (see server start). */
+  readonly secretsKey: string | undefined;
   readonly attachmentsAllowPrivate: boolean;
   readonly webhooksAllowPrivate: boolean;
+  /** Whether a base URL a scribe sets for itself may reach non-public addresses; the environment's is trusted as set. */
+  readonly modelsAllowPrivate: boolean;
   readonly rateLimitPerMinute: number;
   readonly metricsToken: string | undefined;
   /** Passed to Express's `trust proxy` as is: a boolean, a hop count or a list of addresses. */
@@ -146,8 +157,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webConcurrency: e.WEB_CONCURRENCY,
     processRole: e.PROCESS_ROLE,
     sessionSecret: e.SESSION_SECRET,
+    secretsKey: e.SECRETS_KEY,
     attachmentsAllowPrivate: e.ATTACHMENTS_ALLOW_PRIVATE,
     webhooksAllowPrivate: e.WEBHOOKS_ALLOW_PRIVATE,
+    modelsAllowPrivate: e.MODELS_ALLOW_PRIVATE,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     metricsToken: e.METRICS_TOKEN,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),

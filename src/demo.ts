@@ -1,7 +1,7 @@
 import { openDatabase } from './db/knex.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createServices } from './services.js';
-import { configOrExit, processLogger, startOrExit, stopOnSignals } from './process.js';
+import { configOrExit, processLogger, secretBoxOrExit, startOrExit, stopOnSignals } from './process.js';
 import { seed } from '../seeds/demo.js';
 
 /** `npm run demo`: migrate, seed the demo data (once), start, and say how to get in. */
@@ -10,9 +10,10 @@ process.env.LOG_LEVEL ??= 'warn';
 const config = configOrExit();
 const logger = processLogger(config);
 
+const secrets = secretBoxOrExit(config);
 const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
-await migrateToLatest(db);
-const seeding = createServices({ config, db, logger, options: { dispatchOnAccept: false, runOnNewWork: false } });
+await migrateToLatest(db, { secrets });
+const seeding = createServices({ config, db, logger, secrets, options: { dispatchOnAccept: false, runOnNewWork: false } });
 const demo = await seed(seeding);
 await seeding.stop();
 await db.destroy();

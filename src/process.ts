@@ -1,11 +1,26 @@
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { ListenError, startServer, type RunningServer } from './server.js';
+import { openSecretBox } from './secrets/keys.js';
+import type { SecretBox } from './secrets/secret-box.js';
 
 /** Reads the configuration for an entry point, or ends the process naming the bad variable. */
 export function configOrExit(): Config {
   try {
     return loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}
+
+/** The install's secret box, or the end of the process saying what is wrong with its key. */
+export function secretBoxOrExit(config: Config): SecretBox {
+  try {
+    return openSecretBox(config);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -38,12 +53,15 @@ export function stopOnSignals(server: RunningServer, logger: Logger): void {
   process.on('SIGINT', onSignal);
 }
 
-/** Starts the server; a port it cannot listen on ends the process with one line that says what to change. */
+/**
+ * Starts the server; a port it cannot listen on, or a secrets key other than the database's,
+ * ends the process with one line that says what to change.
+ */
 export async function startOrExit(config: Config, logger: Logger): Promise<RunningServer> {
   try {
     return await startServer(config, logger);
   } catch (err) {
-    if (!(err instanceof ListenError)) throw err;
+    if (!(err instanceof ListenError || err instanceof ConfigError)) throw err;
     process.stderr.write(`${err.message}\n`);
     process.exit(1);
   }

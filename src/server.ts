@@ -5,6 +5,7 @@ import type { Logger } from './logger.js';
 import { openDatabase } from './db/knex.js';
 import { dialectOf } from './db/dialect.js';
 import { migrateToLatest } from './db/migrate.js';
+import { openSecretBox } from './secrets/keys.js';
 import { createServices, type ServiceOptions } from './services.js';
 import { createApp } from './app.js';
 import { createScheduler } from './jobs/scheduler.js';
@@ -33,11 +34,17 @@ export interface RunningServer {
 export async function startServer(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<RunningServer> {
   const serves = config.processRole !== 'worker';
   const works = config.processRole !== 'web';
+  const secrets = openSecretBox(config);
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
-  await migrateToLatest(db);
+  try {
+    await migrateToLatest(db, { secrets });
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
   if (works) await dialectOf(db).optimizeAtStart(db);
   // A web process leaves new work to the workers, which its NOTIFY (or their polling) wakes.
-  const services = createServices({ config, db, logger, options: works ? options : { ...options, dispatchOnAccept: false, runOnNewWork: false } });
+  const services = createServices({ config, db, logger, secrets, options: works ? options : { ...options, dispatchOnAccept: false, runOnNewWork: false } });
   const scheduler = createScheduler(works ? backgroundJobs(services) : [], logger);
   let server: http.Server | undefined;
   let smtp: SmtpListener | undefined;

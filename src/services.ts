@@ -12,6 +12,9 @@ import { createEntryService } from './entries/entry-service.js';
 import { createRequestService } from './requests/service.js';
 import { createDispatcher, defaultDispatcherOptions, type DispatcherOptions } from './requests/dispatcher.js';
 import { anyAddress, publicAddressesOnly, type AddressPolicy } from './net/address-policy.js';
+import { createGuardedFetch } from './net/guarded-agent.js';
+import { openSecretBox } from './secrets/keys.js';
+import type { SecretBox } from './secrets/secret-box.js';
 import { createDownloader, type DownloadLimits } from './requests/attachments/download.js';
 import { createOutbox } from './webhooks/events.js';
 import { createTrace } from './agents/trace.js';
@@ -60,6 +63,8 @@ export interface ServiceOptions {
   addressPolicy?: AddressPolicy;
   /** Replaces WEBHOOKS_ALLOW_PRIVATE's choice of where webhooks may connect (tests). */
   webhookAddressPolicy?: AddressPolicy;
+  /** Replaces MODELS_ALLOW_PRIVATE's choice of where scribes' own model endpoints may be (tests). */
+  modelAddressPolicy?: AddressPolicy;
   webhooks?: Partial<WebhookWorkerOptions & SendOptions>;
   /** Shorter MCP timeouts and caps (tests). */
   mcp?: Partial<McpLimits>;
@@ -80,19 +85,26 @@ export interface ServiceOptions {
 
 export type Services = ReturnType<typeof createServices>;
 
-/** Wires the domain services together; opens nothing and starts nothing. */
-export function createServices({ config, db, logger, options = {} }: { config: Config; db: Db; logger: Logger; options?: ServiceOptions }) {
+/**
+ * Wires the domain services together; opens nothing and starts nothing. `secrets` seals the
+ * stored secrets: the install's box (secrets/keys.ts) unless given, which the caller also
+ * migrates with.
+ */
+export function createServices({ config, db, logger, secrets = openSecretBox(config), options = {} }: { config: Config; db: Db; logger: Logger; secrets?: SecretBox; options?: ServiceOptions }) {
   const clock = options.clock ?? systemClock;
   const metrics = createMetrics(db);
   const wakeups = createWakeups({ db, url: config.databaseUrl, logger });
   const store = createAttachmentStore(path.join(config.dataDir, 'attachments'));
-  // Where user-supplied URLs may lead: attachments and MCP servers (ATTACHMENTS_ALLOW_PRIVATE), webhooks (WEBHOOKS_ALLOW_PRIVATE).
+  // Where user-supplied URLs may lead: attachments and MCP servers (ATTACHMENTS_ALLOW_PRIVATE), webhooks
+  // (WEBHOOKS_ALLOW_PRIVATE), scribes' own model endpoints (MODELS_ALLOW_PRIVATE).
   const attachmentPolicy = options.addressPolicy ?? (config.attachmentsAllowPrivate ? anyAddress : publicAddressesOnly);
   const webhookPolicy = options.webhookAddressPolicy ?? (config.webhooksAllowPrivate ? anyAddress : publicAddressesOnly);
+  const modelPolicy = options.modelAddressPolicy ?? (config.modelsAllowPrivate ? anyAddress : publicAddressesOnly);
+  const scribeEndpointFetch = createGuardedFetch(modelPolicy);
   const downloader = createDownloader(attachmentPolicy, { ...defaultDownloadLimits, ...options.downloadLimits });
   // Outbound webhooks: events written with the changes they report, sent by the worker.
   const webhookOptions = { ...defaultWebhookWorkerOptions, timeoutMs: 15_000, ...options.webhooks };
-  const webhookWorker = createWebhookWorker({ db, clock, logger, sender: createSender(webhookPolicy, webhookOptions), options: webhookOptions });
+  const webhookWorker = createWebhookWorker({ db, clock, logger, sender: createSender(webhookPolicy, webhookOptions), secrets, options: webhookOptions });
   const outbox = createOutbox({
     clock,
     onRecorded: (eventId) => {
@@ -130,12 +142,12 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     if (runOnNewWork) runtime.nudge();
     void wakeups.notify('scribe_work', id);
   };
-  const scribes = createScribeService({ db, clock, onActivated: wakeRuntime });
+  const scribes = createScribeService({ db, clock, modelPolicy, secrets, onActivated: wakeRuntime });
   const sessions = createSessionService({ db, clock, audit, onReplyDue: wakeRuntime });
   const tasks = createTaskService({ db, clock, audit, onOpened: wakeRuntime });
   const agents: Record<AgentKind, Agent> = {
     builtin: createBuiltinAgent(),
-    openai: createOpenAiAgent(config.openai, logger, { connectMcp }),
+    openai: createOpenAiAgent(config.openai, logger, { connectMcp, scribeEndpointFetch, secrets }),
     ...options.agents,
   };
   const runtime = createAgentRuntime({
@@ -147,7 +159,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     toolboxFor: (scribe) => createToolbox(scribe, { entryTypes, entries, tasks }),
     recordEvents: outbox.record,
     traceFor: (work) => createTrace(db, clock, work),
-    mcpServersOf: (scribeId) => listMcpServers(db, scribeId),
+    mcpServersOf: (scribeId) => listMcpServers(db, secrets, scribeId),
     attachmentsOf: async (task) => (task.request_id ? storedAttachments(await listAttachments(db, task.request_id), (sha256) => store.pathFor(sha256)) : []),
     options: { ...defaultRuntimeOptions, ...options.runtime },
   });
@@ -170,6 +182,8 @@ export function createServices({ config, db, logger, options = {} }: { config: C
   return {
     db,
     clock,
+    /** Seals and opens the stored secrets (secrets/secret-box.ts). */
+    secrets,
     organizations: createOrganizationService({ db, clock, logger }),
     scribes,
     users: createUserService({ db, clock }),
@@ -182,11 +196,11 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     tasks,
     requests,
     schedules: createScheduleService({ db, clock, logger, audit, requests, scribes, options: { ...defaultScheduleOptions, ...options.schedules } }),
-    channels: createChannelService({ db, clock, logger, audit, requests, sessions, scribes, store }),
-    webhooks: createWebhookService({ db, clock, audit, policy: webhookPolicy, recordEvents: outbox.record }),
+    channels: createChannelService({ db, clock, logger, audit, requests, sessions, scribes, store, secrets }),
+    webhooks: createWebhookService({ db, clock, audit, policy: webhookPolicy, secrets, recordEvents: outbox.record }),
     webhookWorker,
     /** The MCP servers scribes take tools from (agents/mcp-servers.ts). */
-    mcpServers: createMcpServerService({ db, clock, audit, scribes, policy: attachmentPolicy }),
+    mcpServers: createMcpServerService({ db, clock, audit, scribes, policy: attachmentPolicy, secrets }),
     /** The model and tool calls a task's or a session's agent runs made, in order (agents/trace.ts). */
     traces: { of: (work: { taskId: string } | { sessionId: string }) => listAgentCalls(db, work) },
     dispatcher,
@@ -219,6 +233,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
       await runtime.stop();
       await webhookWorker.stop();
       await connectMcp.close();
+      await scribeEndpointFetch.close();
       await downloader.close();
       await readWorkers?.close();
     },

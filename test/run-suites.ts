@@ -34,8 +34,23 @@ function selectedSuites(): Suite[] {
 
 const children = new Set<ChildProcess>();
 
+/** Tests passed and failed so far, from the spec reporter's lines (✔ and "N) "). */
+function tally(output: string): string {
+  const text = stripAnsi(output);
+  const passed = text.match(/^\s*✔ /gm)?.length ?? 0;
+  const failed = text.match(/^\s*\d+\) /gm)?.length ?? 0;
+  return `${passed} passed${failed > 0 ? `, ${failed} failed` : ''}`;
+}
+
+interface Run {
+  suite: Suite;
+  /** How far the run is, while it runs. */
+  progress(): string;
+  result: Promise<RunResult>;
+}
+
 /** One mocha run; stdout and stderr go to one buffer so runs don't interleave. */
-function runMocha(suite: Suite, args: string[], env: NodeJS.ProcessEnv): Promise<RunResult> {
+function runMocha(suite: Suite, args: string[], env: NodeJS.ProcessEnv): Run {
   const child = spawn(process.execPath, [mochaBin, ...args], {
     cwd: root,
     env: { ...env, TEST_DATABASE: suite },
@@ -45,7 +60,7 @@ function runMocha(suite: Suite, args: string[], env: NodeJS.ProcessEnv): Promise
   const chunks: Buffer[] = [];
   child.stdout.on('data', (c: Buffer) => chunks.push(c));
   child.stderr.on('data', (c: Buffer) => chunks.push(c));
-  return new Promise((resolve) => {
+  const result = new Promise<RunResult>((resolve) => {
     child.once('error', (err) => chunks.push(Buffer.from(`\nfailed to start mocha: ${err.message}\n`)));
     // 'close', not 'exit': all output has been read by then.
     child.once('close', (code) => {
@@ -53,6 +68,7 @@ function runMocha(suite: Suite, args: string[], env: NodeJS.ProcessEnv): Promise
       resolve({ suite, code, output: Buffer.concat(chunks).toString('utf8') });
     });
   });
+  return { suite, progress: () => tally(Buffer.concat(chunks).toString('utf8')), result };
 }
 
 const stripAnsi = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
@@ -92,7 +108,15 @@ async function main(): Promise<number> {
     console.error(`PostgreSQL cluster on port ${cluster.port} ready in ${Date.now() - started} ms`);
   }
 
-  const results = interrupted ? [] : await Promise.all(wanted.map((suite) => runMocha(suite, args, env)));
+  const runs = interrupted ? [] : wanted.map((suite) => runMocha(suite, args, env));
+  // Each run's output is printed whole at its end; meanwhile a line every 30 s says how far they are.
+  const started = Date.now();
+  const ticker = setInterval(() => {
+    const seconds = Math.round((Date.now() - started) / 1000);
+    console.error(`… ${seconds} s: ${runs.map((run) => `${suites[run.suite]} ${run.progress()}`).join('; ')}`);
+  }, 30_000);
+  const results = await Promise.all(runs.map((run) => run.result));
+  clearInterval(ticker);
 
   for (const { suite, output } of results) {
     process.stdout.write(`=== ${suites[suite]} ===\n${output}${output.endsWith('\n') ? '' : '\n'}`);

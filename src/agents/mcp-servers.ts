@@ -6,6 +6,7 @@ import { NotFoundError, ValidationError } from '../http/errors.js';
 import type { AddressPolicy } from '../net/address-policy.js';
 import { checkUserUrl } from '../net/user-url.js';
 import type { ScribeService } from '../scribes/service.js';
+import type { SecretBox } from '../secrets/secret-box.js';
 import * as queries from './queries.js';
 import type { McpServerRow } from './queries.js';
 
@@ -32,12 +33,28 @@ export type McpServerService = ReturnType<typeof createMcpServerService>;
  * (console) and the operator (CLI), each change audited. URLs obey the attachments' address
  * policy, here for IP addresses and again at connect time (agents/mcp.ts) for names.
  */
-export function createMcpServerService({ db, clock, audit, scribes, policy }: { db: Db; clock: Clock; audit: AuditLog; scribes: ScribeService; policy: AddressPolicy }) {
+export function createMcpServerService({
+  db,
+  clock,
+  audit,
+  scribes,
+  policy,
+  secrets,
+}: {
+  db: Db;
+  clock: Clock;
+  audit: AuditLog;
+  scribes: ScribeService;
+  policy: AddressPolicy;
+  /** Seals the headers where they are stored. */
+  secrets: SecretBox;
+}) {
   const checkUrl = (value: string) => checkUserUrl(value, policy, { invalid: messages.invalidUrl, privateAddress: messages.privateAddress });
 
   /** `Name: value` lines into an object; a bad line is refused with its text. */
   function checkHeaders(lines: readonly string[]): Record<string, string> {
-    const headers: Record<string, string> = {};
+    // No prototype: a header named __proto__ is a header like any other.
+    const headers = Object.create(null) as Record<string, string>;
     for (const line of lines.map((l) => l.trim()).filter(Boolean)) {
       const colon = line.indexOf(':');
       const name = colon > 0 ? line.slice(0, colon).trim() : '';
@@ -52,16 +69,16 @@ export function createMcpServerService({ db, clock, audit, scribes, policy }: { 
     async add(actor: Actor, slug: string, input: { url: string; headers?: readonly string[] }): Promise<McpServerRow> {
       const scribe = await scribes.getBySlug(actor.organizationId, slug);
       const row: McpServerRow = { id: newId(), organization_id: actor.organizationId, scribe_id: scribe.id, url: checkUrl(input.url), headers: checkHeaders(input.headers ?? []), created_at: isoNow(clock) };
-      if ((await queries.listMcpServers(db, scribe.id)).length >= MAX_SERVERS) throw new ValidationError(messages.tooManyServers);
+      if ((await queries.listMcpServers(db, secrets, scribe.id)).length >= MAX_SERVERS) throw new ValidationError(messages.tooManyServers);
       await db.transaction(async (trx) => {
-        await queries.insertMcpServer(trx, row);
+        await queries.insertMcpServer(trx, secrets, row);
         await audit.record(actor, 'scribe.add_mcp', { type: 'scribe', id: scribe.id }, row.url, trx);
       });
       return row;
     },
 
     async remove(actor: Actor, id: string): Promise<void> {
-      const server = UUID_PATTERN.test(id) ? await queries.findMcpServer(db, actor.organizationId, id) : undefined;
+      const server = UUID_PATTERN.test(id) ? await queries.findMcpServer(db, secrets, actor.organizationId, id) : undefined;
       if (!server) throw new NotFoundError(messages.serverNotFound);
       await db.transaction(async (trx) => {
         await queries.deleteMcpServer(trx, id);
@@ -71,11 +88,11 @@ export function createMcpServerService({ db, clock, audit, scribes, policy }: { 
 
     /** The server's organization, for the admin CLI (which names a server by id alone). */
     async organizationOf(id: string): Promise<string> {
-      const server = UUID_PATTERN.test(id) ? await queries.findMcpServerById(db, id) : undefined;
+      const server = UUID_PATTERN.test(id) ? await queries.findMcpServerById(db, secrets, id) : undefined;
       if (!server) throw new NotFoundError(messages.serverNotFound);
       return server.organization_id;
     },
 
-    list: (scribeId: string) => queries.listMcpServers(db, scribeId),
+    list: (scribeId: string) => queries.listMcpServers(db, secrets, scribeId),
   };
 }

@@ -1,8 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { fetch as undiciFetch, type Agent } from 'undici';
 import type { AddressPolicy } from '../net/address-policy.js';
-import { checkLiteralAddress, createGuardedAgent, networkFailure } from '../net/guarded-agent.js';
+import { createGuardedFetch, networkFailure } from '../net/guarded-agent.js';
 import type { McpServerRow } from './queries.js';
 import type { Trace } from './trace.js';
 
@@ -39,18 +38,13 @@ export type McpConnector = (servers: readonly McpServerRow[], trace: Trace) => P
  * trace says why; the work goes on without them.
  */
 export function createMcpConnector(policy: AddressPolicy, limits: McpLimits = defaultMcpLimits): McpConnector & { close(): Promise<void> } {
-  let agent: Agent | undefined;
-  const guardedFetch = (url: string | URL, init?: RequestInit) => {
-    checkLiteralAddress(new URL(url), policy);
-    agent ??= createGuardedAgent(policy);
-    return undiciFetch(url, { ...(init as object), dispatcher: agent }) as unknown as Promise<Response>;
-  };
+  const guardedFetch = createGuardedFetch(policy);
 
   async function connectOne(server: McpServerRow, index: number, trace: Trace): Promise<{ client: Client; tools: McpTool[] } | undefined> {
     const started = performance.now();
     const client = new Client({ name: 'scribe', version: '1.0.0' });
     try {
-      const transport = new StreamableHTTPClientTransport(new URL(server.url), { fetch: guardedFetch, requestInit: { headers: server.headers, redirect: 'error' } });
+      const transport = new StreamableHTTPClientTransport(new URL(server.url), { fetch: guardedFetch, requestInit: { headers: server.headers } });
       await withTimeout(client.connect(transport, { timeout: limits.connectTimeoutMs }), limits.connectTimeoutMs);
       const { tools } = await client.listTools(undefined, { timeout: limits.connectTimeoutMs });
       const prefix = `mcp${index + 1}`;
@@ -94,7 +88,7 @@ export function createMcpConnector(policy: AddressPolicy, limits: McpLimits = de
       },
     };
   };
-  return Object.assign(connect, { close: async () => agent?.close() });
+  return Object.assign(connect, { close: () => guardedFetch.close() });
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

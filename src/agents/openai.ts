@@ -7,6 +7,8 @@ import { AgentError, type Agent, type AgentInput, type SessionOutcome, type Task
 import { TOOL_NAMES, type Toolbox } from './toolbox.js';
 import { attachmentParts } from './attachments.js';
 import type { McpConnector, McpTool } from './mcp.js';
+import { networkFailure, type GuardedFetch } from '../net/guarded-agent.js';
+import type { SecretBox } from '../secrets/secret-box.js';
 
 /** Model rounds (each possibly with tool calls) before an answer must have come, unless the scribe says otherwise. */
 export const DEFAULT_MAX_ROUNDS = 8;
@@ -15,12 +17,23 @@ export const messages = {
   notConfigured: 'the openai agent is not configured (set OPENAI_MODEL, or a model for the scribe)',
   timedOut: (ms: number) => `the model endpoint timed out after ${ms / 1000}s`,
   httpError: (status: number, detail: string) => `the model endpoint answered HTTP ${status}${detail ? `: ${detail}` : ''}`,
-  unreachable: 'the model endpoint could not be reached',
+  unreachable: (reason: string | undefined) => `the model endpoint could not be reached${reason ? `: ${reason}` : ''}`,
   noAnswer: 'the model answered with neither text nor a tool call',
   tooManyRounds: (rounds: number) => `the model did not finish within ${rounds} rounds of tool calls`,
   overBudget: (used: number, budget: number) => `the work used ${used} tokens, over its budget of ${budget}`,
   deadline: (ms: number) => `the work took longer than ${ms / 1000}s`,
 };
+
+/** What the agent needs besides the environment's settings. */
+export interface OpenAiAgentDeps {
+  /** Bounds a whole answer, rounds and retries included (default 4 minutes). */
+  deadlineMs?: number;
+  connectMcp?: McpConnector;
+  /** How a scribe's own base URL is reached: a fetch that obeys MODELS_ALLOW_PRIVATE's address policy. */
+  scribeEndpointFetch: GuardedFetch;
+  /** Opens the scribes' sealed keys. */
+  secrets: SecretBox;
+}
 
 /**
  * The openai agent: an OpenAI-compatible Chat Completions endpoint (OpenAI, Ollama, vLLM,
@@ -28,18 +41,31 @@ export const messages = {
  * does the HTTP: per-call timeout, retries with backoff on 408/409/429/5xx (honouring
  * Retry-After). `deadlineMs` bounds a whole answer, rounds and retries included, so it
  * ends well inside the runtime's lease.
+ *
+ * The environment's endpoint and key are the operator's and trusted as set. A scribe's own
+ * base URL is staff's: it is called through the guarded fetch, and with the scribe's own
+ * key or none, never the environment's.
  */
-export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadlineMs = 4 * 60_000, connectMcp }: { deadlineMs?: number; connectMcp?: McpConnector } = {}): Agent {
+export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadlineMs = 4 * 60_000, connectMcp, scribeEndpointFetch, secrets }: OpenAiAgentDeps): Agent {
   // One client per endpoint and key: the environment's, and those scribes set for themselves.
   const clients = new Map<string, OpenAI>();
-  function clientFor(baseURL: string, apiKey: string | undefined): OpenAI {
-    const id = `${baseURL}\n${apiKey ?? ''}`;
+  function clientFor(scribe: AgentInput['scribe']): OpenAI {
+    const own = scribe.model_base_url ?? undefined;
+    const scribeKey = scribe.model_api_key ? secrets.open(scribe.model_api_key) : undefined;
+    const baseURL = own ?? config.baseUrl;
+    const apiKey = own ? scribeKey : (scribeKey ?? config.apiKey);
+    const id = `${own ? 'scribe' : 'env'}\n${baseURL}\n${apiKey ?? ''}`;
     let client = clients.get(id);
     if (!client) {
       client = new OpenAI({
         baseURL,
-        // Local servers (Ollama, llama.cpp) take any key; the SDK insists on one.
+        // The SDK insists on a key; with none, the Authorization header is left out (local servers take none).
         apiKey: apiKey ?? 'none',
+        defaultHeaders: apiKey ? undefined : { Authorization: null },
+        // Only what the product's configuration says: not the SDK's own reading of the environment.
+        organization: null,
+        project: null,
+        fetch: own ? scribeEndpointFetch : undefined,
         timeout: config.timeoutMs,
         maxRetries: config.maxRetries,
         logger: logger.child({ source: 'openai' }),
@@ -59,7 +85,7 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
     const { scribe, trace } = input;
     const model = scribe.model ?? config.model;
     if (!model) throw new AgentError(messages.notConfigured);
-    const client = clientFor(scribe.model_base_url ?? config.baseUrl, scribe.model_api_key ?? config.apiKey);
+    const client = clientFor(scribe);
     const maxRounds = scribe.max_tool_rounds ?? DEFAULT_MAX_ROUNDS;
     const budget = scribe.token_budget ?? null;
     let used = 0;
@@ -123,7 +149,7 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
       if (signal.aborted) throw new AgentError(messages.deadline(deadlineMs));
       if (err instanceof OpenAI.APIConnectionTimeoutError) throw new AgentError(messages.timedOut(config.timeoutMs));
       if (err instanceof OpenAI.APIError && err.status !== undefined) throw new AgentError(messages.httpError(err.status, detailOf(err)));
-      if (err instanceof OpenAI.APIConnectionError) throw new AgentError(messages.unreachable);
+      if (err instanceof OpenAI.APIConnectionError) throw new AgentError(messages.unreachable(networkFailure(err)));
       throw err;
     }
   }
@@ -171,9 +197,16 @@ function systemPrompt(input: AgentInput, role: string): string {
     .join('\n\n');
 }
 
+/** The most of an endpoint's error answer staff are shown: enough to act on, not a page of someone's internals. */
+const DETAIL_CHARS = 300;
+
+/** What the endpoint answered with its error status (the error's message, or the body's text), cut to DETAIL_CHARS. */
 function detailOf(err: InstanceType<typeof OpenAI.APIError>): string {
   const error = err.error as { message?: unknown } | undefined;
-  return typeof error?.message === 'string' ? error.message.slice(0, 200) : '';
+  // Without a JSON error message the SDK's own message is "<status> <body text>", or says there was no body.
+  const text = typeof error?.message === 'string' ? error.message : err.message.replace(/^\d{3} /, '');
+  if (text === 'status code (no body)') return '';
+  return Array.from(text.slice(0, DETAIL_CHARS + 1)).slice(0, DETAIL_CHARS).join('');
 }
 
 /** A tool the model may call: data tools return a result to it; terminal tools end the work with `final`. */

@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import type { SecretBox } from '../secrets/secret-box.js';
 
 export interface AgentCallRow {
   id: number;
@@ -71,27 +72,28 @@ export interface McpServerRow {
   created_at: string;
 }
 
+/** Stored with its headers as sealed JSON (secrets/secret-box.ts). */
 type StoredMcpServer = Omit<McpServerRow, 'headers'> & { headers: string };
-const fromStoredServer = (row: StoredMcpServer): McpServerRow => ({ ...row, headers: JSON.parse(row.headers) as Record<string, string> });
+const fromStoredServer = (secrets: SecretBox) => (row: StoredMcpServer): McpServerRow => ({ ...row, headers: JSON.parse(secrets.open(row.headers)) as Record<string, string> });
 
-export async function insertMcpServer(db: Db, row: McpServerRow): Promise<void> {
-  await db('mcp_servers').insert({ ...row, headers: JSON.stringify(row.headers) });
+export async function insertMcpServer(db: Db, secrets: SecretBox, row: McpServerRow): Promise<void> {
+  await db('mcp_servers').insert({ ...row, headers: secrets.seal(JSON.stringify(row.headers)) });
 }
 
 export async function deleteMcpServer(db: Db, id: string): Promise<void> {
   await db('mcp_servers').where({ id }).delete();
 }
 
-export async function findMcpServer(db: Db, organizationId: string, id: string): Promise<McpServerRow | undefined> {
+export async function findMcpServer(db: Db, secrets: SecretBox, organizationId: string, id: string): Promise<McpServerRow | undefined> {
   const row = await db<StoredMcpServer>('mcp_servers').where({ id, organization_id: organizationId }).first();
-  return row && fromStoredServer(row);
+  return row && fromStoredServer(secrets)(row);
 }
 
-export async function findMcpServerById(db: Db, id: string): Promise<McpServerRow | undefined> {
+export async function findMcpServerById(db: Db, secrets: SecretBox, id: string): Promise<McpServerRow | undefined> {
   const row = await db<StoredMcpServer>('mcp_servers').where({ id }).first();
-  return row && fromStoredServer(row);
+  return row && fromStoredServer(secrets)(row);
 }
 
-export async function listMcpServers(db: Db, scribeId: string): Promise<McpServerRow[]> {
-  return (await db<StoredMcpServer>('mcp_servers').where({ scribe_id: scribeId }).orderBy([{ column: 'created_at' }, { column: 'id' }])).map(fromStoredServer);
+export async function listMcpServers(db: Db, secrets: SecretBox, scribeId: string): Promise<McpServerRow[]> {
+  return (await db<StoredMcpServer>('mcp_servers').where({ scribe_id: scribeId }).orderBy([{ column: 'created_at' }, { column: 'id' }])).map(fromStoredServer(secrets));
 }

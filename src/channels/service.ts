@@ -13,6 +13,7 @@ import { MAX_ATTACHMENTS, MAX_TITLE_LENGTH, messages as requestMessages, parseSu
 import type { RequestService } from '../requests/service.js';
 import type { SessionService } from '../sessions/service.js';
 import type { ScribeService } from '../scribes/service.js';
+import type { SecretBox } from '../secrets/secret-box.js';
 import * as queries from './queries.js';
 import { CHANNEL_KINDS, CHANNEL_MODES, type ChannelKind, type ChannelListRow, type ChannelMode, type ChannelRow, type DeliveryRow } from './queries.js';
 import { type InboundBody, readInboundBody, textField } from './inbound-body.js';
@@ -83,6 +84,7 @@ export function createChannelService({
   sessions,
   scribes,
   store,
+  secrets,
 }: {
   db: Db;
   clock: Clock;
@@ -92,6 +94,8 @@ export function createChannelService({
   sessions: SessionService;
   scribes: ScribeService;
   store: AttachmentStore;
+  /** Seals the signing secrets where they are stored. */
+  secrets: SecretBox;
 }) {
   const isUniqueViolation = (err: unknown) => dialectOf(db).isUniqueViolation(err);
 
@@ -197,7 +201,16 @@ export function createChannelService({
       const scribe = await scribes.getBySlug(actor.organizationId, scribeSlug);
       const checked = check(input);
       const at = isoNow(clock);
-      const channel: ChannelRow = { id: newId(), organization_id: actor.organizationId, scribe_id: scribe.id, ...checked, enabled: true, created_at: at, updated_at: at };
+      const channel: ChannelRow = {
+        id: newId(),
+        organization_id: actor.organizationId,
+        scribe_id: scribe.id,
+        ...checked,
+        secret: checked.secret === null ? null : secrets.seal(checked.secret),
+        enabled: true,
+        created_at: at,
+        updated_at: at,
+      };
       try {
         await db.transaction(async (trx) => {
           await queries.insertChannel(trx, channel);
@@ -226,7 +239,7 @@ export function createChannelService({
       const secret = channel.verify ? generateSecret(channel.verify) : null;
       if (!secret) throw new ValidationError(messages.noSecretToRotate);
       await db.transaction(async (trx) => {
-        await queries.setSecret(trx, id, secret, isoNow(clock));
+        await queries.setSecret(trx, id, secrets.seal(secret), isoNow(clock));
         await audit.record(actor, 'channel.rotate_secret', { type: 'channel', id }, channel.name, trx);
       });
       return secret;
@@ -259,7 +272,7 @@ export function createChannelService({
      * task (202 `{request_id}`; 422 when the scribe is not active) or chat message (202 `{session_id}`).
      */
     async receiveWebhook(channel: ChannelRow, request: SignedRequest & { contentType?: string; sender: string }): Promise<InboundResult> {
-      const verdict = verify(channel.verify!, channel.secret, request, clock());
+      const verdict = verify(channel.verify!, channel.secret === null ? null : secrets.open(channel.secret), request, clock());
       if (!verdict.ok) {
         await record(channel, request.sender, { outcome: 'refused', status: 401, reason: verdict.reason });
         return { status: 401, body: { error: messages.invalidSignature } };

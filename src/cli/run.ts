@@ -4,6 +4,7 @@ import { createLogger } from '../logger.js';
 import { openDatabase } from '../db/knex.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { createServices } from '../services.js';
+import { openSecretBox } from '../secrets/keys.js';
 import { HttpError } from '../http/errors.js';
 import { BackupNotSupportedError } from '../db/dialect.js';
 import { CopyRefusedError } from '../db/copy.js';
@@ -45,8 +46,10 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv, { stdout,
   }
 
   let config;
+  let secrets;
   try {
     config = loadConfig(env);
+    secrets = openSecretBox(config);
   } catch (err) {
     if (err instanceof ConfigError) {
       stderr.write(`error: ${err.message}\n`);
@@ -56,9 +59,9 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv, { stdout,
   }
   const logger = createLogger('silent');
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
-  const services = createServices({ config, db, logger, options: { dispatchOnAccept: false, runOnNewWork: false } });
+  const services = createServices({ config, db, logger, secrets, options: { dispatchOnAccept: false, runOnNewWork: false } });
   try {
-    await migrateToLatest(db);
+    await migrateToLatest(db, { secrets });
     const output = await command.run(parsed.values, services);
     stdout.write(`${JSON.stringify(output)}\n`);
     return 0;
@@ -67,7 +70,7 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv, { stdout,
       stderr.write(`error: ${err.message}\nusage: ${command.usage}\n`);
       return 2;
     }
-    if (err instanceof HttpError || err instanceof BackupNotSupportedError || err instanceof CopyRefusedError) {
+    if (err instanceof HttpError || err instanceof BackupNotSupportedError || err instanceof CopyRefusedError || err instanceof ConfigError) {
       stderr.write(`error: ${err.message}\n`);
       return 1;
     }

@@ -17,6 +17,8 @@ export class CopyRefusedError extends Error {
  * console sign-ins (staff sign in again), rate-limit counters and job runs (both short-lived).
  */
 const TABLES = [
+  // Which key seals the secrets: the target's processes must be given the same SECRETS_KEY.
+  'settings',
   'organizations',
   'api_keys',
   'users',
@@ -45,6 +47,13 @@ const TABLES = [
   'idempotency_keys',
 ] as const;
 
+/** How each table is ordered while copied: its primary key (`id` unless named here). */
+const KEYS: Partial<Record<(typeof TABLES)[number], string[]>> = {
+  settings: ['name'],
+  idempotency_keys: ['organization_id', 'key'],
+  entry_links: ['entry_id', 'field_id', 'target_entry_id'],
+};
+
 /** Tables whose `id` is a sequence on PostgreSQL, moved past the copied ids. */
 const SERIAL_TABLES = ['task_events', 'session_messages', 'agent_calls', 'entry_values', 'audit_events'];
 
@@ -68,7 +77,7 @@ export async function copyDatabase(source: Db, target: Db): Promise<Record<strin
     for (const table of TABLES) {
       copied[table] = 0;
       // In primary-key order, a batch at a time, so a large table never sits in memory whole.
-      const key = table === 'idempotency_keys' ? ['organization_id', 'key'] : table === 'entry_links' ? ['entry_id', 'field_id', 'target_entry_id'] : ['id'];
+      const key = KEYS[table] ?? ['id'];
       for (let offset = 0; ; offset += BATCH_ROWS) {
         const rows: Array<Record<string, unknown>> = await source(table).orderBy(key).limit(BATCH_ROWS).offset(offset);
         if (rows.length === 0) break;

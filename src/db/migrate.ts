@@ -3,6 +3,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Knex } from 'knex';
 import type { Db } from './knex.js';
 import { dialectOf } from './dialect.js';
+import type { SecretBox } from '../secrets/secret-box.js';
+import { checkSecretsKey } from '../secrets/keys.js';
 
 /**
  * The migrations folder, whether we run from TypeScript sources (tsx) or from `dist/`:
@@ -46,16 +48,20 @@ export function migrationConfig(): Knex.MigratorConfig {
  * Applies pending migrations. Several processes may start at once on a fresh database
  * (the server and admin commands), and Knex's own bookkeeping is check-then-create, so
  * migrations run under a cross-process lock (a sidecar file's lock on SQLite, an advisory
- * lock on PostgreSQL: dialect.ts).
+ * lock on PostgreSQL: dialect.ts). With the install's secret box, migrations that seal
+ * secrets can run, and the key is checked against the one the database's secrets are
+ * sealed with, under the same lock, so two processes with different keys cannot both pass.
  */
-export async function migrateToLatest(db: Db): Promise<void> {
+export async function migrateToLatest(db: Db, { secrets }: { secrets?: SecretBox } = {}): Promise<void> {
   const config = migrationConfig();
   await dialectOf(db).withMigrationLock(db, async () => {
     const [, pending] = (await db.migrate.list(config)) as [unknown[], unknown[]];
-    if (pending.length === 0) return;
-    // Holding our lock we are the only migrator, so a Knex lock left by a crash is stale.
-    await db.migrate.forceFreeMigrationsLock(config);
-    await db.migrate.latest(config);
+    if (pending.length > 0) {
+      // Holding our lock we are the only migrator, so a Knex lock left by a crash is stale.
+      await db.migrate.forceFreeMigrationsLock(config);
+      await (secrets ? db.withUserParams({ secrets }) : db).migrate.latest(config);
+    }
+    if (secrets) await checkSecretsKey(db, secrets, new Date().toISOString());
   });
 }
 

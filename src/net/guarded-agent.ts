@@ -1,6 +1,6 @@
 import dns from 'node:dns';
 import net from 'node:net';
-import { Agent } from 'undici';
+import { Agent, fetch as undiciFetch } from 'undici';
 import type { AddressPolicy } from './address-policy.js';
 
 /** The error code of a connection the address policy refused (see `isRefusedAddress`). */
@@ -15,6 +15,27 @@ const REFUSED = 'ESCRIBE_ADDRESS_NOT_ALLOWED';
  */
 export function createGuardedAgent(policy: AddressPolicy, options: Agent.Options = {}): Agent {
   return new Agent({ ...options, connect: { ...(options.connect as object), lookup: guardedLookup(policy) } });
+}
+
+/** A `fetch` that obeys the address policy, with `close()` to release its sockets. */
+export type GuardedFetch = ((url: string | URL | Request, init?: RequestInit) => Promise<Response>) & { close(): Promise<void> };
+
+/**
+ * A `fetch` for user-supplied URLs (MCP servers, scribes' model endpoints): IP literals are
+ * checked before each request and host names at connect time (`createGuardedAgent`).
+ * Redirects are refused: one could lead to an IP literal that no lookup would check.
+ */
+export function createGuardedFetch(policy: AddressPolicy): GuardedFetch {
+  let agent: Agent | undefined;
+  const guarded = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    // The SDKs that use it pass a URL and an init; a Request's own method and body would be lost here.
+    if (input instanceof Request) throw new TypeError('a guarded fetch takes a URL, not a Request');
+    const url = input;
+    checkLiteralAddress(new URL(url), policy);
+    agent ??= createGuardedAgent(policy);
+    return undiciFetch(url, { ...(init as object), redirect: 'error', dispatcher: agent }) as unknown as Promise<Response>;
+  };
+  return Object.assign(guarded, { close: async () => agent?.close() });
 }
 
 /** Throws (an error `isRefusedAddress` knows) when the URL's host is an IP literal the policy refuses. */

@@ -5,6 +5,9 @@ import { dialectOf } from '../db/dialect.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import * as queries from './queries.js';
 import { sharedLookup } from '../lib/batch-per-key.js';
+import type { AddressPolicy } from '../net/address-policy.js';
+import { checkUserUrl } from '../net/user-url.js';
+import type { SecretBox } from '../secrets/secret-box.js';
 import { AGENT_KINDS, SCRIBE_STATES, type AgentKind, type AgentSettings, type ScribeRef, type ScribeRow, type ScribeState } from './queries.js';
 
 const MAX_INSTRUCTIONS = 20_000;
@@ -12,7 +15,8 @@ const MAX_INSTRUCTIONS = 20_000;
 export const messages = {
   modelTooLong: 'Model must be at most 200 characters',
   apiKeyTooLong: 'API key must be at most 500 characters',
-  invalidBaseUrl: 'Base URL must be an http:// or https:// URL',
+  invalidBaseUrl: 'Base URL must be an http:// or https:// URL without credentials, at most 2000 characters',
+  privateBaseUrl: 'Base URL must not point at a private or local address (MODELS_ALLOW_PRIVATE=true allows it)',
   invalidToolRounds: 'Tool rounds must be a whole number from 1 to 50',
   invalidTokenBudget: 'Token budget must be a whole number from 100 to 10000000',
   scribeNotFound: 'Scribe not found',
@@ -56,19 +60,6 @@ function checkText(value: string | null, max: number, message: string): string |
   return text;
 }
 
-function checkBaseUrl(value: string | null): string | null {
-  const text = value?.trim() || null;
-  if (!text) return null;
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new ValidationError(messages.invalidBaseUrl);
-  }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || text.length > 2000) throw new ValidationError(messages.invalidBaseUrl);
-  return text;
-}
-
 function checkWhole(value: number | null, min: number, max: number, message: string): number | null {
   if (value === null) return null;
   if (!Number.isInteger(value) || value < min || value > max) throw new ValidationError(message);
@@ -80,8 +71,26 @@ function checkInstructions(instructions: string): string {
   return instructions;
 }
 
-/** `onActivated` runs when a scribe becomes active: its queued work can start. */
-export function createScribeService({ db, clock, onActivated = () => {} }: { db: Db; clock: Clock; onActivated?: (scribeId: string) => void }) {
+/**
+ * `onActivated` runs when a scribe becomes active: its queued work can start. A scribe's own
+ * model base URL obeys `modelPolicy` (MODELS_ALLOW_PRIVATE), here for IP addresses and again
+ * at connect time for names (agents/openai.ts); its own key is stored sealed by `secrets`.
+ */
+export function createScribeService({
+  db,
+  clock,
+  modelPolicy,
+  secrets,
+  onActivated = () => {},
+}: {
+  db: Db;
+  clock: Clock;
+  modelPolicy: AddressPolicy;
+  secrets: SecretBox;
+  onActivated?: (scribeId: string) => void;
+}) {
+  const checkBaseUrl = (value: string | null) =>
+    value?.trim() ? checkUserUrl(value, modelPolicy, { invalid: messages.invalidBaseUrl, privateAddress: messages.privateBaseUrl }) : null;
   // Every call to a scribe's API asks this: concurrent calls share the lookup.
   const findBySlug = sharedLookup((organizationId: string, slug: string) => `${organizationId}/${slug}`, (organizationId: string, slug: string) => queries.findScribeBySlug(db, organizationId, slug));
   return {
@@ -159,7 +168,10 @@ export function createScribeService({ db, clock, onActivated = () => {} }: { db:
       const settings: AgentSettings = { agent: change.agent as AgentKind | undefined, instructions: change.instructions };
       if (change.model !== undefined) settings.model = checkText(change.model, 200, messages.modelTooLong);
       if (change.baseUrl !== undefined) settings.model_base_url = checkBaseUrl(change.baseUrl);
-      if (change.apiKey !== undefined) settings.model_api_key = checkText(change.apiKey, 500, messages.apiKeyTooLong);
+      if (change.apiKey !== undefined) {
+        const key = checkText(change.apiKey, 500, messages.apiKeyTooLong);
+        settings.model_api_key = key === null ? null : secrets.seal(key);
+      }
       if (change.vision !== undefined) settings.model_vision = change.vision;
       if (change.maxToolRounds !== undefined) settings.max_tool_rounds = checkWhole(change.maxToolRounds, 1, 50, messages.invalidToolRounds);
       if (change.tokenBudget !== undefined) settings.token_budget = checkWhole(change.tokenBudget, 100, 10_000_000, messages.invalidTokenBudget);

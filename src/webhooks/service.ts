@@ -6,6 +6,7 @@ import { UUID_PATTERN, newId } from '../lib/ids.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import type { AddressPolicy } from '../net/address-policy.js';
 import { checkUserUrl } from '../net/user-url.js';
+import type { SecretBox } from '../secrets/secret-box.js';
 import { EVENT_TYPES, TEST_EVENT, type RecordEvents } from './events.js';
 import * as queries from './queries.js';
 import { DELIVERY_STATUSES, type DeliveryFilter, type DeliveryRow, type EndpointRow } from './queries.js';
@@ -41,7 +42,22 @@ export type WebhookService = ReturnType<typeof createWebhookService>;
  * every change audited; their deliveries, test events and redelivery. Sending is the
  * worker's (worker.ts); events come from the outbox (events.ts).
  */
-export function createWebhookService({ db, clock, audit, policy, recordEvents }: { db: Db; clock: Clock; audit: AuditLog; policy: AddressPolicy; recordEvents: RecordEvents }) {
+export function createWebhookService({
+  db,
+  clock,
+  audit,
+  policy,
+  secrets,
+  recordEvents,
+}: {
+  db: Db;
+  clock: Clock;
+  audit: AuditLog;
+  policy: AddressPolicy;
+  /** Seals the signing secrets where they are stored. */
+  secrets: SecretBox;
+  recordEvents: RecordEvents;
+}) {
   async function get(organizationId: string, id: string): Promise<EndpointRow> {
     const endpoint = UUID_PATTERN.test(id) ? await queries.findEndpoint(db, organizationId, id) : undefined;
     if (!endpoint) throw new NotFoundError(messages.endpointNotFound);
@@ -71,13 +87,14 @@ export function createWebhookService({ db, clock, audit, policy, recordEvents }:
     /** A new endpoint; its secret is returned here and shown this once. */
     async create(actor: Actor, input: EndpointInput): Promise<{ endpoint: EndpointRow; secret: string }> {
       const at = isoNow(clock);
+      const secret = generateSecret();
       const endpoint: EndpointRow = {
         id: newId(),
         organization_id: actor.organizationId,
         url: checkUrl(input.url ?? ''),
         description: checkDescription(input.description),
         events: checkEvents(input.events),
-        secret: generateSecret(),
+        secret: secrets.seal(secret),
         previous_secret: null,
         previous_secret_until: null,
         enabled: input.enabled ?? true,
@@ -90,7 +107,7 @@ export function createWebhookService({ db, clock, audit, policy, recordEvents }:
         await queries.insertEndpoint(trx, endpoint);
         await audit.record(actor, 'webhook.create', { type: 'webhook', id: endpoint.id }, describe(endpoint), trx);
       });
-      return { endpoint, secret: endpoint.secret };
+      return { endpoint, secret };
     },
 
     /** Changes the URL, event filter, description or enabled flag; enabling clears why it was disabled. */
@@ -131,7 +148,7 @@ export function createWebhookService({ db, clock, audit, policy, recordEvents }:
       const secret = generateSecret();
       const previousValidUntil = new Date(now.getTime() + ROTATION_GRACE_MS).toISOString();
       await db.transaction(async (trx) => {
-        await queries.updateEndpoint(trx, id, { secret, previous_secret: endpoint.secret, previous_secret_until: previousValidUntil, updated_at: now.toISOString() });
+        await queries.updateEndpoint(trx, id, { secret: secrets.seal(secret), previous_secret: endpoint.secret, previous_secret_until: previousValidUntil, updated_at: now.toISOString() });
         await audit.record(actor, 'webhook.rotate_secret', { type: 'webhook', id }, `old secret valid until ${previousValidUntil}`, trx);
       });
       return { secret, previousValidUntil };

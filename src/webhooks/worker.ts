@@ -5,6 +5,7 @@ import type { Logger } from '../logger.js';
 import * as queries from './queries.js';
 import type { Attempt, Sender } from './send.js';
 import { signatureHeaders } from './sign.js';
+import type { SecretBox } from '../secrets/secret-box.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -49,7 +50,22 @@ export type WebhookWorker = ReturnType<typeof createWebhookWorker>;
  * the endpoint is disabled; anything else is tried again later (honouring `Retry-After`),
  * until the schedule runs out or the endpoint has failed for three days, which disables it.
  */
-export function createWebhookWorker({ db, clock, logger, sender, options }: { db: Db; clock: Clock; logger: Logger; sender: Sender; options: WebhookWorkerOptions }) {
+export function createWebhookWorker({
+  db,
+  clock,
+  logger,
+  sender,
+  secrets,
+  options,
+}: {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  sender: Sender;
+  /** Opens the endpoints' sealed signing secrets. */
+  secrets: SecretBox;
+  options: WebhookWorkerOptions;
+}) {
   let running: Promise<number> | undefined;
   let followUp: Promise<number> | undefined;
   let stopped = false;
@@ -74,9 +90,9 @@ export function createWebhookWorker({ db, clock, logger, sender, options }: { db
 
   async function deliver(delivery: queries.ClaimedDelivery, token: string): Promise<void> {
     const at = clock();
-    const secrets = [delivery.secret];
-    if (delivery.previous_secret && delivery.previous_secret_until && delivery.previous_secret_until > at.toISOString()) secrets.push(delivery.previous_secret);
-    const attempt = await sender.post(delivery.url, signatureHeaders(delivery.event_id, delivery.body, secrets, at), delivery.body);
+    const signingSecrets = [delivery.secret];
+    if (delivery.previous_secret && delivery.previous_secret_until && delivery.previous_secret_until > at.toISOString()) signingSecrets.push(delivery.previous_secret);
+    const attempt = await sender.post(delivery.url, signatureHeaders(delivery.event_id, delivery.body, signingSecrets.map(secrets.open), at), delivery.body);
     try {
       await record(delivery, token, attempt);
     } catch (err) {

@@ -13,7 +13,7 @@ import { startFakeOpenAi } from '../helpers/fake-openai.js';
  */
 describe('the console in Chromium', function () {
   this.timeout(60_000);
-  const c = consoleInBrowser({ env: { WEBHOOKS_ALLOW_PRIVATE: 'true' } });
+  const c = consoleInBrowser({ env: { WEBHOOKS_ALLOW_PRIVATE: 'true', MODELS_ALLOW_PRIVATE: 'true' } });
   let page: Page;
 
   before(async () => {

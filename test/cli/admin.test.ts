@@ -4,6 +4,7 @@ import { installEnv, openInstall } from '../helpers/databases.js';
 import { tempDir } from '../helpers/harness.js';
 import { verifyPassword } from '../../src/users/passwords.js';
 import { hashApiKey } from '../../src/organizations/api-keys.js';
+import { openSecretBox } from '../../src/secrets/keys.js';
 
 describe('the admin CLI', function () {
   this.timeout(60_000);
@@ -90,21 +91,35 @@ describe('the admin CLI', function () {
   });
 
   it('scribe set-agent sets the openai agent\'s model settings for one scribe, shows whether a key is set but never the key, and resets them', async () => {
-    const set = await json('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--agent', 'openai', '--model', 'llama3.2', '--base-url', 'http://127.0.0.1:11434/v1',
+    const set = await json('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--agent', 'openai', '--model', 'llama3.2', '--base-url', 'https://models.example.com/v1',
       '--api-key', 'sk-scribe-secret-1234', '--vision', 'true', '--max-tool-rounds', '3', '--token-budget', '5000');
-    expect(set).to.deep.include({ agent: 'openai', model: 'llama3.2', base_url: 'http://127.0.0.1:11434/v1', api_key_set: true, vision: true, max_tool_rounds: 3, token_budget: 5000 });
+    expect(set).to.deep.include({ agent: 'openai', model: 'llama3.2', base_url: 'https://models.example.com/v1', api_key_set: true, vision: true, max_tool_rounds: 3, token_budget: 5000 });
     expect(JSON.stringify(set)).not.to.include('sk-scribe-secret-1234');
+    const db = await openInstall(dir);
+    try {
+      const stored = (await db('scribes').where({ id: set.id }).first()).model_api_key as string;
+      expect(stored).to.match(/^sealed:v1:[0-9a-f]{8}:/).and.not.include('sk-scribe-secret-1234');
+      expect(openSecretBox({ dataDir: dir, secretsKey: undefined }).open(stored)).to.equal('sk-scribe-secret-1234');
+    } finally {
+      await db.destroy();
+    }
     const reset = await json('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--agent', 'builtin', '--model', '', '--base-url', '', '--api-key', '', '--vision', 'false', '--max-tool-rounds', '', '--token-budget', 'none');
     expect(reset).to.deep.include({ agent: 'builtin', model: null, base_url: null, api_key_set: false, vision: false, max_tool_rounds: null, token_budget: null });
     for (const [flag, value, message] of [
       ['--max-tool-rounds', '0', 'error: Tool rounds must be a whole number from 1 to 50'],
       ['--token-budget', '50', 'error: Token budget must be a whole number from 100 to 10000000'],
-      ['--base-url', 'ftp://models', 'error: Base URL must be an http:// or https:// URL'],
+      ['--base-url', 'ftp://models', 'error: Base URL must be an http:// or https:// URL without credentials, at most 2000 characters'],
+      ['--base-url', 'https://user:pass@models.example.com/v1', 'error: Base URL must be an http:// or https:// URL without credentials, at most 2000 characters'],
+      ...['http://169.254.169.254/latest/', 'http://127.0.0.1:11434/v1', 'http://127.1:8080/v1', 'http://0x7f000001/v1', 'http://[::1]/v1', 'http://[::ffff:10.0.0.1]/v1', 'http://10.1.2.3/v1', 'http://192.168.0.10/v1', 'http://0.0.0.0/v1'].map(
+        (url) => ['--base-url', url, 'error: Base URL must not point at a private or local address (MODELS_ALLOW_PRIVATE=true allows it)'],
+      ),
     ]) {
       const result = await admin('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', flag!, value!);
       expect(result.stderr.trim(), flag).to.equal(message);
       expect(result.code).to.equal(1);
     }
+    const allowed = await runAdmin(['scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--base-url', 'http://127.0.0.1:11434/v1'], { ...cli.env, MODELS_ALLOW_PRIVATE: 'true' });
+    expect(JSON.parse(allowed.stdout)).to.include({ base_url: 'http://127.0.0.1:11434/v1' });
     const usage = await admin('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--vision', 'maybe');
     expect(usage.code).to.equal(2);
     expect(usage.stderr).to.include('--vision must be true or false');
@@ -116,7 +131,9 @@ describe('the admin CLI', function () {
     expect(added.url).to.equal('https://tools.example.com/mcp');
     const db = await openInstall(dir);
     try {
-      expect(JSON.parse((await db('mcp_servers').where({ id: added.id }).first()).headers)).to.deep.equal({ Authorization: 'Bearer cli-secret', 'X-Team': 'ops' });
+      const stored = (await db('mcp_servers').where({ id: added.id }).first()).headers as string;
+      expect(stored).to.match(/^sealed:v1:/).and.not.include('cli-secret');
+      expect(JSON.parse(openSecretBox({ dataDir: dir, secretsKey: undefined }).open(stored))).to.deep.equal({ Authorization: 'Bearer cli-secret', 'X-Team': 'ops' });
     } finally {
       await db.destroy();
     }

@@ -109,9 +109,13 @@ describe('console pages and actions', () => {
       const key = 'sk-console-secret-5511';
       const save = (form: Record<string, string>) =>
         admin.post(`/b/${t.scribe.slug}/agent`, { agent: 'openai', instructions: '', model: '', base_url: '', api_key: '', max_tool_rounds: '', token_budget: '', ...form });
-      await save({ model: 'llama3.2', base_url: 'http://127.0.0.1:11434/v1', api_key: key, vision: 'on', max_tool_rounds: '4', token_budget: '20000' });
-      const row = () => h.db('scribes').where({ id: t.scribe.id }).first();
-      expect(await row()).to.include({ model: 'llama3.2', model_base_url: 'http://127.0.0.1:11434/v1', model_api_key: key, max_tool_rounds: 4, token_budget: 20000 });
+      await save({ model: 'llama3.2', base_url: 'https://models.example.com/v1', api_key: key, vision: 'on', max_tool_rounds: '4', token_budget: '20000' });
+      const row = async () => {
+        const scribe = await h.db('scribes').where({ id: t.scribe.id }).first();
+        // Stored sealed; opened here to compare.
+        return { ...scribe, model_api_key: scribe.model_api_key && h.services.secrets.open(scribe.model_api_key) };
+      };
+      expect(await row()).to.include({ model: 'llama3.2', model_base_url: 'https://models.example.com/v1', model_api_key: key, max_tool_rounds: 4, token_budget: 20000 });
       const page = (await admin.get(`/b/${t.scribe.slug}`)).text;
       expect(page).not.to.include(key);
       expect(page).to.include('(one is set; it is never shown: leave empty to keep it)');

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { eventually, tempDir } from '../helpers/harness.js';
@@ -7,6 +8,7 @@ import { startProcess, type ServerProcess } from '../helpers/process.js';
 import { runAdmin } from '../helpers/cli.js';
 import { signInByForm } from '../helpers/console.js';
 import { DEMO } from '../../seeds/demo.js';
+import { KEY_FILE } from '../../src/secrets/keys.js';
 
 const README = fileURLToPath(new URL('../../README.md', import.meta.url));
 
@@ -60,8 +62,10 @@ onlyOn('postgres')('admin copy-database', function () {
     expect(copied.stderr).to.equal('');
     expect(copied.code).to.equal(0);
     const { copied: rows } = JSON.parse(copied.stdout) as { copied: Record<string, number> };
-    expect(rows).to.include({ organizations: 1, api_keys: 1, users: 1, scribes: 3 });
+    expect(rows).to.include({ settings: 1, organizations: 1, api_keys: 1, users: 1, scribes: 3 });
     expect(rows.entries).to.be.greaterThan(0);
+    // The sealed secrets came along as they were: the PostgreSQL processes get the same key.
+    fs.copyFileSync(path.join(sqlite.dir, KEY_FILE), path.join(postgres.dir, KEY_FILE));
 
     const [before, after] = [await startProcess('src/main.ts', sqlite.env), await startProcess('src/main.ts', postgres.env)];
     servers.push(before, after);
@@ -87,7 +91,7 @@ onlyOn('postgres')('admin copy-database', function () {
   it('refuses a target that is not empty, or not PostgreSQL, and changes nothing', async () => {
     const again = await runAdmin(['copy-database', '--to', postgres.databaseUrl], sqlite.env);
     expect(again.code).to.equal(1);
-    expect(again.stderr).to.equal('error: The target database is not empty (organizations has rows); copy into an empty database\n');
+    expect(again.stderr).to.equal('error: The target database is not empty (settings has rows); copy into an empty database\n');
     const file = await runAdmin(['copy-database', '--to', '/tmp/elsewhere.sqlite'], sqlite.env);
     expect(file.code).to.equal(1);
     expect(file.stderr).to.equal('error: --to must be a postgres:// or postgresql:// URL\n');

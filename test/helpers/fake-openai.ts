@@ -6,6 +6,7 @@ export type Step =
   | { reply: string; usage?: Usage }
   | { toolCalls: Array<{ name: string; arguments: unknown }>; usage?: Usage }
   | { status: number; body?: unknown; headers?: Record<string, string> }
+  | { status: number; text: string; headers?: Record<string, string> }
   | { hang: true };
 
 /** The token counts a response reports; every answer reports some (DEFAULT_USAGE unless scripted). */
@@ -33,8 +34,11 @@ export async function startFakeOpenAi() {
   const seen: SeenRequest[] = [];
   const hanging = new Set<http.ServerResponse>();
   let calls = 0;
+  /** Every request that reached the server, whatever its path. */
+  const hits = { count: 0 };
 
   const server = http.createServer((req, res) => {
+    hits.count++;
     let raw = '';
     req.on('data', (chunk) => (raw += chunk));
     req.on('end', () => {
@@ -46,6 +50,10 @@ export async function startFakeOpenAi() {
       const step = steps.shift() ?? { status: 500, body: { error: { message: 'no step scripted' } } };
       if ('hang' in step) {
         hanging.add(res);
+        return;
+      }
+      if ('text' in step) {
+        res.writeHead(step.status, { 'content-type': 'text/plain', ...step.headers }).end(step.text);
         return;
       }
       if ('status' in step) {
@@ -82,7 +90,9 @@ export async function startFakeOpenAi() {
 
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
+    port,
     seen,
+    hits,
     script(...next: Step[]) {
       steps.push(...next);
     },

@@ -17,7 +17,7 @@ describe('agent traces, usage, per-scribe model settings and limits', function (
     fake = await startFakeOpenAi();
     own = await startFakeOpenAi();
     h = await createHarness({
-      env: { OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'sk-env', OPENAI_MODEL: 'env-model', OPENAI_TIMEOUT_MS: '2000', OPENAI_MAX_RETRIES: '0' },
+      env: { OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'sk-env', OPENAI_MODEL: 'env-model', OPENAI_TIMEOUT_MS: '2000', OPENAI_MAX_RETRIES: '0', MODELS_ALLOW_PRIVATE: 'true' },
       options: { runOnNewWork: false, dispatchOnAccept: false },
     });
     t = await h.tenant({ slug: 'oracle' });

@@ -4,7 +4,8 @@ import { expect } from 'chai';
 import { createHarness, tempDir, testClock, type Harness, type Tenant } from '../helpers/harness.js';
 import { installEnv, itOnlyOn, openInstall } from '../helpers/databases.js';
 import { runAdmin } from '../helpers/cli.js';
-import { startProcess } from '../helpers/process.js';
+import { runToExit, startProcess } from '../helpers/process.js';
+import { KEY_FILE } from '../../src/secrets/keys.js';
 import { provision } from '../helpers/provision.js';
 
 describe('backups and data care', function () {
@@ -54,6 +55,11 @@ describe('backups and data care', function () {
     } finally {
       await check.destroy();
     }
+    // The stored secrets open only with the install's key, kept apart from the backup: without it the restore says so.
+    const keyless = await runToExit('src/main.ts', { ...(await installEnv(restored)), PORT: '0' });
+    expect(keyless.code).to.equal(1);
+    expect(keyless.output).to.match(/^SECRETS_KEY: this database's secrets are sealed with key [0-9a-f]{8}, but this process has key [0-9a-f]{8}/m);
+    fs.copyFileSync(path.join(dataDir, KEY_FILE), path.join(restored, KEY_FILE));
     const again = await startProcess('src/main.ts', { ...(await installEnv(restored)) });
     try {
       const res = await fetch(`${again.url}/api/v1/scribes/${scribe.slug}/requests?limit=100`, { headers: { 'X-Api-Key': key } });

@@ -3,6 +3,8 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { loadConfig } from '../../src/config.js';
 
+const KEY = Buffer.alloc(32, 7).toString('base64');
+
 describe('loadConfig()', () => {
   it('applies the contract\'s defaults', () => {
     const config = loadConfig({});
@@ -16,8 +18,10 @@ describe('loadConfig()', () => {
       webConcurrency: 1,
       processRole: 'all',
       sessionSecret: undefined,
+      secretsKey: undefined,
       attachmentsAllowPrivate: false,
       webhooksAllowPrivate: false,
+      modelsAllowPrivate: false,
       rateLimitPerMinute: 600,
       metricsToken: undefined,
       trustProxy: false,
@@ -34,6 +38,7 @@ describe('loadConfig()', () => {
   it('reads every variable', () => {
     const config = loadConfig({
       PORT: '8080', HOST: '0.0.0.0', DATA_DIR: '/srv/scribe', DATABASE_URL: '/srv/db/s.sqlite', SESSION_SECRET: 'a-very-long-secret-value',
+      SECRETS_KEY: KEY, MODELS_ALLOW_PRIVATE: 'true',
       ATTACHMENTS_ALLOW_PRIVATE: 'true', WEBHOOKS_ALLOW_PRIVATE: 'true', RATE_LIMIT_PER_MINUTE: '0', METRICS_TOKEN: 'tok', TRUST_PROXY: '1', LOG_LEVEL: 'debug',
       OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', OPENAI_API_KEY: 'sk-x', OPENAI_MODEL: 'llama3', OPENAI_TIMEOUT_MS: '5000', OPENAI_MAX_RETRIES: '0',
       RETENTION_SESSION_DAYS: '30', RETENTION_ORPHAN_FILES: 'true', LOG_FORMAT: 'pretty', READ_THREADS: '0',
@@ -42,6 +47,7 @@ describe('loadConfig()', () => {
     });
     expect(config).to.deep.equal({
       port: 8080, host: '0.0.0.0', dataDir: '/srv/scribe', databaseUrl: '/srv/db/s.sqlite', databaseKind: 'sqlite', sessionSecret: 'a-very-long-secret-value',
+      secretsKey: KEY, modelsAllowPrivate: true,
       databasePoolSize: 4, webConcurrency: 3, processRole: 'worker',
       attachmentsAllowPrivate: true, webhooksAllowPrivate: true, rateLimitPerMinute: 0, metricsToken: 'tok', trustProxy: 1, logLevel: 'debug', logFormat: 'pretty',
       openai: { baseUrl: 'http://127.0.0.1:11434/v1', apiKey: 'sk-x', model: 'llama3', timeoutMs: 5000, maxRetries: 0 },
@@ -62,6 +68,13 @@ describe('loadConfig()', () => {
   it('refuses a PROCESS_ROLE other than all, web or worker, and a WEB_CONCURRENCY below 1', () => {
     expect(() => loadConfig({ PROCESS_ROLE: 'cron' })).to.throw('Invalid configuration: PROCESS_ROLE must be one of all, web, worker');
     expect(() => loadConfig({ WEB_CONCURRENCY: '0' })).to.throw(/^Invalid configuration: WEB_CONCURRENCY /);
+  });
+
+  it('refuses a SECRETS_KEY that is not 32 bytes in base64', () => {
+    for (const bad of [Buffer.alloc(16).toString('base64'), Buffer.alloc(33).toString('base64'), 'not base64 at all!', `${KEY}$`]) {
+      expect(() => loadConfig({ SECRETS_KEY: bad }), bad).to.throw('Invalid configuration: SECRETS_KEY must be 32 bytes in base64 (openssl rand -base64 32)');
+    }
+    expect(loadConfig({ SECRETS_KEY: Buffer.alloc(32, 250).toString('base64url') }).secretsKey).to.equal(Buffer.alloc(32, 250).toString('base64url'));
   });
 
   it('keeps the headers timeout within the request timeout, as Node requires', () => {

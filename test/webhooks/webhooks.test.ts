@@ -341,7 +341,7 @@ describe('outbound webhooks', function () {
     const { anyAddress } = await import('../../src/net/address-policy.js');
     const { createLogger } = await import('../../src/logger.js');
     const sender = createSender(anyAddress, { timeoutMs: 5_000 });
-    const second = createWebhookWorker({ db: h.db, clock, logger: createLogger('silent'), sender, options: { ...defaultWebhookWorkerOptions, concurrency: 4 } });
+    const second = createWebhookWorker({ db: h.db, clock, logger: createLogger('silent'), sender, secrets: h.services.secrets, options: { ...defaultWebhookWorkerOptions, concurrency: 4 } });
     try {
       await Promise.all([send(), second.tick(), send(), second.tick()]);
       await Promise.all([send(), second.tick()]);
