@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -15,12 +16,17 @@ export function keptInDataDir(dataDir: string, fileName: string, generate: () =>
   }
   fs.mkdirSync(dataDir, { recursive: true });
   const secret = generate();
+  // Written whole under a name of its own, then linked into place: a process that loses the
+  // race reads the winner's file complete, never half-written.
+  const draft = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}`;
+  fs.writeFileSync(draft, `${secret}\n`, { mode: 0o600, flag: 'wx' });
   try {
-    // `wx`: if another process made it meanwhile, theirs wins and is read below.
-    fs.writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+    fs.linkSync(draft, file);
     return secret;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     return fs.readFileSync(file, 'utf8').trim();
+  } finally {
+    fs.rmSync(draft, { force: true });
   }
 }
