@@ -303,6 +303,18 @@ describe('console pages and actions', () => {
       expect(await search('q=Pop%3Elots')).to.include('Invalid search query:');
     });
 
+    it('lists the matches of one term of 1,000 one-letter words, and says beside the box that groups nest too deep', async () => {
+      const type = await h.services.entryTypes.create(t.organizationId, { name: 'Rivers', fields: [{ name: 'Name', type: 'text', primary: true }] });
+      await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Rhine' } });
+      await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Aare' } });
+      const words = await admin.get(`/entry-types/${type.id}?q=${Array(1000).fill('e').join('+')}`);
+      expect(words.status).to.equal(200);
+      expect([...words.text.matchAll(/<a href="\/entries\/[^"]+">([^<]+)<\/a>/g)].map((m) => m[1])).to.deep.equal(['Rhine', 'Aare']);
+      const nested = await admin.get(`/entry-types/${type.id}?q=${'('.repeat(1999)}`);
+      expect(nested.status).to.equal(200);
+      expect(nested.text).to.include('Invalid search query: parentheses nested more than 100 deep at position 100');
+    });
+
     it('renames an entry type and adds fields to it; existing fields and entries are kept', async () => {
       const type = await h.services.entryTypes.create(t.organizationId, { name: 'Vendors', fields: [{ name: 'Name', type: 'text', primary: true }] });
       const entry = await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Initech' } });
