@@ -334,6 +334,15 @@ describe('console pages and actions', () => {
       expect((await audit()).at(-2)).to.include({ action: 'entry_type.update', subject_id: type.id, detail: 'Suppliers' });
     });
 
+    it('refuses a field named __proto__, constructor or prototype, saying the name is reserved, and keeps nothing', async () => {
+      for (const name of ['__proto__', 'constructor', 'prototype']) {
+        const res = await admin.post('/entry-types', { name: `Reserved ${name}`, name_0: 'Name', type_0: 'text', primary: '0', name_1: name, type_1: 'text' });
+        expect(res.headers.location).to.equal('/entry-types');
+        expect((await admin.get('/entry-types')).text).to.include(`Field name &#34;${name}&#34; is reserved</p>`);
+        expect(await h.db('entry_types').where({ name: `Reserved ${name}` }).first()).to.equal(undefined);
+      }
+    });
+
     it('says what is wrong when an entry does not validate, and keeps nothing', async () => {
       const type = await h.services.entryTypes.create(t.organizationId, { name: 'Strict', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Count', type: 'number' }] });
       const res = await admin.post(`/entry-types/${type.id}/entries`, { f_0: 'X', f_1: 'many' });
