@@ -216,7 +216,7 @@ export function openApiDocument(): Record<string, unknown> {
           description: 'Oldest first, paged by cursor; drafts and archived entries only when asked.',
           parameters: [
             pathParam('entry_type_id', 'The entry type id'),
-            queryParam('q', 'Search: words, `Field:value`, `Field>n`, `relationship:Name`, `&&`, `||`, parentheses', { type: 'string', maxLength: 2000 }),
+            queryParam('q', 'Search: words, `Field:value`, `Field>n`, `relationship:Name`, `&&`, `||`, parentheses. At most 2,000 characters, 20 terms and groups nested 100 deep; past a limit, 400 `Invalid search query: <reason>`', { type: 'string', maxLength: 2000 }),
             queryParam('include_drafts', 'Include drafts', { type: 'boolean' }),
             queryParam('include_archived', 'Include archived entries', { type: 'boolean' }),
             queryParam('limit', `Page size, default ${ENTRY_LIST_LIMIT.fallback}, clamped to ${ENTRY_LIST_LIMIT.max}`, { type: 'integer', minimum: 1 }),

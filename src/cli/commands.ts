@@ -216,7 +216,7 @@ export const commands: Record<string, Command> = {
         missed_since: f.missed_since,
         manual: f.manual,
       }));
-      return { ...presentSchedule(schedule), description: s.schedules.describe(schedule.cron), fires };
+      return { ...presentSchedule(schedule), description: s.schedules.describe(schedule), fires };
     },
   },
   'schedule list': {

@@ -1,4 +1,4 @@
-import { describeCron } from '../schedules/cron.js';
+import { describeStored } from '../schedules/cron.js';
 import { zoneOrUtc } from '../lib/time-zones.js';
 
 /**
@@ -133,4 +133,4 @@ export function inZone(at: string | Date, timeZone: string): string {
   }).format(typeof at === 'string' ? new Date(at) : at);
 }
 
-export const viewHelpers = { timeAgo, localTime, exactTime, tone, label, truncate, bytes, withQuery, inZone, describeCron };
+export const viewHelpers = { timeAgo, localTime, exactTime, tone, label, truncate, bytes, withQuery, inZone, describeSchedule: describeStored };

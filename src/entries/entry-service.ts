@@ -3,7 +3,7 @@ import { type Clock, isoNow } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
 import type { EntryTypeService, EntryTypeWithFields } from './entry-type-service.js';
-import { type FieldValue, fold, messages as valueMessages, normalizeValues, searchRows } from './field-values.js';
+import { type FieldValue, fieldMap, fold, messages as valueMessages, normalizeValues, searchRows } from './field-values.js';
 import * as queries from './queries.js';
 import type { EntryRow, ServedEntryRow } from './queries.js';
 import { type JsonPage, type ListOptions, createPageReader } from './page-reader.js';
@@ -31,12 +31,18 @@ export function presentEntry(row: ServedEntryRow): ApiEntry {
   return {
     id: row.id,
     entry_type_id: row.entry_type_id,
-    fields: JSON.parse(row.fields) as Record<string, FieldValue>,
+    fields: fieldMap(Object.entries(JSON.parse(row.fields) as Record<string, FieldValue>)),
     draft: Boolean(row.draft),
     archived: row.archived_at !== null,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
+}
+
+/** An entry's JSON text (as pages are read) as an object, its fields in a `fieldMap`. */
+function parseEntry(json: string): ApiEntry {
+  const entry = JSON.parse(json) as ApiEntry;
+  return { ...entry, fields: fieldMap(Object.entries(entry.fields)) };
 }
 
 export interface EntryInput {
@@ -70,24 +76,24 @@ export function createEntryService({
   /** Validates values against the type, including that links point at entries of the target type in the same organization. */
   async function resolveValues(type: EntryTypeWithFields, current: Record<string, FieldValue>, input: unknown) {
     const changes = normalizeValues(type.fields, input);
-    const merged: Record<string, FieldValue> = { ...current };
+    const merged = new Map(Object.entries(current));
     for (const [field, value] of changes) {
-      if (value === null) delete merged[field.name];
-      else merged[field.name] = value;
+      if (value === null) merged.delete(field.name);
+      else merged.set(field.name, value);
     }
     const primary = type.fields.find((f) => f.is_primary)!;
-    const primaryValue = merged[primary.name];
+    const primaryValue = merged.get(primary.name);
     if (typeof primaryValue !== 'string' || primaryValue.trim() === '') throw new ValidationError(valueMessages.primaryRequired(primary.name));
 
     for (const field of type.fields.filter((f) => f.type === 'relationship')) {
-      const ids = (merged[field.name] as string[] | undefined) ?? [];
+      const ids = (merged.get(field.name) as string[] | undefined) ?? [];
       const found = await queries.findEntryTypesOfEntries(db, type.organization_id, ids.filter((id) => UUID_PATTERN.test(id)));
       const ofTarget = new Set(found.filter((e) => e.entry_type_id === field.target_entry_type_id).map((e) => e.id));
       const missing = ids.find((id) => !ofTarget.has(id));
       if (missing) throw new ValidationError(messages.linkNotFound(field.name, missing));
     }
     // Canonical order: the entry type's field order.
-    return Object.fromEntries(type.fields.filter((f) => f.name in merged).map((f) => [f.name, merged[f.name]!]));
+    return fieldMap(type.fields.filter((f) => merged.has(f.name)).map((f) => [f.name, merged.get(f.name)!]));
   }
 
   async function save(type: EntryTypeWithFields, id: string, values: Record<string, FieldValue>, flags: { draft: boolean; archivedAt: string | null; createdAt: string; now: string }, isNew: boolean) {
@@ -123,7 +129,7 @@ export function createEntryService({
       const existing = UUID_PATTERN.test(id) ? await queries.findEntry(db, organizationId, id) : undefined;
       if (!existing) throw new NotFoundError(messages.entryNotFound);
       const type = await entryTypes.get(organizationId, existing.entry_type_id);
-      const current = JSON.parse(existing.fields) as Record<string, FieldValue>;
+      const current = fieldMap(Object.entries(JSON.parse(existing.fields) as Record<string, FieldValue>));
       const values = input.fields === undefined ? current : await resolveValues(type, current, input.fields);
       const now = isoNow(clock);
       const archivedAt = input.archived === undefined ? existing.archived_at : input.archived ? (existing.archived_at ?? now) : null;
@@ -174,7 +180,7 @@ export function createEntryService({
     /** A page of a type's entries as `listJson` finds them, as objects (agents, the console). */
     async list(type: EntryTypeWithFields, options: ListOptions): Promise<{ entries: ApiEntry[]; nextCursor: string | null }> {
       const page = await this.listJson(type, options);
-      return { entries: page.entries.map((json) => JSON.parse(json) as ApiEntry), nextCursor: page.nextCursor };
+      return { entries: page.entries.map((json) => parseEntry(json)), nextCursor: page.nextCursor };
     },
 
     /**

@@ -15,6 +15,7 @@ export const messages = {
   fieldNameRequired: 'Each field needs a name',
   fieldNameInvalid: (name: string) => `Field name "${name}" may not contain : < > ( ) & | or "`,
   fieldNameReserved: (name: string) => `Field name "${name}" is reserved for search`,
+  fieldNameReservedWord: (name: string) => `Field name "${name}" is reserved`,
   fieldNameTaken: (name: string) => `Field name "${name}" is used twice (names are compared case-insensitively)`,
   fieldTypeInvalid: (name: string) => `Field "${name}" has no valid type (one of ${FIELD_TYPES.join(', ')})`,
   onePrimary: 'Exactly one field must be primary',
@@ -26,6 +27,11 @@ export const messages = {
 
 /** Words a field may not be called: search gives them their own meaning. */
 const RESERVED = new Set(['created_at', 'updated_at', 'relationship']);
+/**
+ * Names JavaScript gives objects already: code that keeps values by field name on a plain
+ * object would read Object's `constructor`, or set the prototype through `__proto__`.
+ */
+const RESERVED_WORDS = new Set(['__proto__', 'constructor', 'prototype']);
 /** Characters the search language uses as operators. */
 const OPERATOR_CHARS = /[:<>()&|"]/;
 
@@ -161,6 +167,7 @@ function validateField(raw: unknown, seen: Set<string>): FieldInput {
   if (!name) throw new ValidationError(messages.fieldNameRequired);
   if (OPERATOR_CHARS.test(name) || name.length > 100) throw new ValidationError(messages.fieldNameInvalid(name));
   if (RESERVED.has(name.toLowerCase())) throw new ValidationError(messages.fieldNameReserved(name));
+  if (RESERVED_WORDS.has(name.toLowerCase())) throw new ValidationError(messages.fieldNameReservedWord(name));
   if (seen.has(name.toLowerCase())) throw new ValidationError(messages.fieldNameTaken(name));
   seen.add(name.toLowerCase());
   if (!(FIELD_TYPES as readonly unknown[]).includes(field.type)) throw new ValidationError(messages.fieldTypeInvalid(name));

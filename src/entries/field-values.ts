@@ -15,6 +15,16 @@ export const messages = {
 
 export type FieldValue = string | number | boolean | string[];
 
+/**
+ * Values by field name, in an object without a prototype: field names are staff's text, and
+ * on a plain object `constructor` reads Object's and assigning `__proto__` sets the prototype.
+ */
+export function fieldMap<T = FieldValue>(entries: Iterable<readonly [string, T]> = []): Record<string, T> {
+  const map = Object.create(null) as Record<string, T>;
+  for (const [name, value] of entries) map[name] = value;
+  return map;
+}
+
 /** YYYY-MM-DD of a real calendar day. */
 export function isDate(value: string): boolean {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(value)) return false;
@@ -75,7 +85,7 @@ export function searchRows(key: PostingKey, fields: readonly FieldRow[], values:
   const texts: string[] = [];
   let primaryText: string | null = null;
   for (const field of fields) {
-    const value = values[field.name];
+    const value = Object.hasOwn(values, field.name) ? values[field.name] : undefined;
     if (value === undefined) continue;
     const row: ValueRow = { ...key, field_id: field.id, text_folded: null, number_value: null, bool_value: null, date_value: null };
     switch (field.type) {

@@ -5,6 +5,9 @@ import { ValidationError } from '../http/errors.js';
 export const messages = {
   fieldCount: 'Cron expression must have 5 fields, or 6 with seconds first',
   invalidCron: (reason: string) => `Invalid cron expression: ${reason}`,
+  notInWords: (reason: string) => `Cron expression is not supported: ${reason}`,
+  /** What lists say of a stored expression the product cannot compute or put into words. */
+  invalidStored: 'invalid expression',
   unknownZone: (zone: string) => `Unknown time zone: ${zone} (use an IANA name such as Europe/Berlin)`,
 };
 
@@ -14,7 +17,12 @@ export interface CronSchedule {
   timezone: string;
 }
 
-/** The expression with single spaces, or a 422 naming what is wrong with it or the zone. */
+/**
+ * The expression with single spaces, or a 422 naming what is wrong with it or the zone. An
+ * expression must both step (forward and back, as the scheduler does) and go into words (as
+ * every page shows it): cron-parser takes some syntax cronstrue does not (`H`), and the
+ * reverse (`W`), so either refusing is a refusal.
+ */
 export function checkCron({ cron, timezone }: CronSchedule): CronSchedule {
   const fields = cron.trim().split(/\s+/).filter(Boolean);
   if (fields.length !== 5 && fields.length !== 6) throw new ValidationError(messages.fieldCount);
@@ -22,9 +30,17 @@ export function checkCron({ cron, timezone }: CronSchedule): CronSchedule {
   if (!zone) throw new ValidationError(messages.unknownZone(timezone));
   const normalized = fields.join(' ');
   try {
-    CronExpressionParser.parse(normalized, { tz: zone, strict: false }).next();
+    const expression = CronExpressionParser.parse(normalized, { tz: zone, strict: false });
+    expression.next();
+    expression.prev();
   } catch (err) {
     throw new ValidationError(messages.invalidCron((err as Error).message));
+  }
+  try {
+    describeCron(normalized);
+  } catch (err) {
+    // cronstrue throws strings such as "Error: Expression contains invalid values: 'H'".
+    throw new ValidationError(messages.notInWords(String(err instanceof Error ? err.message : err).replace(/^Error: /, '')));
   }
   return { cron: normalized, timezone: zone };
 }
@@ -62,4 +78,17 @@ export function latestFireAtOrBefore(schedule: CronSchedule, at: Date): Date {
 /** The expression in words ("At 09:00, Monday through Friday"). */
 export function describeCron(cron: string): string {
   return cronstrue.toString(cron, { use24HourTimeFormat: true, verbose: false });
+}
+
+/**
+ * A stored schedule's expression in words, or "invalid expression" when it cannot be computed
+ * or put into words (one saved before these checks, or written straight into the database):
+ * pages and the CLI list such a schedule instead of failing.
+ */
+export function describeStored(schedule: CronSchedule): string {
+  try {
+    return describeCron(checkCron(schedule).cron);
+  } catch {
+    return messages.invalidStored;
+  }
 }

@@ -114,8 +114,11 @@ export function renewScheduleLeases(db: Db, claim: { ids: readonly string[]; tok
   return renewLeases(db, fireQueue, claim, leaseUntil);
 }
 
-/** Ends a claim: the schedule's next fire time (null if it was paused meanwhile). False if the claim was lost (a change or another process). */
-export async function finishFiring(db: Db, claim: { id: string; token: string }, next: { nextRunAt: string; lastFireAt: string | null }): Promise<boolean> {
+/**
+ * Ends a claim: the schedule's next fire time (null if it was paused meanwhile, or when it
+ * has none). False if the claim was lost (a change or another process).
+ */
+export async function finishFiring(db: Db, claim: { id: string; token: string }, next: { nextRunAt: string | null; lastFireAt: string | null }): Promise<boolean> {
   const update: Record<string, unknown> = {
     next_run_at: db.raw('case when paused then null else ? end', [next.nextRunAt]),
     claim_token: null,

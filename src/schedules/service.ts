@@ -12,7 +12,7 @@ import { parseSubmitRequestBody } from '../requests/schemas.js';
 import type { RequestService } from '../requests/service.js';
 import { titleFromSummary } from '../requests/title.js';
 import { messages as scribeMessages, type ScribeService } from '../scribes/service.js';
-import { checkCron, describeCron, latestFireAtOrBefore, nextFireAfter, nextFires } from './cron.js';
+import { checkCron, describeCron, describeStored, latestFireAtOrBefore, nextFireAfter, nextFires } from './cron.js';
 import * as queries from './queries.js';
 import { OVERLAP_POLICIES, type FireRow, type OverlapPolicy, type ScheduleListRow, type ScheduleRow } from './queries.js';
 
@@ -148,8 +148,20 @@ export function createScheduleService({
     return row;
   }
 
-  /** Fires one claimed schedule if it is due, and moves it to its next fire time. */
+  /**
+   * Fires one claimed schedule if it is due, and moves it to its next fire time. A stored
+   * expression that cannot be computed (see checkCron) is not fired: the schedule is left
+   * without a next fire time until staff edit it, and its page says why.
+   */
   async function fireDue(schedule: ScheduleRow, token: string): Promise<FireRow | undefined> {
+    try {
+      checkCron(schedule);
+    } catch (err) {
+      if (!(err instanceof ValidationError)) throw err;
+      logger.warn({ scheduleId: schedule.id, reason: err.message }, 'schedule not fired: its expression cannot be computed');
+      await queries.finishFiring(db, { id: schedule.id, token }, { nextRunAt: null, lastFireAt: null });
+      return undefined;
+    }
     const now = clock();
     const due = new Date(schedule.next_run_at!);
     // Catch-up: only the latest fire time that has passed is fired, once.
@@ -167,7 +179,8 @@ export function createScheduleService({
       return { description: describeCron(when.cron), next: nextFires(when, clock(), count) };
     },
 
-    describe: describeCron,
+    /** A stored schedule's expression in words, or "invalid expression" (never throws). */
+    describe: describeStored,
 
     async create(actor: Actor, scribeSlug: string, input: ScheduleInput): Promise<ScheduleRow> {
       const scribe = await scribes.getBySlug(actor.organizationId, scribeSlug);
@@ -212,11 +225,14 @@ export function createScheduleService({
       return { ...schedule, ...change };
     },
 
-    /** Resumes from now: fire times that passed while paused are not caught up. */
+    /**
+     * Resumes from now: fire times that passed while paused are not caught up. A stored
+     * expression that cannot be computed is refused (422) until the schedule is edited.
+     */
     async resume(actor: Actor, id: string): Promise<ScheduleRow> {
       const schedule = await get(actor.organizationId, id);
       const now = clock();
-      const change = { paused: false, next_run_at: nextFireAfter(schedule, now).toISOString(), updated_at: now.toISOString() };
+      const change = { paused: false, next_run_at: nextFireAfter(checkCron(schedule), now).toISOString(), updated_at: now.toISOString() };
       await queries.updateSchedule(db, id, change);
       await changed(actor, 'schedule.resume', schedule);
       return { ...schedule, ...change };

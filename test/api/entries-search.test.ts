@@ -198,6 +198,33 @@ for (const plan of [{ name: 'postings', driveLimit: undefined }, { name: 'read i
       });
     });
 
+    describe('large queries: the same answer on every database, never 500', () => {
+      const words = (count: number, word: (i: number) => string = () => 'x') => Array.from({ length: count }, (_, i) => word(i)).join(' ');
+
+      it('answers one term of 1,000 one-letter words (repeats ask nothing more)', async () => {
+        expect(await companies(words(1000))).to.deep.equal(['Globex', 'Axb Partners']);
+        expect(await companies(words(999, (i) => (i % 2 ? 'x' : 'p')))).to.deep.equal(['Axb Partners']);
+      });
+      it('answers one term of 999 different one-character words', async () => {
+        expect(await companies(words(999, (i) => String.fromCharCode(0x4e00 + i)))).to.deep.equal([]);
+      });
+      it('answers 20 terms, 19 of them of 45 different words, joined by && or by ||', async () => {
+        const terms = Array.from({ length: 19 }, (_, k) => `(${words(45, (i) => String.fromCharCode(0x4e00 + k * 45 + i))})`).concat('x');
+        expect(await companies(terms.join(' && '))).to.deep.equal([]);
+        expect(await companies(terms.join(' || '))).to.deep.equal(['Globex', 'Axb Partners']);
+      });
+      it('answers groups nested 100 deep', async () => {
+        expect(await companies(`${'('.repeat(100)}x${')'.repeat(100)}`)).to.deep.equal(['Globex', 'Axb Partners']);
+      });
+      it('answers 400 "query is longer than 2000 characters" for 5,000 one-letter words and for 10,000 "("', async () => {
+        for (const q of [words(5000).replace(/ /g, '+'), '('.repeat(10_000)]) {
+          const res = await h.api.get(`${companiesUrl}?q=${q}`).set(t.headers);
+          expect(res.status).to.equal(400);
+          expect(res.body).to.deep.equal({ data: null, meta: {}, error: 'Invalid search query: query is longer than 2000 characters' });
+        }
+      });
+    });
+
     describe('queries that cannot be parsed', () => {
       const cases: Array<[string, string]> = [
         ['City:Zurich &&', 'expected a term after "&&" at position 12'],
@@ -217,6 +244,8 @@ for (const plan of [{ name: 'postings', driveLimit: undefined }, { name: 'read i
         ['City:', '"City:" needs a value at position 0'],
         ['created_at>yesterday', 'created_at needs a date (YYYY-MM-DD) or an ISO 8601 timestamp, not "yesterday" at position 0'],
         ['relationship>x', 'relationship "&gt;" does not apply; use ":" at position 0'.replace('&gt;', '>')],
+        [`${'('.repeat(101)}x${')'.repeat(101)}`, 'parentheses nested more than 100 deep at position 100'],
+        ['('.repeat(1999), 'parentheses nested more than 100 deep at position 100'],
       ];
       for (const [q, reason] of cases) {
         it(`answers 400 for ${JSON.stringify(q)}`, async () => {

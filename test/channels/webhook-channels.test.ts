@@ -233,6 +233,53 @@ describe('inbound webhook channels', () => {
       });
     }
 
+    describe('a body that is not UTF-8: every preset signs its raw bytes', () => {
+      // JSON whose summary is Latin-1 "Café crème " and the bytes 0xff 0xfe, none of which UTF-8 can decode.
+      const raw = Buffer.concat([Buffer.from('{"summary":"Caf\u00e9 cr\u00e8me ', 'latin1'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+      // What decoding makes of it: U+FFFD for each undecodable byte, a different byte string.
+      const decoded = Buffer.from(raw.toString('utf8'));
+      const hmac = (key: string | Buffer, ...parts: Array<string | Buffer>) => parts.reduce((mac, part) => mac.update(part), createHmac('sha256', key));
+      /** Each preset's signing of bytes, by the scheme's recipe. */
+      const signBytes: Record<string, (secret: string, payload: Buffer, at: number, id: string) => Record<string, string>> = {
+        none: () => ({}),
+        'standard-webhooks': (secret, payload, at, id) => {
+          const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+          return { 'webhook-id': id, 'webhook-timestamp': String(at), 'webhook-signature': `v1,${hmac(key, `${id}.${at}.`, payload).digest('base64')}` };
+        },
+        github: (secret, payload) => ({ 'X-Hub-Signature-256': `sha256=${hmac(secret, payload).digest('hex')}` }),
+        slack: (secret, payload, at) => ({ 'X-Slack-Request-Timestamp': String(at), 'X-Slack-Signature': `v0=${hmac(secret, `v0:${at}:`, payload).digest('hex')}` }),
+        'hmac-sha256': (secret, payload) => ({ 'X-Signature': `sha256=${hmac(secret, payload).digest('hex')}` }),
+      };
+      // As bytes: superagent would otherwise write a Buffer sent as JSON out as {"type":"Buffer",...}.
+      const postBytes = (url: string, headers: Record<string, string>) => h.api.post(url).set({ 'Content-Type': 'application/json', ...headers }).serialize((bytes) => bytes).send(raw);
+
+      for (const [preset, sign] of Object.entries(signBytes)) {
+        it(`${preset}: accepts it signed over its bytes (202), the summary being its field as decoded`, async () => {
+          const { channel, secret, url } = await create({ verify: preset });
+          const res = await postBytes(url, sign(secret, raw, unixNow(), `msg_${preset}_bytes`));
+          expect(res.status, res.text).to.equal(202);
+          expect(await receiptsOf(channel.id)).to.deep.equal([{ id: res.body.request_id, title: 'Caf\ufffd cr\ufffdme \ufffd\ufffd', summary: 'Caf\ufffd cr\ufffdme \ufffd\ufffd' }]);
+        });
+        if (preset === 'none') continue;
+        it(`${preset}: refuses it signed over its decoded text with 401 "Invalid signature", creating nothing`, async () => {
+          const { channel, secret, url } = await create({ verify: preset });
+          const res = await postBytes(url, sign(secret, decoded, unixNow(), `msg_${preset}_decoded`));
+          expect(res.status).to.equal(401);
+          expect(res.body).to.deep.equal({ error: 'Invalid signature' });
+          expect(await receiptsOf(channel.id)).to.deep.equal([]);
+          expect(await deliveries(channel.id)).to.have.length(1).and.to.have.nested.property('[0].outcome', 'refused');
+        });
+      }
+
+      it('standard-webhooks: accepts a signed text or form body, not only JSON', async () => {
+        const { channel, secret, url } = await create({ verify: 'standard-webhooks' });
+        const form = 'summary=Signed+form&title=Form';
+        const res = await h.api.post(url).set({ 'Content-Type': 'application/x-www-form-urlencoded', ...signBytes['standard-webhooks']!(secret, Buffer.from(form), unixNow(), 'msg_form') }).send(form);
+        expect(res.status, res.text).to.equal(202);
+        expect(await receiptsOf(channel.id)).to.deep.equal([{ id: res.body.request_id, title: 'Form', summary: 'Signed form' }]);
+      });
+    });
+
     it('checks the exact bytes: the same JSON with other spacing is a tampered body', async () => {
       const { secret, url } = await create({ verify: 'hmac-sha256' });
       const headers = presets['hmac-sha256']!(secret, body, unixNow(), 'msg_bytes');

@@ -224,6 +224,8 @@ describe('the admin CLI', function () {
   const failures: Array<[string, string[], RegExp]> = [
     ['fields that are not JSON', ['entry-type', 'create', '--org', '__ORG__', '--name', 'Bad', '--fields', '[oops'], /--fields must be JSON/],
     ['an entry type without a primary field', ['entry-type', 'create', '--org', '__ORG__', '--name', 'NoPrimary', '--fields', '[{"name":"A","type":"text"}]'], /Exactly one field must be primary/],
+    ['a field named __proto__', ['entry-type', 'create', '--org', '__ORG__', '--name', 'Proto', '--fields', '[{"name":"Name","type":"text","primary":true},{"name":"__proto__","type":"text"}]'], /^error: Field name "__proto__" is reserved\n$/],
+    ['a field named constructor', ['entry-type', 'create', '--org', '__ORG__', '--name', 'Ctor', '--fields', '[{"name":"constructor","type":"text","primary":true}]'], /^error: Field name "constructor" is reserved\n$/],
     ['an entry of an unknown type', ['entry', 'create', '--type', '01900000-0000-7000-8000-000000000000', '--fields', '{}'], /Entry type not found/],
     ['an entry with a bad value', ['entry', 'create', '--type', '__TYPE__', '--fields', '{"Name":5}'], /Field "Name" must be a string/],
     ['a duplicate slug', ['scribe', 'create', '--org', '__ORG__', '--slug', 'atlas', '--name', 'Again'], /Slug is already used/],

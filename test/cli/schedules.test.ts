@@ -50,6 +50,7 @@ describe('the admin CLI: schedules', function () {
     for (const [args, message] of [
       [['--cron', '* * *'], 'error: Cron expression must have 5 fields, or 6 with seconds first\n'],
       [['--cron', '0 9 * * *', '--timezone', 'Nowhere/Land'], 'error: Unknown time zone: Nowhere/Land (use an IANA name such as Europe/Berlin)\n'],
+      [['--cron', 'H * * * *'], "error: Cron expression is not supported: Expression contains invalid values: 'H'\n"],
     ] as const) {
       const result = await admin('schedule', 'create', '--org', cli.orgId, '--scribe', 'atlas', '--summary', 'x', ...args);
       expect(result).to.include({ code: 1, stdout: '', stderr: message });
@@ -65,5 +66,21 @@ describe('the admin CLI: schedules', function () {
     } finally {
       await db.destroy();
     }
+  });
+
+  it('shows a stored expression that cannot be computed as "invalid expression", and refuses to resume it', async () => {
+    const { id } = await json('schedule', 'create', '--org', cli.orgId, '--scribe', 'atlas', '--cron', '0 9 * * *', '--summary', 'Morning brief');
+    await json('schedule', 'pause', '--id', id);
+    const db = await openInstall(dir);
+    try {
+      // Written before these checks, or straight into the database.
+      await db('schedules').where({ id }).update({ cron: 'H * * * *' });
+    } finally {
+      await db.destroy();
+    }
+    expect(await json('schedule', 'show', '--id', id)).to.include({ id, cron: 'H * * * *', description: 'invalid expression' });
+    const resumed = await admin('schedule', 'resume', '--id', id);
+    expect(resumed).to.include({ code: 1, stdout: '', stderr: "error: Cron expression is not supported: Expression contains invalid values: 'H'\n" });
+    await json('schedule', 'delete', '--id', id);
   });
 });

@@ -307,6 +307,18 @@ describe('console pages and actions', () => {
       expect(await search('q=Pop%3Elots')).to.include('Invalid search query:');
     });
 
+    it('lists the matches of one term of 1,000 one-letter words, and says beside the box that groups nest too deep', async () => {
+      const type = await h.services.entryTypes.create(t.organizationId, { name: 'Rivers', fields: [{ name: 'Name', type: 'text', primary: true }] });
+      await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Rhine' } });
+      await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Aare' } });
+      const words = await admin.get(`/entry-types/${type.id}?q=${Array(1000).fill('e').join('+')}`);
+      expect(words.status).to.equal(200);
+      expect([...words.text.matchAll(/<a href="\/entries\/[^"]+">([^<]+)<\/a>/g)].map((m) => m[1])).to.deep.equal(['Rhine', 'Aare']);
+      const nested = await admin.get(`/entry-types/${type.id}?q=${'('.repeat(1999)}`);
+      expect(nested.status).to.equal(200);
+      expect(nested.text).to.include('Invalid search query: parentheses nested more than 100 deep at position 100');
+    });
+
     it('renames an entry type and adds fields to it; existing fields and entries are kept', async () => {
       const type = await h.services.entryTypes.create(t.organizationId, { name: 'Vendors', fields: [{ name: 'Name', type: 'text', primary: true }] });
       const entry = await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Initech' } });
@@ -324,6 +336,15 @@ describe('console pages and actions', () => {
       expect((await admin.get(String(dup.headers.location))).text).to.include('Field name &#34;rating&#34; is used twice');
       expect(await h.db('entry_type_fields').where({ entry_type_id: type.id })).to.have.length(2);
       expect((await audit()).at(-2)).to.include({ action: 'entry_type.update', subject_id: type.id, detail: 'Suppliers' });
+    });
+
+    it('refuses a field named __proto__, constructor or prototype, saying the name is reserved, and keeps nothing', async () => {
+      for (const name of ['__proto__', 'constructor', 'prototype']) {
+        const res = await admin.post('/entry-types', { name: `Reserved ${name}`, name_0: 'Name', type_0: 'text', primary: '0', name_1: name, type_1: 'text' });
+        expect(res.headers.location).to.equal('/entry-types');
+        expect((await admin.get('/entry-types')).text).to.include(`Field name &#34;${name}&#34; is reserved</p>`);
+        expect(await h.db('entry_types').where({ name: `Reserved ${name}` }).first()).to.equal(undefined);
+      }
     });
 
     it('says what is wrong when an entry does not validate, and keeps nothing', async () => {

@@ -35,6 +35,7 @@ describe('console: schedules', () => {
   for (const [change, message] of [
     [{ cron: '0 9 * *' }, 'Cron expression must have 5 fields, or 6 with seconds first'],
     [{ timezone: 'Europe/Atlantis' }, 'Unknown time zone: Europe/Atlantis (use an IANA name such as Europe/Berlin)'],
+    [{ cron: 'H * * * *' }, 'Cron expression is not supported: Expression contains invalid values: &#39;H&#39;'],
     [{ summary: '' }, 'Summary is required'],
   ] as const) {
     it(`refuses ${JSON.stringify(change)} with 422 "${message}", keeping what was typed`, async () => {
@@ -99,6 +100,32 @@ describe('console: schedules', () => {
     expect(audit.filter((a) => a.actor_type === 'user').map((a) => [a.action, a.actor_label])).to.deep.equal(
       ['schedule.create', 'schedule.pause', 'schedule.resume', 'schedule.run_now', 'schedule.update', 'schedule.delete'].map((action) => [action, admin.email]),
     );
+  });
+
+  it('shows a stored expression that cannot be computed as "invalid expression" on every page, never 500', async () => {
+    const hashed = await newSchedule();
+    const impossible = await newSchedule();
+    // Written before these checks, or straight into the database.
+    await h.db('schedules').where({ id: hashed }).update({ cron: 'H * * * *' });
+    await h.db('schedules').where({ id: impossible }).update({ cron: '0 0 31 2 *', paused: true, next_run_at: null });
+    for (const path of ['/schedules', `/b/${t.scribe.slug}`]) {
+      const page = await admin.get(path);
+      expect(page.status, path).to.equal(200);
+      expect(page.text.match(/invalid expression/g), path).to.have.length(2);
+    }
+    const page = await admin.get(`/schedules/${hashed}`);
+    expect(page.status).to.equal(200);
+    expect(page.text).to.include('<dt>In words</dt><dd>invalid expression</dd>');
+    expect(page.text).to.include('None: Cron expression is not supported: Expression contains invalid values: &#39;H&#39;. It does not fire until its expression is edited.');
+    const paused = await admin.get(`/schedules/${impossible}`);
+    expect(paused.status).to.equal(200);
+    expect(paused.text).to.include('None: Invalid cron expression: Invalid explicit day of month definition.');
+
+    const resumed = await admin.post(`/schedules/${impossible}/resume`);
+    expect(resumed.headers.location).to.equal(`/schedules/${impossible}`);
+    expect((await admin.get(`/schedules/${impossible}`)).text).to.include('Invalid cron expression: Invalid explicit day of month definition</p>');
+    expect(await h.db('schedules').where({ id: impossible }).first()).to.include({ next_run_at: null });
+    expect((await admin.get(`/schedules/${hashed}/edit`)).status).to.equal(200);
   });
 
   it('shows viewers the schedules but no forms, and refuses their changes with 403', async () => {

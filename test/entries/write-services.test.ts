@@ -42,6 +42,11 @@ describe('entry type service', () => {
     ['a field without a name', [{ type: 'text', primary: true }], 'Each field needs a name'],
     ['an operator in a name', [primary, { name: 'a:b', type: 'text' }], 'Field name "a:b" may not contain : < > ( ) & | or "'],
     ['a reserved name', [primary, { name: 'Created_At', type: 'date' }], 'Field name "Created_At" is reserved for search'],
+    ['the name __proto__', [primary, { name: '__proto__', type: 'text' }], 'Field name "__proto__" is reserved'],
+    ['the name constructor', [primary, { name: 'constructor', type: 'number' }], 'Field name "constructor" is reserved'],
+    ['the name prototype', [primary, { name: ' prototype ', type: 'text' }], 'Field name "prototype" is reserved'],
+    ['the name Constructor, in any case', [primary, { name: 'Constructor', type: 'text' }], 'Field name "Constructor" is reserved'],
+    ['a primary field named __proto__', [{ name: '__proto__', type: 'text', primary: true }], 'Field name "__proto__" is reserved'],
     ['a name used twice', [primary, { name: 'name', type: 'text' }], 'Field name "name" is used twice (names are compared case-insensitively)'],
     ['an unknown type', [primary, { name: 'X', type: 'money' }], 'Field "X" has no valid type (one of text, number, boolean, date, relationship)'],
     ['no primary field', [{ name: 'Name', type: 'text' }], 'Exactly one field must be primary'],
@@ -80,6 +85,7 @@ describe('entry type service', () => {
       ['a second primary field', { addFields: [{ name: 'Other', type: 'text', primary: true }] }, 'Exactly one field must be primary'],
       ['an unknown target', { addFields: [{ name: 'R', type: 'relationship', target: '01900000-0000-7000-8000-000000000000' }] }, 'The target entry type of "R" does not exist'],
       ['an invalid field', { addFields: [{ name: 'a|b', type: 'text' }] }, 'Field name "a|b" may not contain : < > ( ) & | or "'],
+      ['a field named __proto__', { addFields: [{ name: '__proto__', type: 'text' }] }, 'Field name "__proto__" is reserved'],
     ];
     for (const [what, change, message] of refusals) {
       it(`refuses ${what}, changing nothing`, async () => {
@@ -181,6 +187,28 @@ describe('entry service', () => {
     expect(await search('schaffhausen')).to.deep.equal([entry.id]);
     await h.services.entries.update(t.organizationId, entry.id, { fields: { City: null } });
     expect(await search('schaffhausen')).to.deep.equal([]);
+  });
+
+  it('keeps values of fields named __proto__, constructor and prototype (made before they were refused) as plain values', async () => {
+    const type = await h.services.entryTypes.create(t.organizationId, { name: 'Legacy', fields: [{ name: 'Name', type: 'text', primary: true }] });
+    const legacy = ['__proto__', 'constructor', 'prototype'].map((name, i) => ({
+      id: `01900000-0000-7000-8000-00000000000${i}`, entry_type_id: type.id, position: i + 1, name, name_key: name, type: 'text', target_entry_type_id: null, is_primary: false,
+    }));
+    await h.db('entry_type_fields').insert(legacy);
+    await h.db('entry_types').where({ id: type.id }).update({ updated_at: '2099-01-01T00:00:00.000Z' });
+
+    // JSON as a client sends it: "__proto__" is then a key like any other.
+    const entry = await h.services.entries.create(t.organizationId, type.id, { fields: JSON.parse('{"Name":"Ada","__proto__":"p","constructor":"c"}') });
+    expect(Object.entries(entry.fields)).to.deep.equal([['Name', 'Ada'], ['__proto__', 'p'], ['constructor', 'c']]);
+    expect(JSON.parse((await h.db('entries').where({ id: entry.id }).first()).fields)).to.deep.equal(JSON.parse('{"Name":"Ada","__proto__":"p","constructor":"c"}'));
+    expect((await h.db('entry_values').where({ entry_id: entry.id }).pluck('text_folded')).sort()).to.deep.equal(['ada', 'c', 'p']);
+
+    const plain = await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Bob' } });
+    expect(Object.entries(plain.fields)).to.deep.equal([['Name', 'Bob']]);
+    const updated = await h.services.entries.update(t.organizationId, entry.id, { fields: JSON.parse('{"__proto__":null,"prototype":"q"}') });
+    expect(Object.entries(updated.fields)).to.deep.equal([['Name', 'Ada'], ['constructor', 'c'], ['prototype', 'q']]);
+    expect(Object.entries((await h.services.entries.get(t.organizationId, entry.id)).fields)).to.deep.equal([['Name', 'Ada'], ['constructor', 'c'], ['prototype', 'q']]);
+    expect(({} as Record<string, unknown>).p, 'no object gained a property').to.equal(undefined);
   });
 
   it('refuses an update to an entry of another organization', async () => {

@@ -42,6 +42,7 @@ describe('schedules', () => {
     for (const [input, message] of [
       [{ cron: '0 9 * *' }, 'Cron expression must have 5 fields, or 6 with seconds first'],
       [{ cron: '0 25 * * *' }, 'Invalid cron expression: Constraint error, got value 25 expected range 0-23'],
+      [{ cron: 'H * * * *' }, "Cron expression is not supported: Expression contains invalid values: 'H'"],
       [{ timezone: 'Europe/Nowhere' }, 'Unknown time zone: Europe/Nowhere (use an IANA name such as Europe/Berlin)'],
       [{ overlap: 'queue' }, 'Overlap must be one of skip, allow'],
       [{ summary: '   ' }, 'Summary is required'],
@@ -148,6 +149,31 @@ describe('schedules', () => {
       expect(await h.services.schedules.tick()).to.deep.equal({ submitted: 0, skipped: 0 });
       expect(await receiptsOf(schedule.id)).to.deep.equal([]);
       expect((await stored(schedule.id)).next_run_at).to.equal('2026-11-23T10:00:00.000Z');
+    });
+
+    it('does not fire a stored expression that cannot be computed, leaves it without a next fire time, and fires the others', async () => {
+      const good = await create({ overlap: 'allow' });
+      const hashed = await create();
+      const impossible = await create();
+      // Written before these checks, or straight into the database.
+      await h.db('schedules').where({ id: hashed.id }).update({ cron: 'H * * * *' });
+      await h.db('schedules').where({ id: impossible.id }).update({ cron: '0 0 31 2 *' });
+      clock.set('2026-11-23T09:00:00.500Z');
+      expect(await h.services.schedules.tick()).to.deep.equal({ submitted: 1, skipped: 0 });
+      expect(await receiptsOf(good.id)).to.have.length(1);
+      for (const bad of [hashed, impossible]) {
+        expect(await fires(bad.id)).to.deep.equal([]);
+        expect(await stored(bad.id)).to.include({ next_run_at: null, claim_token: null, lease_until: null });
+      }
+      clock.set('2026-11-23T10:00:00.500Z');
+      expect(await h.services.schedules.tick()).to.deep.equal({ submitted: 1, skipped: 0 });
+
+      // Resuming cannot give it a next fire time; editing its expression does.
+      const err = await h.services.schedules.resume(staff(), hashed.id).catch((e: Error & { status: number }) => e);
+      expect(err).to.include({ status: 422, message: "Cron expression is not supported: Expression contains invalid values: 'H'" });
+      expect(h.services.schedules.describe(await stored(hashed.id))).to.equal('invalid expression');
+      const edited = await h.services.schedules.update(staff(), hashed.id, { cron: '30 * * * *', summary: 'Write the hourly report' });
+      expect(edited.next_run_at).to.equal('2026-11-23T10:30:00.000Z');
     });
 
     it('gives each fire time to one of several services ticking at once on the database', async () => {

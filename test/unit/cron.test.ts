@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { checkCron, describeCron, latestFireAtOrBefore, nextFireAfter, nextFires } from '../../src/schedules/cron.js';
+import { checkCron, describeCron, describeStored, latestFireAtOrBefore, nextFireAfter, nextFires } from '../../src/schedules/cron.js';
 
 const iso = (dates: Date[]) => dates.map((d) => d.toISOString());
 
@@ -52,6 +52,17 @@ describe('schedule cron expressions', () => {
     ['* * * * * * *', 'Cron expression must have 5 fields, or 6 with seconds first'],
     ['61 * * * *', 'Invalid cron expression: Constraint error, got value 61 expected range 0-59'],
     ['0 0 31 2 *', 'Invalid cron expression: Invalid explicit day of month definition'],
+    // What cron-parser steps but cronstrue cannot put into words.
+    ['H * * * *', "Cron expression is not supported: Expression contains invalid values: 'H'"],
+    ['0 H(0-3) * * *', "Cron expression is not supported: Expression contains invalid values: 'H(,)'"],
+    ['H H * * * *', "Cron expression is not supported: Expression contains invalid values: 'H'"],
+    ['0 0 ? ? *', "Cron expression is not supported: Expression contains invalid values: '?'"],
+    // What cronstrue puts into words but cron-parser cannot step.
+    ['0 0 15W * *', 'Invalid cron expression: Invalid characters, got value: 15W'],
+    ['0 0 LW * *', 'Invalid cron expression: Invalid characters, got value: LW'],
+    ['0 0 L-2 * *', 'Invalid cron expression: Constraint error, got range NaN-2 expected range 1-31'],
+    ['0 0 * * L', 'Invalid cron expression: CronDayOfWeek Validation error, unexpected standalone L'],
+    ['0 0 * * 1#1,2#2', 'Invalid cron expression: Constraint error, invalid dayOfWeek `#` and `,` special char'],
   ]) {
     it(`refuses ${JSON.stringify(cron)} with 422 "${message}"`, () => {
       expect(() => checkCron({ cron: cron!, timezone: 'UTC' })).to.throw(message!).with.property('status', 422);
@@ -63,6 +74,26 @@ describe('schedule cron expressions', () => {
       expect(() => checkCron({ cron: '0 9 * * *', timezone: zone })).to.throw(`Unknown time zone: ${zone} (use an IANA name such as Europe/Berlin)`).with.property('status', 422);
     });
   }
+
+  it('takes L, # and ? where both stepping and words handle them', () => {
+    for (const [cron, words, next] of [
+      ['0 0 L * *', 'At 00:00, on the last day of the month', '2026-01-31T00:00:00.000Z'],
+      ['0 0 * * 5L', 'At 00:00, on the last Friday of the month', '2026-01-30T00:00:00.000Z'],
+      ['0 0 * * 1#2', 'At 00:00, on the second Monday of the month', '2026-01-12T00:00:00.000Z'],
+      ['0 12 ? * MON', 'At 12:00, only on Monday', '2026-01-05T12:00:00.000Z'],
+    ]) {
+      expect(checkCron({ cron: cron!, timezone: 'UTC' }).cron).to.equal(cron);
+      expect(describeCron(cron!), cron).to.equal(words);
+      expect(nextFireAfter({ cron: cron!, timezone: 'UTC' }, new Date('2026-01-01T00:00:00.000Z')).toISOString(), cron).to.equal(next);
+    }
+  });
+
+  it('describes a stored expression that cannot be computed or put into words as "invalid expression", never throwing', () => {
+    expect(describeStored({ cron: '0 9 * * 1-5', timezone: 'Europe/Berlin' })).to.equal('At 09:00, Monday through Friday');
+    for (const schedule of [{ cron: 'H * * * *', timezone: 'UTC' }, { cron: '0 0 31 2 *', timezone: 'UTC' }, { cron: '0 9 * * *', timezone: 'Mars/Base' }, { cron: '', timezone: 'UTC' }]) {
+      expect(describeStored(schedule), schedule.cron).to.equal('invalid expression');
+    }
+  });
 
   it('says the expression in words', () => {
     expect(describeCron('0 9 * * 1-5')).to.equal('At 09:00, Monday through Friday');

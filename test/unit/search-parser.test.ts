@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { SearchSyntaxError, parseSearch } from '../../src/entries/search/parser.js';
+import { MAX_NESTING, SearchSyntaxError, parseSearch } from '../../src/entries/search/parser.js';
+import { resolveSearch } from '../../src/entries/search/resolve.js';
 
 describe('parseSearch()', () => {
   it('returns null for an empty or blank query', () => {
@@ -50,5 +51,20 @@ describe('parseSearch()', () => {
         expect((err as SearchSyntaxError).position, q).to.equal(position);
       }
     }
+  });
+
+  it('refuses groups nested deeper than 100, where the 101st "(" opens, before the stack could run out', () => {
+    expect(MAX_NESTING).to.equal(100);
+    expect(parseSearch(`${'('.repeat(100)}a${')'.repeat(100)}`)).to.include({ kind: 'term', text: 'a' });
+    for (const q of [`${'('.repeat(101)}a${')'.repeat(101)}`, '('.repeat(5000), `a || ${'(b && '.repeat(200)}`]) {
+      expect(() => parseSearch(q)).to.throw(SearchSyntaxError, 'parentheses nested more than 100 deep at position');
+    }
+  });
+});
+
+describe('resolveSearch()', () => {
+  it('checks each word of general text once, leaving out repeats and words inside other words', () => {
+    expect(resolveSearch(parseSearch('x acm X acme cme ZUR x')!, [])).to.deep.equal({ kind: 'words', words: ['x', 'acme', 'zur'] });
+    expect(resolveSearch(parseSearch('"x x"')!, [])).to.deep.equal({ kind: 'words', words: ['x x'] });
   });
 });

@@ -3,6 +3,7 @@ import type { Services } from '../../services.js';
 import type { EntryTypeWithFields } from '../../entries/entry-type-service.js';
 import type { FieldRow } from '../../entries/queries.js';
 import { FIELD_TYPES } from '../../entries/queries.js';
+import { fieldMap } from '../../entries/field-values.js';
 import { trailPagerOf } from '../pager.js';
 import { HttpError } from '../../http/errors.js';
 import { requireAdmin, userActor } from '../auth.js';
@@ -169,7 +170,7 @@ async function inputFromForm(services: Services, req: Request, type: EntryTypeWi
  * is resolved to one more.
  */
 async function valuesFromForm(services: Services, req: Request, type: EntryTypeWithFields, mode: 'create' | 'update'): Promise<Record<string, unknown>> {
-  const values: Record<string, unknown> = {};
+  const values = fieldMap<unknown>();
   for (const field of type.fields) {
     const raw = req.body[`f_${field.position}`] as string | string[] | undefined;
     let value = parseField(field, raw);

@@ -400,7 +400,7 @@ function check(db: Db, query: Knex.QueryBuilder, predicate: Predicate, context: 
       return;
     }
     case 'words':
-      for (const word of predicate.words) whereEntryHasText(query, word);
+      whereEvery(query, predicate.words, whereEntryHasText);
       return;
     case 'text-contains':
       if (context.entryRow) whereEntryHasText(query, predicate.text);
@@ -434,6 +434,23 @@ function check(db: Db, query: Knex.QueryBuilder, predicate: Predicate, context: 
       return;
     }
   }
+}
+
+/**
+ * The most conditions one level of `whereEvery` joins. SQLite refuses an expression tree
+ * deeper than 1,000, and a chain of n ANDs is n deep; in groups of 32, a thousand words
+ * are about 64 deep.
+ */
+const AND_GROUP = 32;
+
+/** Adds `add(query, item)` for each item, all of which must hold, nested in groups so that the expression stays shallow. */
+function whereEvery<T>(query: Knex.QueryBuilder, items: readonly T[], add: (query: Knex.QueryBuilder, item: T) => void): void {
+  if (items.length <= AND_GROUP) {
+    for (const item of items) add(query, item);
+    return;
+  }
+  const size = Math.ceil(items.length / AND_GROUP);
+  for (let i = 0; i < items.length; i += size) query.where((group) => whereEvery(group, items.slice(i, i + size), add));
 }
 
 /** How much checking the predicate on an entry row costs, in rank order: row columns first, index lookups last. */

@@ -13,6 +13,12 @@
  * else plain text; whether `name` is a field is decided later, against the entry type.
  */
 
+/**
+ * The deepest that groups may nest. Twenty terms need far less; the cap keeps the recursive
+ * descent (and everything that walks the tree after it) well clear of the stack's end.
+ */
+export const MAX_NESTING = 100;
+
 export type ComparisonOperator = ':' | '>' | '>=' | '<' | '<=';
 
 export interface TermNode {
@@ -58,6 +64,7 @@ export function parseSearch(input: string): SearchNode | null {
 
 class Parser {
   pos = 0;
+  private depth = 0;
 
   constructor(private readonly input: string) {}
 
@@ -114,8 +121,11 @@ class Parser {
     }
     if (this.at('(')) {
       const open = this.pos;
+      if (this.depth === MAX_NESTING) throw new SearchSyntaxError(`parentheses nested more than ${MAX_NESTING} deep`, open);
       this.pos++;
+      this.depth++;
       const inner = this.parseOr();
+      this.depth--;
       this.skipSpace();
       if (this.atEnd()) throw new SearchSyntaxError('unbalanced parenthesis: "(" is never closed', open);
       if (!this.at(')')) throw this.unexpected();

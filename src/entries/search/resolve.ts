@@ -64,8 +64,17 @@ function resolveTerm(node: TermNode, fields: readonly FieldRow[]): Predicate {
 /** General text: every word must occur (a quoted term is one phrase). */
 function words(node: TermNode): Predicate {
   const text = fold(node.text);
-  const list = node.quoted ? [text] : text.split(/\s+/).filter(Boolean);
+  const list = node.quoted ? [text] : withoutImplied(text.split(/\s+/).filter(Boolean));
   return { kind: 'words', words: list };
+}
+
+/**
+ * The words without repeats and without those inside another of them: a text that holds
+ * `acme` holds `acm` too, so checking both asks nothing more (`x x x …` is one check).
+ */
+function withoutImplied(list: string[]): string[] {
+  const distinct = [...new Set(list)];
+  return distinct.filter((word) => !distinct.some((other) => other !== word && other.includes(word)));
 }
 
 function fieldTerm(node: TermNode, field: FieldRow, operator: ComparisonOperator, value: string): Predicate {
