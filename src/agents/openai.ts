@@ -8,6 +8,8 @@ import { TOOL_NAMES, type Toolbox } from './toolbox.js';
 import { attachmentParts } from './attachments.js';
 import type { McpConnector, McpTool } from './mcp.js';
 import { networkFailure, type GuardedFetch } from '../net/guarded-agent.js';
+import { createEndpointGate, retryAfterMs } from './endpoint-gate.js';
+import type { Trace } from './trace.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 
 /** Model rounds (each possibly with tool calls) before an answer must have come, unless the scribe says otherwise. */
@@ -17,6 +19,7 @@ export const messages = {
   notConfigured: 'the openai agent is not configured (set OPENAI_MODEL, or a model for the scribe)',
   timedOut: (ms: number) => `the model endpoint timed out after ${ms / 1000}s`,
   httpError: (status: number, detail: string) => `the model endpoint answered HTTP ${status}${detail ? `: ${detail}` : ''}`,
+  waited: (status: number, ms: number) => `the model endpoint answered HTTP ${status}; waited ${(ms / 1000).toFixed(1)} s as it asked`,
   unreachable: (reason: string | undefined) => `the model endpoint could not be reached${reason ? `: ${reason}` : ''}`,
   noAnswer: 'the model answered with neither text nor a tool call',
   tooManyRounds: (rounds: number) => `the model did not finish within ${rounds} rounds of tool calls`,
@@ -48,16 +51,18 @@ export interface OpenAiAgentDeps {
  */
 export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadlineMs = 4 * 60_000, connectMcp, scribeEndpointFetch, secrets }: OpenAiAgentDeps): Agent {
   // One client per endpoint and key: the environment's, and those scribes set for themselves.
-  const clients = new Map<string, OpenAI>();
-  function clientFor(scribe: AgentInput['scribe']): OpenAI {
+  const clients = new Map<string, { client: OpenAI; endpoint: string }>();
+  // Endpoints that asked this process to wait (429 or 503 with Retry-After), shared by every run.
+  const gate = createEndpointGate();
+  function clientFor(scribe: AgentInput['scribe']): { client: OpenAI; endpoint: string } {
     const own = scribe.model_base_url ?? undefined;
     const scribeKey = scribe.model_api_key ? secrets.open(scribe.model_api_key) : undefined;
     const baseURL = own ?? config.baseUrl;
     const apiKey = own ? scribeKey : (scribeKey ?? config.apiKey);
     const id = `${own ? 'scribe' : 'env'}\n${baseURL}\n${apiKey ?? ''}`;
-    let client = clients.get(id);
-    if (!client) {
-      client = new OpenAI({
+    let entry = clients.get(id);
+    if (!entry) {
+      const client = new OpenAI({
         baseURL,
         // The SDK insists on a key; with none, the Authorization header is left out (local servers take none).
         apiKey: apiKey ?? 'none',
@@ -65,14 +70,15 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
         // Only what the product's configuration says: not the SDK's own reading of the environment.
         organization: null,
         project: null,
-        fetch: own ? scribeEndpointFetch : undefined,
+        fetch: waitsAtTheGate(own ? scribeEndpointFetch : fetch),
         timeout: config.timeoutMs,
         maxRetries: config.maxRetries,
         logger: logger.child({ source: 'openai' }),
       });
-      clients.set(id, client);
+      entry = { client, endpoint: baseURL };
+      clients.set(id, entry);
     }
-    return client;
+    return entry;
   }
 
   /** Runs the conversation until a terminal tool call or plain text ends it, tracing every call. */
@@ -85,7 +91,7 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
     const { scribe, trace } = input;
     const model = scribe.model ?? config.model;
     if (!model) throw new AgentError(messages.notConfigured);
-    const client = clientFor(scribe);
+    const { client, endpoint } = clientFor(scribe);
     const maxRounds = scribe.max_tool_rounds ?? DEFAULT_MAX_ROUNDS;
     const budget = scribe.token_budget ?? null;
     let used = 0;
@@ -96,14 +102,8 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
     const byName = new Map(offered.map((t) => [t.definition.function.name, t]));
     try {
       for (let round = 0; round < maxRounds; round++) {
-        const started = performance.now();
-        let completion: Awaited<ReturnType<typeof client.chat.completions.create>> & { usage?: { prompt_tokens?: number; completion_tokens?: number } };
-        try {
-          completion = await call(() => client.chat.completions.create({ model, messages: conversation, tools: offered.map((t) => t.definition) }, { signal }), signal, input.signal);
-        } catch (err) {
-          await trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, error: (err as Error).message });
-          throw err;
-        }
+        const request = () => client.chat.completions.create({ model, messages: conversation, tools: offered.map((t) => t.definition) }, { signal });
+        const { completion, started } = await modelCall(endpoint, model, request, trace, signal, input.signal);
         const usage = { input: completion.usage?.prompt_tokens ?? null, output: completion.usage?.completion_tokens ?? null };
         await trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, inputTokens: usage.input, outputTokens: usage.output });
         used += (usage.input ?? 0) + (usage.output ?? 0);
@@ -140,6 +140,37 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
     }
   }
 
+  /**
+   * One model call through the endpoint's gate. An answer that asks to wait (429 or 503 with
+   * Retry-After) pauses the endpoint for every run of this process; this run waits too, says so
+   * in its trace, and calls again: it does not fail for it. Any other failure is put in words.
+   */
+  async function modelCall<T>(endpoint: string, model: string, request: () => Promise<T>, trace: Trace, signal: AbortSignal, stopping: AbortSignal): Promise<{ completion: T; started: number }> {
+    let ticket = await gate.enter(endpoint, signal);
+    for (;;) {
+      const started = performance.now();
+      try {
+        const completion = await call(request, signal, stopping);
+        ticket.leave();
+        return { completion, started };
+      } catch (err) {
+        const cause = (err as { cause?: unknown }).cause;
+        const pauseMs = cause instanceof OpenAI.APIError && cause.status !== undefined && cause.headers ? retryAfterMs(cause.status, cause.headers) : undefined;
+        ticket.leave(pauseMs);
+        if (pauseMs === undefined || signal.aborted) {
+          await trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, error: (err as Error).message });
+          throw err;
+        }
+        const callMs = performance.now() - started;
+        ticket = await gate.enter(endpoint, signal).catch(async (reason: unknown) => {
+          await trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, error: (err as Error).message });
+          throw reason;
+        });
+        await trace.record({ kind: 'model', name: model, durationMs: callMs + ticket.waitedMs, error: messages.waited((cause as InstanceType<typeof OpenAI.APIError>).status!, ticket.waitedMs) });
+      }
+    }
+  }
+
   /** One SDK call with its failures put in words staff can act on. */
   async function call<T>(request: () => Promise<T>, signal: AbortSignal, stopping: AbortSignal): Promise<T> {
     try {
@@ -148,7 +179,7 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
       if (stopping.aborted) throw err;
       if (signal.aborted) throw new AgentError(messages.deadline(deadlineMs));
       if (err instanceof OpenAI.APIConnectionTimeoutError) throw new AgentError(messages.timedOut(config.timeoutMs));
-      if (err instanceof OpenAI.APIError && err.status !== undefined) throw new AgentError(messages.httpError(err.status, detailOf(err)));
+      if (err instanceof OpenAI.APIError && err.status !== undefined) throw new AgentError(messages.httpError(err.status, detailOf(err)), { cause: err });
       if (err instanceof OpenAI.APIConnectionError) throw new AgentError(messages.unreachable(networkFailure(err)));
       throw err;
     }
@@ -316,3 +347,18 @@ const askForInputTool: ToolSpec<TaskOutcome> = {
   definition: fn('ask_for_input', 'Put the task on hold with a question for staff.', { question: str('The question') }, ['question']),
   run: async (args) => ({ final: { status: 'waiting', question: text(args, 'question') } }),
 };
+
+/**
+ * The SDK retries a 429 or 503 itself, honouring Retry-After, but for that run alone; when the
+ * endpoint says how long to wait, the answer is marked not to be retried, and the gate
+ * (`modelCall`) makes every run of the process wait instead.
+ */
+function waitsAtTheGate(inner: typeof fetch): typeof fetch {
+  return async (input, init) => {
+    const response = await inner(input, init);
+    if (retryAfterMs(response.status, response.headers) === undefined) return response;
+    const headers = new Headers(response.headers);
+    headers.set('x-should-retry', 'false');
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+  };
+}

@@ -36,6 +36,8 @@ export async function startFakeOpenAi() {
   let calls = 0;
   /** Every request that reached the server, whatever its path. */
   const hits = { count: 0 };
+  /** While set and in the future, every call is answered with this status and headers instead of a step. */
+  let overload: { until: number; status: number; headers: Record<string, string>; refused: number } | undefined;
 
   const server = http.createServer((req, res) => {
     hits.count++;
@@ -44,6 +46,11 @@ export async function startFakeOpenAi() {
     req.on('end', () => {
       if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
         res.writeHead(404).end();
+        return;
+      }
+      if (overload && Date.now() < overload.until) {
+        overload.refused++;
+        res.writeHead(overload.status, { 'content-type': 'application/json', ...overload.headers }).end(JSON.stringify({ error: { message: 'overloaded' } }));
         return;
       }
       seen.push({ headers: req.headers, body: JSON.parse(raw) });
@@ -95,6 +102,11 @@ export async function startFakeOpenAi() {
     hits,
     script(...next: Step[]) {
       steps.push(...next);
+    },
+    /** Answers every call with `status` (and headers) for `ms` from now; returns how many it refused so far. */
+    overload(ms: number, status: number, headers: Record<string, string>) {
+      overload = { until: Date.now() + ms, status, headers, refused: 0 };
+      return () => overload?.refused ?? 0;
     },
     /** Drops the steps no request took. */
     clear() {
