@@ -182,7 +182,7 @@ export function createServices({ config, db, logger, options = {} }: { config: C
     tasks,
     requests,
     schedules: createScheduleService({ db, clock, logger, audit, requests, scribes, options: { ...defaultScheduleOptions, ...options.schedules } }),
-    channels: createChannelService({ db, clock, logger, audit, requests, sessions, scribes, store }),
+    channels: createChannelService({ db, clock, logger, audit, requests, sessions, scribes }),
     webhooks: createWebhookService({ db, clock, audit, policy: webhookPolicy, recordEvents: outbox.record }),
     webhookWorker,
     /** The MCP servers scribes take tools from (agents/mcp-servers.ts). */
