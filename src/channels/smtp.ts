@@ -5,9 +5,21 @@ import type { AttachmentStore } from '../requests/attachments/store.js';
 import type { ChannelService, InboundMail } from './service.js';
 import { MAIL_LIMITS, MailRefused, type MailLimits, readMail } from './mail-reader.js';
 
+export interface SmtpLimits extends MailLimits {
+  /** Connections open at once (SMTP_MAX_CONNECTIONS); one more is answered 421 and closed. */
+  maxConnections: number;
+  /** A connection that has not finished a message this long after it opened, or after its previous message, is closed (421). */
+  messageDeadlineMs: number;
+  /** A connection silent this long is closed (421); trickling bytes resets it, the deadline above does not. */
+  socketTimeoutMs: number;
+}
+
+export const SMTP_LIMITS: Readonly<SmtpLimits> = Object.freeze({ ...MAIL_LIMITS, maxConnections: 50, messageDeadlineMs: 10 * 60_000, socketTimeoutMs: 60_000 });
+
 export const messages = {
   noMailbox: (address: string) => `No mailbox here by that name: ${address}`,
   tryLater: 'Try again later',
+  tooSlow: 'Message not finished in time, closing connection',
 };
 
 /** An SMTP reply smtp-server sends for a refusal (its `responseCode`). */
@@ -23,9 +35,10 @@ export interface SmtpListener {
  * The SMTP listener of email channels (smtp-server; messages read as they stream in, by
  * mail-reader.ts): mail to an enabled channel's address becomes its task or chat message.
  * Unknown recipients are refused at RCPT TO with 550; a message over 25 MiB, with too many
- * parts or parts nested too deep with 552 (permanent: sending it again cannot help). No
- * AUTH and no STARTTLS: it sits behind the host's own mail server, or on loopback, as
- * SMTP_HOST's default says.
+ * parts or parts nested too deep with 552 (permanent: sending it again cannot help). At
+ * most `maxConnections` at once, each closed when a message takes longer than
+ * `messageDeadlineMs`. No AUTH and no STARTTLS: it sits behind the host's own mail server,
+ * or on loopback, as SMTP_HOST's default says.
  */
 export async function startSmtpListener({
   host,
@@ -40,16 +53,30 @@ export async function startSmtpListener({
   channels: ChannelService;
   store: AttachmentStore;
   logger: Logger;
-  limits?: Partial<MailLimits>;
+  limits?: Partial<SmtpLimits>;
 }): Promise<SmtpListener> {
-  const limits: MailLimits = { ...MAIL_LIMITS, ...given };
+  const limits: SmtpLimits = { ...SMTP_LIMITS, ...given };
+  /** Each connection's deadline for its current message, by session id. */
+  const deadlines = new Map<string, NodeJS.Timeout>();
 
   const server = new SMTPServer({
     banner: 'Scribe inbound mail',
     size: limits.maxBytes,
+    maxClients: limits.maxConnections,
+    socketTimeout: limits.socketTimeoutMs,
     authOptional: true,
     disabledCommands: ['AUTH', 'STARTTLS'],
+    // Nothing reads the client's host name: a DNS query per connection is work for nothing.
+    disableReverseLookup: true,
     logger: false,
+    onConnect(session, callback) {
+      startDeadline(session.id);
+      callback();
+    },
+    onClose(session) {
+      clearTimeout(deadlines.get(session.id));
+      deadlines.delete(session.id);
+    },
     onRcptTo(address, _session, callback) {
       channels.emailChannel(address.address).then(
         (channel) => callback(channel ? undefined : reply(550, messages.noMailbox(address.address))),
@@ -60,18 +87,35 @@ export async function startSmtpListener({
       );
     },
     onData(stream, session, callback) {
+      // Once the whole message is in, the deadline waits for our answer, not for the sender.
+      stream.once('end', () => clearTimeout(deadlines.get(session.id)));
+      const answer = (err: Error | null, message?: string) => {
+        // This message is finished: the next one has a deadline of its own (unless the connection is gone).
+        if (deadlines.has(session.id)) startDeadline(session.id);
+        callback(err, message);
+      };
       receive(stream, session).then(
-        (result) => (result instanceof Error ? callback(result) : callback(null, result)),
+        (result) => (result instanceof Error ? answer(result) : answer(null, result)),
         (err: Error) => {
-          if (err instanceof MailRefused) return callback(err);
-          // A sender that went away hears nothing anyway.
+          if (err instanceof MailRefused) return answer(err);
+          // A sender that went away (or was closed at its deadline) hears nothing anyway.
           if (stream.destroyed) logger.info({ err }, 'an inbound email was cut off');
           else logger.error({ err }, 'could not take an inbound email');
-          callback(reply(451, messages.tryLater));
+          answer(reply(451, messages.tryLater));
         },
       );
     },
   });
+
+  /** A deadline from now for the connection's next message: past it, the connection is closed. */
+  function startDeadline(sessionId: string) {
+    clearTimeout(deadlines.get(sessionId));
+    const timer = setTimeout(() => {
+      for (const connection of server.connections) if (connection.id === sessionId) connection.send(421, messages.tooSlow);
+    }, limits.messageDeadlineMs);
+    timer.unref();
+    deadlines.set(sessionId, timer);
+  }
 
   /** Reads the message and hands it to each recipient's channel. */
   async function receive(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string | Error> {
@@ -124,6 +168,12 @@ export async function startSmtpListener({
   server.on('error', (err) => logger.warn({ err }, 'SMTP connection error'));
   return {
     port: (server.server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) =>
+        server.close(() => {
+          for (const timer of deadlines.values()) clearTimeout(timer);
+          resolve();
+        }),
+      ),
   };
 }

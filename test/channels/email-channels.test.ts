@@ -6,11 +6,10 @@ import { expect } from 'chai';
 import nodemailer from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import { createHarness, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
-import { startSmtpListener, type SmtpListener } from '../../src/channels/smtp.js';
-import type { MailLimits } from '../../src/channels/mail-reader.js';
+import { startSmtpListener, type SmtpLimits, type SmtpListener } from '../../src/channels/smtp.js';
 import { createLogger } from '../../src/logger.js';
 import { loadConfig } from '../../src/config.js';
-import { deliverRaw } from '../helpers/smtp-dialer.js';
+import { deliverRaw, dial } from '../helpers/smtp-dialer.js';
 
 /** A real SMTP conversation: nodemailer as the sending client, the app's listener on loopback. */
 describe('inbound email channels', () => {
@@ -20,7 +19,7 @@ describe('inbound email channels', () => {
   let send: (message: Mail.Options) => Promise<{ response: string; accepted: unknown[]; rejected: unknown[] }>;
 
   /** The app's listener on loopback, with the limits a test sets. */
-  const listen = (limits: Partial<MailLimits> = {}) => startSmtpListener({ host: '127.0.0.1', port: 0, channels: h.services.channels, store: h.services.attachmentStore, logger: createLogger('silent'), limits });
+  const listen = (limits: Partial<SmtpLimits> = {}) => startSmtpListener({ host: '127.0.0.1', port: 0, channels: h.services.channels, store: h.services.attachmentStore, logger: createLogger('silent'), limits });
 
   before(async () => {
     h = await createHarness({ options: { dispatchOnAccept: false, runOnNewWork: false } });
@@ -65,15 +64,16 @@ describe('inbound email channels', () => {
     expect(await h.db('channel_deliveries').where({ channel_id: channel.id, outcome: 'created' })).to.have.length(1);
   });
 
-  it('keeps the address lower-cased, refuses one taken by another channel, and takes config from SMTP_PORT / SMTP_HOST', async () => {
+  it('keeps the address lower-cased, refuses one taken by another channel, and takes config from SMTP_PORT / SMTP_HOST / SMTP_MAX_CONNECTIONS', async () => {
     const { channel, address } = await create();
     expect(channel.address).to.equal(address);
     const err = await h.services.channels.create(staffOf(t), t.scribe.slug, { kind: 'email', address }).catch((e: Error & { status: number }) => e);
     expect(err).to.include({ status: 422, message: 'Another channel already receives mail at this address' });
     expect(loadConfig({}).smtp).to.equal(undefined);
-    expect(loadConfig({ SMTP_PORT: '2525' }).smtp).to.deep.equal({ port: 2525, host: '127.0.0.1' });
-    expect(loadConfig({ SMTP_PORT: '25', SMTP_HOST: '0.0.0.0' }).smtp).to.deep.equal({ port: 25, host: '0.0.0.0' });
+    expect(loadConfig({ SMTP_PORT: '2525' }).smtp).to.deep.equal({ port: 2525, host: '127.0.0.1', maxConnections: 50 });
+    expect(loadConfig({ SMTP_PORT: '25', SMTP_HOST: '0.0.0.0' }).smtp).to.deep.equal({ port: 25, host: '0.0.0.0', maxConnections: 50 });
     expect(() => loadConfig({ SMTP_PORT: 'mail' })).to.throw('Invalid configuration: SMTP_PORT must be a port number');
+    expect(() => loadConfig({ SMTP_PORT: '25', SMTP_MAX_CONNECTIONS: 'many' })).to.throw('Invalid configuration: SMTP_MAX_CONNECTIONS must be a whole number');
   });
 
   it('makes a task of a message with an attachment: subject → title, text → summary, the file stored as the API stores one', async () => {
@@ -254,6 +254,52 @@ describe('inbound email channels', () => {
       expect(whole.startsWith(receipt!.summary)).to.equal(true);
       expect(whole).to.match(/Paragraph 020000 of a long letter\./);
       expect(files[1]!.sha256).to.equal(sha256Of(html));
+    });
+
+    it('answers the 51st connection at once with 421 and closes it, while the first 50 stay usable', async () => {
+      const listener = await listen();
+      const open = Array.from({ length: 50 }, () => dial(listener.port));
+      try {
+        for (const client of open) expect(await client.reply()).to.match(/^220 /);
+        const extra = dial(listener.port);
+        expect(await extra.reply()).to.match(/^421 .*Too many connected clients, try again in a moment$/);
+        await extra.closed;
+        for (const client of open) expect(await client.command('EHLO client.example.org')).to.match(/^250 /);
+        // One leaves: there is room for one more.
+        expect(await open[0]!.command('QUIT')).to.match(/^221 /);
+        await open[0]!.closed;
+        const next = dial(listener.port);
+        open.push(next);
+        expect(await next.reply()).to.match(/^220 /);
+      } finally {
+        for (const client of open) client.socket.destroy();
+        await listener.close();
+      }
+    });
+
+    it('closes with 421 a connection that has not finished its message by the deadline, however steadily it trickles', async () => {
+      const listener = await listen({ messageDeadlineMs: 1000 });
+      const { channel, address } = await create();
+      const client = dial(listener.port);
+      try {
+        expect(await client.reply()).to.match(/^220 /);
+        expect(await client.command('EHLO slow.example.org')).to.match(/^250 /);
+        expect(await client.command('MAIL FROM:<slow@example.org>')).to.match(/^250 /);
+        expect(await client.command(`RCPT TO:<${address}>`)).to.match(/^250 /);
+        expect(await client.command('DATA')).to.match(/^354 /);
+        // Never silent long enough for the idle timeout.
+        const trickle = setInterval(() => client.socket.write('x'), 50);
+        try {
+          expect(await client.reply()).to.equal('421 Message not finished in time, closing connection');
+          await client.closed;
+        } finally {
+          clearInterval(trickle);
+        }
+        expect(await deliveries(channel.id)).to.deep.equal([]);
+      } finally {
+        client.socket.destroy();
+        await listener.close();
+      }
     });
 
     it('refuses a message of 3,000 parts, or one nested 1,000 deep, with a permanent 552 and keeps nothing of it', async () => {
