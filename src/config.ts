@@ -61,6 +61,8 @@ const envSchema = z.object({
   // The email channels' SMTP listener (channels/smtp.ts): none unless SMTP_PORT is set.
   SMTP_PORT: z.coerce.number({ error: 'must be a port number' }).int().min(0).max(65535).optional(),
   SMTP_HOST: z.string().min(1).default('127.0.0.1'),
+  // Connections the SMTP listener takes at once; one more is answered 421.
+  SMTP_MAX_CONNECTIONS: z.coerce.number({ error: 'must be a whole number' }).int().min(1).max(10_000).default(50),
 });
 
 /**
@@ -101,8 +103,8 @@ export interface Config {
   /** Worker threads that read entry pages; 0 reads them in the server's thread (always, on PostgreSQL, whose reads do not block it). */
   readonly readThreads: number;
   readonly http: HttpConfig;
-  /** Where the SMTP listener of email channels listens; undefined (SMTP_PORT unset): no listener. */
-  readonly smtp: { readonly port: number; readonly host: string } | undefined;
+  /** Where the SMTP listener of email channels listens, and how many connections it takes at once; undefined (SMTP_PORT unset): no listener. */
+  readonly smtp: { readonly port: number; readonly host: string; readonly maxConnections: number } | undefined;
 }
 
 export interface HttpConfig {
@@ -169,7 +171,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     retention: Object.freeze({ sessionDays: e.RETENTION_SESSION_DAYS, orphanFiles: e.RETENTION_ORPHAN_FILES }),
     readThreads: databaseKind === 'postgres' ? 0 : (e.READ_THREADS ?? defaultReadThreads()),
     // Node wants the headers' limit no larger than the request's.
-    smtp: e.SMTP_PORT === undefined ? undefined : Object.freeze({ port: e.SMTP_PORT, host: e.SMTP_HOST }),
+    smtp: e.SMTP_PORT === undefined ? undefined : Object.freeze({ port: e.SMTP_PORT, host: e.SMTP_HOST, maxConnections: e.SMTP_MAX_CONNECTIONS }),
     http: Object.freeze({ headersTimeoutMs: Math.min(e.HTTP_HEADERS_TIMEOUT_MS, e.HTTP_REQUEST_TIMEOUT_MS), requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS }),
     openai: Object.freeze({
       baseUrl: e.OPENAI_BASE_URL,

@@ -196,7 +196,7 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
     tasks,
     requests,
     schedules: createScheduleService({ db, clock, logger, audit, requests, scribes, options: { ...defaultScheduleOptions, ...options.schedules } }),
-    channels: createChannelService({ db, clock, logger, audit, requests, sessions, scribes, store, secrets }),
+    channels: createChannelService({ db, clock, logger, audit, requests, sessions, scribes, secrets }),
     webhooks: createWebhookService({ db, clock, audit, policy: webhookPolicy, secrets, recordEvents: outbox.record }),
     webhookWorker,
     /** The MCP servers scribes take tools from (agents/mcp-servers.ts). */

@@ -7,7 +7,6 @@ import type { Logger } from '../logger.js';
 import { type Clock, isoNow } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
 import { HttpError, NotFoundError, ValidationError } from '../http/errors.js';
-import type { AttachmentStore } from '../requests/attachments/store.js';
 import { type FetchedAttachment, sanitizeFilename } from '../requests/attachments/fetch.js';
 import { MAX_ATTACHMENTS, MAX_TITLE_LENGTH, messages as requestMessages, parseSubmitRequestBody } from '../requests/schemas.js';
 import type { RequestService } from '../requests/service.js';
@@ -17,6 +16,7 @@ import type { SecretBox } from '../secrets/secret-box.js';
 import * as queries from './queries.js';
 import { CHANNEL_KINDS, CHANNEL_MODES, type ChannelKind, type ChannelListRow, type ChannelMode, type ChannelRow, type DeliveryRow } from './queries.js';
 import { type InboundBody, readInboundBody, textField } from './inbound-body.js';
+import type { MailFile } from './mail-reader.js';
 import { VERIFY_PRESETS, type SignedRequest, type VerifyPreset, generateSecret, replayKeyOf, secretProblem, slackChallenge, verify } from './verify.js';
 
 export const messages = {
@@ -31,6 +31,8 @@ export const messages = {
   invalidSignature: 'Invalid signature',
   notFound: 'Not found',
   emptyEmail: (sender: string) => `(an empty message from ${sender})`,
+  attachmentsNotKept: (names: string[]) => `(Attachments not kept in a chat: ${names.join(', ')})`,
+  textCut: '(The message goes on: a chat keeps its first 64 KiB)',
 };
 
 export type { ChannelListRow, ChannelRow, DeliveryRow };
@@ -49,17 +51,21 @@ export interface ChannelInput {
 /** What an inbound item made, or why it made nothing; `status` is the HTTP status (webhooks). */
 export type InboundResult = { status: number; body: Record<string, string> };
 
-/** One email for one channel, as the SMTP listener parsed it. */
+/** One email for one channel, as the SMTP listener read it. */
 export interface InboundMail {
   /** The sender as the From header names it, else the envelope's. */
   from: string;
   /** The envelope sender's address, kept as the attachments' origin. */
   envelopeFrom: string;
   subject: string;
-  /** Plain text, or the HTML reduced to text when the message has no plain part. */
+  /** Plain text, or the HTML reduced to text when the message has no plain part: its first 64 KiB. */
   text: string;
   messageId: string | null;
-  attachments: { filename: string | null; contentType: string; content: Buffer }[];
+  /** The body whole when `text` is only its beginning (`message.txt`, and `message.html` for long HTML). */
+  bodyFiles: MailFile[];
+  attachments: MailFile[];
+  /** Moves the files into the attachment store (once, however many channels take the message). */
+  keepFiles(): Promise<void>;
 }
 
 const ADDRESS_PATTERN = /^[^\s@<>()[\],;:"\\]{1,64}@[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
@@ -83,7 +89,6 @@ export function createChannelService({
   requests,
   sessions,
   scribes,
-  store,
   secrets,
 }: {
   db: Db;
@@ -93,7 +98,6 @@ export function createChannelService({
   requests: RequestService;
   sessions: SessionService;
   scribes: ScribeService;
-  store: AttachmentStore;
   /** Seals the signing secrets where they are stored. */
   secrets: SecretBox;
 }) {
@@ -301,7 +305,8 @@ export function createChannelService({
 
     /**
      * One email for one channel: a task (subject → title, text → summary, attachments stored as
-     * the API's are) or a chat message. Answers with an SMTP reply code: 250, or 550 with the reason.
+     * the API's are, after the body whole as `message.txt` when the summary has only its first
+     * 64 KiB) or a chat message. Answers with an SMTP reply code: 250, or 550 with the reason.
      */
     async receiveEmail(channel: ChannelRow, mail: InboundMail): Promise<{ code: number; message: string; made?: Record<string, string> }> {
       const seen = mail.messageId ? await replayed(channel, mail.from, mail.messageId, 250) : undefined;
@@ -315,14 +320,19 @@ export function createChannelService({
       let files: FetchedAttachment[] | undefined;
       let message = summary;
       if (channel.mode === 'task') {
-        files = [];
-        for (const [position, attachment] of mail.attachments.entries()) {
-          const stored = await store.put(attachment.content);
-          files.push({ position, url: `mailto:${mail.envelopeFrom}`, filename: sanitizeFilename(attachment.filename ?? 'attachment'), contentType: attachment.contentType, ...stored });
-        }
-      } else if (mail.attachments.length > 0) {
-        // A chat message holds text only: the files are named so that nobody thinks them read.
-        message += `\n\n(Attachments not kept in a chat: ${mail.attachments.map((a) => a.filename ?? 'attachment').join(', ')})`;
+        await mail.keepFiles();
+        files = [...mail.bodyFiles, ...mail.attachments].map((file, position) => ({
+          position,
+          url: `mailto:${mail.envelopeFrom}`,
+          filename: sanitizeFilename(file.filename ?? 'attachment'),
+          contentType: file.contentType,
+          sizeBytes: file.sizeBytes,
+          sha256: file.sha256,
+        }));
+      } else {
+        // A chat message holds text only: what it leaves out is named, so that nobody thinks it read.
+        if (mail.bodyFiles.length > 0) message += `\n\n${messages.textCut}`;
+        if (mail.attachments.length > 0) message += `\n\n${messages.attachmentsNotKept(mail.attachments.map((a) => a.filename ?? 'attachment'))}`;
       }
       const result = await create(channel, mail.from, mail.messageId, { summary: message, title: mail.subject.trim() || undefined, files }, { created: 250, refused: () => 550 });
       return result.status === 250 ? { code: 250, message: 'Accepted', made: result.body } : { code: 550, message: result.body.error! };

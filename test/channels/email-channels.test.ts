@@ -1,13 +1,15 @@
 import net from 'node:net';
 import fs from 'node:fs';
+import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import nodemailer from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import { createHarness, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
-import { startSmtpListener, type SmtpListener } from '../../src/channels/smtp.js';
+import { startSmtpListener, type SmtpLimits, type SmtpListener } from '../../src/channels/smtp.js';
 import { createLogger } from '../../src/logger.js';
 import { loadConfig } from '../../src/config.js';
+import { deliverRaw, dial } from '../helpers/smtp-dialer.js';
 
 /** A real SMTP conversation: nodemailer as the sending client, the app's listener on loopback. */
 describe('inbound email channels', () => {
@@ -16,10 +18,13 @@ describe('inbound email channels', () => {
   let smtp: SmtpListener;
   let send: (message: Mail.Options) => Promise<{ response: string; accepted: unknown[]; rejected: unknown[] }>;
 
+  /** The app's listener on loopback, with the limits a test sets. */
+  const listen = (limits: Partial<SmtpLimits> = {}) => startSmtpListener({ host: '127.0.0.1', port: 0, channels: h.services.channels, store: h.services.attachmentStore, logger: createLogger('silent'), limits });
+
   before(async () => {
     h = await createHarness({ options: { dispatchOnAccept: false, runOnNewWork: false } });
     t = await h.tenant();
-    smtp = await startSmtpListener({ host: '127.0.0.1', port: 0, channels: h.services.channels, logger: createLogger('silent') });
+    smtp = await listen();
     const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtp.port, secure: false, ignoreTLS: true });
     send = (message) => transport.sendMail({ from: 'Ada Lovelace <ada@example.org>', ...message });
   });
@@ -36,6 +41,10 @@ describe('inbound email channels', () => {
   };
   const receiptsOf = (channelId: string) => h.db('requests').where({ origin_type: 'channel', origin_id: channelId }).select('id', 'title', 'summary');
   const deliveries = (channelId: string) => h.db('channel_deliveries').where({ channel_id: channelId }).orderBy('received_at').select('sender', 'outcome', 'status', 'reason', 'request_id', 'session_id');
+  const filesOf = (requestId: string) => h.db('attachments').where({ request_id: requestId }).orderBy('position').select('filename', 'content_type', 'size_bytes', 'sha256');
+  const sha256Of = (content: Buffer | string) => createHash('sha256').update(content).digest('hex');
+  /** Every file and folder of the attachment store, its temp folder included. */
+  const storeEntries = () => fs.readdirSync(path.dirname(path.dirname(h.services.attachmentStore.pathFor('0000'))), { recursive: true }).length;
   /** The SMTP refusal of a message, or a failed test when it was accepted. */
   const refused = (sending: Promise<unknown>) =>
     sending.then(
@@ -55,15 +64,16 @@ describe('inbound email channels', () => {
     expect(await h.db('channel_deliveries').where({ channel_id: channel.id, outcome: 'created' })).to.have.length(1);
   });
 
-  it('keeps the address lower-cased, refuses one taken by another channel, and takes config from SMTP_PORT / SMTP_HOST', async () => {
+  it('keeps the address lower-cased, refuses one taken by another channel, and takes config from SMTP_PORT / SMTP_HOST / SMTP_MAX_CONNECTIONS', async () => {
     const { channel, address } = await create();
     expect(channel.address).to.equal(address);
     const err = await h.services.channels.create(staffOf(t), t.scribe.slug, { kind: 'email', address }).catch((e: Error & { status: number }) => e);
     expect(err).to.include({ status: 422, message: 'Another channel already receives mail at this address' });
     expect(loadConfig({}).smtp).to.equal(undefined);
-    expect(loadConfig({ SMTP_PORT: '2525' }).smtp).to.deep.equal({ port: 2525, host: '127.0.0.1' });
-    expect(loadConfig({ SMTP_PORT: '25', SMTP_HOST: '0.0.0.0' }).smtp).to.deep.equal({ port: 25, host: '0.0.0.0' });
+    expect(loadConfig({ SMTP_PORT: '2525' }).smtp).to.deep.equal({ port: 2525, host: '127.0.0.1', maxConnections: 50 });
+    expect(loadConfig({ SMTP_PORT: '25', SMTP_HOST: '0.0.0.0' }).smtp).to.deep.equal({ port: 25, host: '0.0.0.0', maxConnections: 50 });
     expect(() => loadConfig({ SMTP_PORT: 'mail' })).to.throw('Invalid configuration: SMTP_PORT must be a port number');
+    expect(() => loadConfig({ SMTP_PORT: '25', SMTP_MAX_CONNECTIONS: 'many' })).to.throw('Invalid configuration: SMTP_MAX_CONNECTIONS must be a whole number');
   });
 
   it('makes a task of a message with an attachment: subject → title, text → summary, the file stored as the API stores one', async () => {
@@ -136,11 +146,11 @@ describe('inbound email channels', () => {
   it('refuses a message over 25 MiB with 552 and keeps nothing of it', async function () {
     this.timeout(60_000);
     const { channel, address } = await create();
-    const files = fs.readdirSync(h.services.attachmentStore.pathFor('00').replace(/\/00\/00$/, ''), { recursive: true }).length;
+    const files = storeEntries();
     const err = await refused(send({ to: address, text: 'big', attachments: [{ filename: 'big.bin', content: Buffer.alloc(26 * 1024 * 1024, 7) }] }));
-    expect(err.responseCode).to.equal(552);
+    expect(err.response).to.equal('552 Message exceeds 26214400 bytes');
     expect(await receiptsOf(channel.id)).to.deep.equal([]);
-    expect(fs.readdirSync(h.services.attachmentStore.pathFor('00').replace(/\/00\/00$/, ''), { recursive: true }).length).to.equal(files);
+    expect(storeEntries()).to.equal(files);
   });
 
   it('refuses more than 5 attachments with 550 "Maximum of 5 attachments allowed"', async () => {
@@ -170,5 +180,146 @@ describe('inbound email channels', () => {
     expect(again.response).to.match(/^250 /);
     expect(await receiptsOf(channel.id)).to.have.length(1);
     expect((await deliveries(channel.id)).map((d) => d.outcome)).to.deep.equal(['created', 'replayed']);
+  });
+
+  describe('size discipline', () => {
+    /** `lines` numbered lines of 100 bytes: text that a cut in the wrong place shows. */
+    const numberedText = (lines: number, ending: string) => Buffer.from(Array.from({ length: lines }, (_, i) => `${String(i).padStart(8, '0')} ${'abcdefghi '.repeat(9)}x${ending}`).join(''));
+    const raw = (headers: string[], body: Buffer | string) => Buffer.concat([Buffer.from([...headers, '', ''].join('\r\n')), Buffer.from(body)]);
+    const sendRaw = (to: string, message: Buffer | string) => send({ envelope: { from: 'ada@example.org', to: [to] }, raw: message });
+
+    it('keeps the first 64 KiB of each of twelve 24 MiB texts sent at once as its summary and the whole text as message.txt, in bounded memory', async function () {
+      this.timeout(60_000);
+      const { channel, address } = await create();
+      const lines = Math.floor((24 * 1024 * 1024) / 100);
+      const text = numberedText(lines, '\n');
+      const message = raw(['From: Ada Lovelace <ada@example.org>', 'Subject: The long letter', 'MIME-Version: 1.0', 'Content-Type: text/plain; charset=utf-8', 'Content-Transfer-Encoding: 8bit'], numberedText(lines, '\r\n'));
+
+      const before = process.memoryUsage().rss;
+      let peak = before;
+      const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 10);
+      const answers = await Promise.all(Array.from({ length: 12 }, () => deliverRaw(smtp.port, 'ada@example.org', address, message))).finally(() => clearInterval(sampler));
+      // The whole text held once per message would be 288 MiB more, and more than one copy of it is usual.
+      expect((peak - before) / 2 ** 20).to.be.below(300);
+
+      expect(answers).to.deep.equal(Array(12).fill('250 Accepted'));
+      const receipts = await receiptsOf(channel.id);
+      expect(receipts).to.have.length(12);
+      const summary = text.subarray(0, 64 * 1024).toString();
+      expect(summary).to.have.length(65_536);
+      const sha256 = sha256Of(text);
+      for (const receipt of receipts) {
+        expect(receipt.summary).to.equal(summary);
+        const files = await filesOf(receipt.id);
+        expect(files.map((f) => ({ ...f, size_bytes: Number(f.size_bytes) }))).to.deep.equal([{ filename: 'message.txt', content_type: 'text/plain; charset=utf-8', size_bytes: text.length, sha256 }]);
+      }
+      const stored = fs.readFileSync(h.services.attachmentStore.pathFor(sha256));
+      expect(stored.length).to.equal(text.length);
+      expect(sha256Of(stored)).to.equal(sha256);
+      expect(fs.readdirSync(path.dirname(await h.services.attachmentStore.tempFile()))).to.deep.equal([]);
+    });
+
+    it('cuts the summary back to a whole character, and a chat keeps the same beginning and says the message goes on', async () => {
+      // 90,000 bytes of UTF-8; 21,845 characters of 3 bytes fit 64 KiB, the next one would cross it.
+      const text = '€'.repeat(30_000);
+      const task = await create();
+      await send({ to: task.address, subject: 'Euros', text });
+      const [receipt] = await receiptsOf(task.channel.id);
+      expect(receipt!.summary).to.equal('€'.repeat(21_845));
+      const [file] = await filesOf(receipt!.id);
+      expect({ ...file, size_bytes: Number(file!.size_bytes) }).to.deep.equal({ filename: 'message.txt', content_type: 'text/plain; charset=utf-8', size_bytes: 90_000, sha256: sha256Of(text) });
+
+      const chat = await create('chat');
+      await send({ to: chat.address, subject: 'Euros', text });
+      const [delivery] = await deliveries(chat.channel.id);
+      const session = await h.services.sessions.get(t.organizationId, delivery!.session_id);
+      expect(session.messages.map((m) => m.text)).to.deep.equal([`${'€'.repeat(21_845)}\n\n(The message goes on: a chat keeps its first 64 KiB)`]);
+    });
+
+    it('reduces a long HTML-only message to text: its first 64 KiB the summary, all of it message.txt, and HTML over 1 MiB kept whole as message.html', async function () {
+      this.timeout(20_000);
+      const { channel, address } = await create();
+      const html = Array.from({ length: 30_000 }, (_, i) => `<p>Paragraph ${String(i).padStart(6, '0')} of a long letter.</p>\n`).join('');
+      expect(html.length).to.be.above(1024 * 1024);
+      await send({ to: address, subject: 'Long letter', html });
+      const [receipt] = await receiptsOf(channel.id);
+      expect(receipt!.summary).to.match(/^Paragraph 000000 of a long letter\.\n\nParagraph 000001 /);
+      expect(Buffer.byteLength(receipt!.summary)).to.be.within(64 * 1024 - 40, 64 * 1024);
+      const files = await filesOf(receipt!.id);
+      expect(files.map((f) => [f.filename, f.content_type])).to.deep.equal([
+        ['message.txt', 'text/plain; charset=utf-8'],
+        ['message.html', 'text/html; charset=utf-8'],
+      ]);
+      const whole = fs.readFileSync(h.services.attachmentStore.pathFor(files[0]!.sha256), 'utf8');
+      expect(whole.startsWith(receipt!.summary)).to.equal(true);
+      expect(whole).to.match(/Paragraph 020000 of a long letter\./);
+      expect(files[1]!.sha256).to.equal(sha256Of(html));
+    });
+
+    it('answers the 51st connection at once with 421 and closes it, while the first 50 stay usable', async () => {
+      const listener = await listen();
+      const open = Array.from({ length: 50 }, () => dial(listener.port));
+      try {
+        for (const client of open) expect(await client.reply()).to.match(/^220 /);
+        const extra = dial(listener.port);
+        expect(await extra.reply()).to.match(/^421 .*Too many connected clients, try again in a moment$/);
+        await extra.closed;
+        for (const client of open) expect(await client.command('EHLO client.example.org')).to.match(/^250 /);
+        // One leaves: there is room for one more.
+        expect(await open[0]!.command('QUIT')).to.match(/^221 /);
+        await open[0]!.closed;
+        const next = dial(listener.port);
+        open.push(next);
+        expect(await next.reply()).to.match(/^220 /);
+      } finally {
+        for (const client of open) client.socket.destroy();
+        await listener.close();
+      }
+    });
+
+    it('closes with 421 a connection that has not finished its message by the deadline, however steadily it trickles', async () => {
+      const listener = await listen({ messageDeadlineMs: 1000 });
+      const { channel, address } = await create();
+      const client = dial(listener.port);
+      try {
+        expect(await client.reply()).to.match(/^220 /);
+        expect(await client.command('EHLO slow.example.org')).to.match(/^250 /);
+        expect(await client.command('MAIL FROM:<slow@example.org>')).to.match(/^250 /);
+        expect(await client.command(`RCPT TO:<${address}>`)).to.match(/^250 /);
+        expect(await client.command('DATA')).to.match(/^354 /);
+        // Never silent long enough for the idle timeout.
+        const trickle = setInterval(() => client.socket.write('x'), 50);
+        try {
+          expect(await client.reply()).to.equal('421 Message not finished in time, closing connection');
+          await client.closed;
+        } finally {
+          clearInterval(trickle);
+        }
+        expect(await deliveries(channel.id)).to.deep.equal([]);
+      } finally {
+        client.socket.destroy();
+        await listener.close();
+      }
+    });
+
+    it('refuses a message of 3,000 parts, or one nested 1,000 deep, with a permanent 552 and keeps nothing of it', async () => {
+      const { channel, address } = await create();
+      const files = storeEntries();
+      const headers = ['From: Ada Lovelace <ada@example.org>', 'Subject: Bomb', 'MIME-Version: 1.0'];
+      const parts = Array.from({ length: 3000 }, (_, i) => `--b\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename="f${i}.bin"\r\n\r\n${i}\r\n`);
+      const wide = raw([...headers, 'Content-Type: multipart/mixed; boundary="b"'], `${parts.join('')}--b--\r\n`);
+      const levels = Array.from({ length: 1000 }, (_, i) => i);
+      const deep = raw(
+        [...headers, 'Content-Type: multipart/mixed; boundary="b0"'],
+        levels.map((i) => `--b${i}\r\nContent-Type: multipart/mixed; boundary="b${i + 1}"\r\n\r\n`).join('') + levels.map((i) => `--b${1000 - i}--\r\n`).join('') + '--b0--\r\n',
+      );
+
+      expect((await refused(sendRaw(address, wide))).response).to.equal('552 Message too complex: more than 1000 MIME parts');
+      expect((await refused(sendRaw(address, deep))).response).to.equal('552 Message too complex: MIME parts nested more than 50 deep');
+      expect(await deliveries(channel.id)).to.deep.equal([]);
+      expect(storeEntries()).to.equal(files);
+      // The connection is fine: a good message after them is taken.
+      expect((await send({ to: address, subject: 'After the bombs', text: 'All clear.' })).response).to.equal('250 Accepted');
+    });
   });
 });

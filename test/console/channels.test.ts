@@ -99,7 +99,7 @@ describe('console: channels', () => {
     expect(res.text).to.include('desk@inbound.example.com');
     const mailbox = (await h.services.channels.emailChannel('desk@inbound.example.com'))!;
     const from = '"<img src=x onerror=alert(1)>" <x@example.org>';
-    await h.services.channels.receiveEmail(mailbox, { from, envelopeFrom: 'x@example.org', subject: 'Hi', text: 'hello', messageId: null, attachments: [] });
+    await h.services.channels.receiveEmail(mailbox, { from, envelopeFrom: 'x@example.org', subject: 'Hi', text: 'hello', messageId: null, bodyFiles: [], attachments: [], keepFiles: async () => undefined });
     const page = await admin.get(`/channels/${mailbox.id}`);
     expect(page.text).to.include('&lt;img src=x onerror=alert(1)&gt;').and.not.include('<img src=x');
   });

@@ -43,7 +43,7 @@ describe('loadConfig()', () => {
       OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', OPENAI_API_KEY: 'sk-x', OPENAI_MODEL: 'llama3', OPENAI_TIMEOUT_MS: '5000', OPENAI_MAX_RETRIES: '0',
       RETENTION_SESSION_DAYS: '30', RETENTION_ORPHAN_FILES: 'true', LOG_FORMAT: 'pretty', READ_THREADS: '0',
       HTTP_HEADERS_TIMEOUT_MS: '5000', HTTP_REQUEST_TIMEOUT_MS: '15000', DATABASE_POOL_SIZE: '4', WEB_CONCURRENCY: '3', PROCESS_ROLE: 'worker',
-      SMTP_PORT: '2525', SMTP_HOST: '0.0.0.0',
+      SMTP_PORT: '2525', SMTP_HOST: '0.0.0.0', SMTP_MAX_CONNECTIONS: '200',
     });
     expect(config).to.deep.equal({
       port: 8080, host: '0.0.0.0', dataDir: '/srv/scribe', databaseUrl: '/srv/db/s.sqlite', databaseKind: 'sqlite', sessionSecret: 'a-very-long-secret-value',
@@ -54,7 +54,7 @@ describe('loadConfig()', () => {
       retention: { sessionDays: 30, orphanFiles: true },
       readThreads: 0,
       http: { headersTimeoutMs: 5000, requestTimeoutMs: 15_000 },
-      smtp: { port: 2525, host: '0.0.0.0' },
+      smtp: { port: 2525, host: '0.0.0.0', maxConnections: 200 },
     });
   });
 

@@ -1,8 +1,27 @@
 import fs from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { finished } from 'node:stream/promises';
 import path from 'node:path';
 import { createHash, randomUUID } from 'node:crypto';
+import { drained } from '../../lib/streams.js';
 
 export type AttachmentStore = ReturnType<typeof createAttachmentStore>;
+
+/** A file in the store's temp folder, as written so far. */
+export interface TempWriter {
+  temp: string;
+  write(chunk: Buffer): Promise<void>;
+  /** Ends the file; answers its size and hash, for `keep()`. */
+  close(): Promise<TempFile>;
+  /** Stops writing and deletes the file (a message refused halfway). */
+  discard(): Promise<void>;
+}
+
+export interface TempFile {
+  temp: string;
+  sha256: string;
+  sizeBytes: number;
+}
 
 /**
  * Files under `<dir>/<first two hex digits>/<sha256>`: one copy per content, however many
@@ -29,13 +48,38 @@ export function createAttachmentStore(dir: string) {
       await fs.rename(tempFile, target);
     },
 
-    /** Stores bytes already in memory (an email's attachment) at their content address. */
-    async put(content: Buffer): Promise<{ sha256: string; sizeBytes: number }> {
-      const sha256 = createHash('sha256').update(content).digest('hex');
+    /**
+     * A new temp file written piece by piece (an email's part as it streams in), hashed as it
+     * goes: `close()` answers what `keep()` needs. Each write waits while the disk catches up,
+     * so a fast sender does not pile the file up in memory.
+     */
+    async openTemp(): Promise<TempWriter> {
       const temp = await this.tempFile();
-      await fs.writeFile(temp, content);
-      await this.keep(temp, sha256);
-      return { sha256, sizeBytes: content.length };
+      const out = createWriteStream(temp, { flags: 'wx' });
+      // Kept until the next write or close() reports it: an 'error' nobody listens to ends the process.
+      let failure: Error | undefined;
+      out.on('error', (err) => (failure = err));
+      const hash = createHash('sha256');
+      let sizeBytes = 0;
+      return {
+        temp,
+        async write(chunk: Buffer) {
+          if (failure) throw failure;
+          hash.update(chunk);
+          sizeBytes += chunk.length;
+          if (!out.write(chunk)) await drained(out);
+          if (failure) throw failure;
+        },
+        async close() {
+          out.end();
+          await finished(out);
+          return { temp, sha256: hash.digest('hex'), sizeBytes };
+        },
+        async discard() {
+          out.destroy();
+          await fs.rm(temp, { force: true });
+        },
+      };
     },
 
     async discard(tempFile: string): Promise<void> {
