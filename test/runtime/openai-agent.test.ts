@@ -111,10 +111,11 @@ describe('the openai agent, against a local server speaking the protocol', () =>
   });
 
   it('records a server error with the endpoint\'s message after retrying', async () => {
-    fake.script({ status: 503, body: { error: { message: 'overloaded' } }, headers: { 'retry-after-ms': '5' } }, { status: 503, body: { error: { message: 'overloaded' } } });
+    // A 500 (a 429 or 503 that names a wait is back-pressure instead: test/runtime/back-pressure.test.ts).
+    fake.script({ status: 500, body: { error: { message: 'the GPU is on fire' } }, headers: { 'retry-after-ms': '5' } }, { status: 500, body: { error: { message: 'the GPU is on fire' } } });
     const id = await chat('hello?');
     expect(fake.seen).to.have.length(2);
-    expect(await session(id)).to.include({ state: 'failed', error_message: 'the model endpoint answered HTTP 503: overloaded' });
+    expect(await session(id)).to.include({ state: 'failed', error_message: 'the model endpoint answered HTTP 500: the GPU is on fire' });
   });
 
   it('does not retry a 400 and records it', async () => {
