@@ -61,7 +61,7 @@ export async function startServer(config: Config, logger: Logger, options: Servi
 
   if (works) {
     scheduler.start();
-    await services.wakeups.listen({ scribe_requests: () => services.dispatcher.nudge(), scribe_work: () => services.runtime.nudge(), scribe_webhooks: () => services.webhookWorker.nudge() });
+    await services.wakeups.listen({ scribe_requests: () => services.dispatcher.nudge(), scribe_work: () => services.runtime.nudge(), scribe_webhooks: () => services.webhookWorker.nudge(), scribe_cancel: (id) => services.runtime.cancel(id) });
     // Receipts, sessions and tasks left behind by an earlier run are picked up straight away.
     services.dispatcher.nudge();
     services.runtime.nudge();

@@ -143,8 +143,13 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
     void wakeups.notify('scribe_work', id);
   };
   const scribes = createScribeService({ db, clock, modelPolicy, secrets, onActivated: wakeRuntime });
-  const sessions = createSessionService({ db, clock, audit, onReplyDue: wakeRuntime });
-  const tasks = createTaskService({ db, clock, audit, onOpened: wakeRuntime });
+  // A cancel stops the run here at once, and in another process by NOTIFY (or its runtime's look, on SQLite).
+  const stopRun = (id: string) => {
+    runtime.cancel(id);
+    void wakeups.notify('scribe_cancel', id);
+  };
+  const sessions = createSessionService({ db, clock, audit, recordEvents: outbox.record, onReplyDue: wakeRuntime, onCancelled: stopRun });
+  const tasks = createTaskService({ db, clock, audit, recordEvents: outbox.record, onOpened: wakeRuntime, onCancelled: stopRun });
   const agents: Record<AgentKind, Agent> = {
     builtin: createBuiltinAgent(),
     openai: createOpenAiAgent(config.openai, logger, { connectMcp, scribeEndpointFetch, secrets }),

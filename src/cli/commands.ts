@@ -151,6 +151,22 @@ export const commands: Record<string, Command> = {
       return { id: session.id, state: session.state, error_message: session.error_message, messages, usage: traceTotals(calls).usage, trace: presentTrace(calls) };
     },
   },
+  'session cancel': {
+    usage: 'session cancel --id SESSION_ID',
+    async run(flags, s) {
+      const { actor, id } = await byId(flags, s.sessions);
+      const session = await s.sessions.cancel(actor, id);
+      return { id, status: session.state };
+    },
+  },
+  'task cancel': {
+    usage: 'task cancel --id TASK_ID',
+    async run(flags, s) {
+      const { actor, id } = await byId(flags, s.tasks);
+      const task = await s.tasks.cancel(actor, id);
+      return { id, status: task.status };
+    },
+  },
   'task show': {
     usage: 'task show --id TASK_ID',
     async run(flags, s) {

@@ -36,6 +36,13 @@ export class PayloadTooLargeError extends HttpError {
   }
 }
 
+/** 409: the thing is in a state that does not allow the change (a finished task cannot be cancelled). */
+export class ConflictError extends HttpError {
+  constructor(message: string) {
+    super(409, message);
+  }
+}
+
 /** 422: the request is well-formed but breaks a rule. */
 export class ValidationError extends HttpError {
   constructor(message: string) {

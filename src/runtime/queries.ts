@@ -126,3 +126,12 @@ export async function finishSession(
 export async function releaseClaim(db: Db, table: 'sessions' | 'tasks', claim: { id: string; token: string }): Promise<void> {
   await db(table).where({ id: claim.id, claim_token: claim.token }).update({ claim_token: null, lease_until: null });
 }
+
+/** Which of the ids are of work cancelled meanwhile: a task `cancelled`, a session `cancelled`. */
+export async function findCancelled(db: Db, ids: { sessions: readonly string[]; tasks: readonly string[] }): Promise<string[]> {
+  const [sessions, tasks] = await Promise.all([
+    ids.sessions.length > 0 ? db('sessions').whereIn('id', ids.sessions).where({ state: 'cancelled' }).pluck('id') : [],
+    ids.tasks.length > 0 ? db('tasks').whereIn('id', ids.tasks).where({ status: 'cancelled' }).pluck('id') : [],
+  ]);
+  return [...sessions, ...tasks] as string[];
+}

@@ -25,6 +25,8 @@ export interface RuntimeOptions {
   renewMs: number;
   /** Claims of one piece of work (each crash of a worker costs one) before it is failed. */
   maxAttempts: number;
+  /** How often, while work runs, the runtime looks for its work cancelled by another process (one query a table). */
+  cancelCheckMs: number;
 }
 
 export const defaultRuntimeOptions: RuntimeOptions = {
@@ -33,6 +35,7 @@ export const defaultRuntimeOptions: RuntimeOptions = {
   leaseMs: 30_000,
   renewMs: 10_000,
   maxAttempts: 3,
+  cancelCheckMs: 1_000,
 };
 
 export const messages = {
@@ -89,6 +92,9 @@ export function createAgentRuntime({
   const inFlight = new Set<Promise<void>>();
   const busyByScribe = new Map<string, number>();
   const abort = new AbortController();
+  /** Each running piece of work's own abort, by its id: a cancel stops that one alone. */
+  const runs = new Map<string, { kind: Work['kind']; cancel: AbortController }>();
+  const cancelWatch = watchForCancels();
   let claiming: Promise<unknown> = Promise.resolve();
   let lastTickAt: Date | null = null;
   const finished: RuntimeTickResult = { sessions: 0, tasks: 0 };
@@ -139,13 +145,17 @@ export function createAgentRuntime({
   function start(work: Work): Promise<void> {
     const scribeId = work.row.scribe_id;
     busyByScribe.set(scribeId, busy(scribeId) + 1);
+    const cancel = new AbortController();
+    runs.set(work.row.id, { kind: work.kind, cancel });
+    cancelWatch.started();
     const claim = { id: work.row.id, token: work.row.claim_token! };
     const table = work.kind === 'session' ? 'sessions' : 'tasks';
     const lease = keepLeases(() => queries.renewWorkLease(db, table, claim, new Date(clock().getTime() + options.leaseMs).toISOString()), options.renewMs);
-    const running = (work.kind === 'session' ? answerSession(work.row) : workTask(work.row))
+    const running = (work.kind === 'session' ? answerSession(work.row, cancel.signal) : workTask(work.row, cancel.signal))
       .catch((err) => logger.error({ err, [work.kind]: work.row.id }, 'agent runtime could not record its work'))
       .finally(() => {
         lease.stop();
+        runs.delete(work.row.id);
         finished[table]++;
         inFlight.delete(running);
         const left = busy(scribeId) - 1;
@@ -179,6 +189,7 @@ export function createAgentRuntime({
    */
   async function runClaimed(
     claim: { table: 'sessions' | 'tasks'; id: string; token: string; attempts: number },
+    cancelled: AbortSignal,
     fail: (reason: string) => Promise<unknown>,
     work: () => Promise<void>,
     failure: { log: Record<string, string>; message: string },
@@ -193,12 +204,14 @@ export function createAgentRuntime({
       await work();
     } catch (err) {
       if (abort.signal.aborted) return queries.releaseClaim(db, claim.table, claim);
+      // Cancelled: the cancel took the claim, so there is nothing to record or release.
+      if (cancelled.aborted) return;
       logger.warn({ err, ...failure.log }, failure.message);
       await fail(reasonOf(err));
     }
   }
 
-  async function answerSession(session: SessionRow): Promise<void> {
+  async function answerSession(session: SessionRow, cancelled: AbortSignal): Promise<void> {
     const claim = { table: 'sessions' as const, id: session.id, token: session.claim_token!, attempts: session.attempts };
     const scribe = await findScribe(session.scribe_id);
     const at = () => laterThan(clock, session.updated_at);
@@ -206,15 +219,16 @@ export function createAgentRuntime({
     const fail = (reason: string) =>
       queries.finishSession(db, claim, { author: 'system', text: messages.sessionFailed(reason), end: false, errorMessage: reason }, at(), event);
     if (!scribe) return;
-    await runClaimed(claim, fail, async () => {
+    const signal = AbortSignal.any([abort.signal, cancelled]);
+    await runClaimed(claim, cancelled, fail, async () => {
       const transcript = await findMessages(db, session.id);
-      const trace = traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, sessionId: session.id });
-      const outcome = await agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: () => mcpServersOf(scribe.id), signal: abort.signal });
+      const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, sessionId: session.id }));
+      const outcome = await agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: () => mcpServersOf(scribe.id), signal });
       await queries.finishSession(db, claim, { author: 'scribe', text: outcome.reply, end: outcome.end ?? false, errorMessage: null }, at(), event);
     }, { log: { session: session.id }, message: 'agent failed to answer a session' });
   }
 
-  async function workTask(task: WorkedTaskRow): Promise<void> {
+  async function workTask(task: WorkedTaskRow, cancelled: AbortSignal): Promise<void> {
     const claim = { table: 'tasks' as const, id: task.id, token: task.claim_token!, attempts: task.attempts };
     const scribe = await findScribe(task.scribe_id);
     /** Moves the task out of in_progress, releasing the claim, if the claim is still ours. */
@@ -227,14 +241,45 @@ export function createAgentRuntime({
       );
     const fail = (reason: string) => finish('waiting', 'system', messages.taskFailed(reason), { last_error: reason });
     if (!scribe) return;
-    await runClaimed(claim, fail, async () => {
+    const signal = AbortSignal.any([abort.signal, cancelled]);
+    await runClaimed(claim, cancelled, fail, async () => {
       const history = await findTaskEvents(db, task.id);
-      const trace = traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, taskId: task.id });
+      const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, taskId: task.id }));
       const attachments = await attachmentsOf(task);
-      const outcome = await agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers: () => mcpServersOf(scribe.id), signal: abort.signal });
+      const outcome = await agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers: () => mcpServersOf(scribe.id), signal });
       if (outcome.status === 'done') await finish('done', 'scribe', outcome.result, { result: outcome.result, last_error: null });
       else await finish('waiting', 'scribe', outcome.question, { last_error: null });
     }, { log: { task: task.id }, message: 'agent failed to work a task' });
+  }
+
+  /** Stops the run of `id` if it runs in this process: its agent's calls are aborted and it records nothing more. */
+  function cancel(id: string): void {
+    runs.get(id)?.cancel.abort(new Error('cancelled'));
+  }
+
+  /**
+   * While work runs, looks every `cancelCheckMs` for any of it cancelled from another process
+   * (PostgreSQL's NOTIFY says so at once; SQLite's processes, and a lost notification, rely
+   * on this): one query a kind of work, by primary key, for the ids running here.
+   */
+  function watchForCancels() {
+    let timer: NodeJS.Timeout | undefined;
+    const check = async () => {
+      timer = undefined;
+      if (runs.size === 0 || abort.signal.aborted) return;
+      const ids = { sessions: [] as string[], tasks: [] as string[] };
+      for (const [id, run] of runs) (run.kind === 'session' ? ids.sessions : ids.tasks).push(id);
+      try {
+        for (const id of await queries.findCancelled(db, ids)) cancel(id);
+      } catch (err) {
+        logger.warn({ err }, 'could not look for cancelled work');
+      }
+      started();
+    };
+    const started = () => {
+      if (!timer && runs.size > 0 && !abort.signal.aborted) timer = setTimeout(() => void check(), options.cancelCheckMs).unref();
+    };
+    return { started, stop: () => clearTimeout(timer) };
   }
 
   /** Resolves once no claim is queued (claims queue behind each other in `claiming`). */
@@ -279,13 +324,20 @@ export function createAgentRuntime({
     get running(): number {
       return inFlight.size;
     },
+    cancel,
     /** Stops claiming, aborts agent calls (their work is released for the next start) and waits for in-flight work. */
     async stop(): Promise<void> {
       abort.abort();
+      cancelWatch.stop();
       await claiming;
       await Promise.all([...inFlight]);
     },
   };
+}
+
+/** A trace that records nothing once `signal` aborted: work cancelled or handed back leaves no trace of its last, aborted call. */
+function silencedBy(signal: AbortSignal, trace: Trace): Trace {
+  return { record: async (call) => (signal.aborted ? undefined : trace.record(call)) };
 }
 
 function reasonOf(err: unknown): string {

@@ -1,7 +1,9 @@
 import type { Db } from '../db/knex.js';
 
-export const SESSION_STATES = ['queued', 'running', 'waiting', 'completed', 'failed'] as const;
+export const SESSION_STATES = ['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled'] as const;
 export type SessionState = (typeof SESSION_STATES)[number];
+/** A session still open: it may be cancelled. `completed`, `failed` and `cancelled` are closed. */
+export const OPEN_SESSION_STATES = ['queued', 'running', 'waiting'] as const satisfies readonly SessionState[];
 export const MESSAGE_AUTHORS = ['user', 'scribe', 'staff', 'system'] as const;
 export type MessageAuthor = (typeof MESSAGE_AUTHORS)[number];
 
@@ -92,4 +94,22 @@ export async function findMessagesOfSessions(db: Db, sessionIds: readonly string
   const bySession = new Map<string, MessageRow[]>(sessionIds.map((id) => [id, []]));
   for (const row of rows) bySession.get(row.session_id)!.push(row);
   return bySession;
+}
+
+/**
+ * Cancels an open session: `cancelled`, owing no reply, its claim cleared so an answer under
+ * way records nothing, with `message` (a system note of who cancelled it) added. False when
+ * it was closed already.
+ */
+export async function cancelSession(db: Db, id: string, message: { text: string; created_at: string }, alongside?: (trx: Db) => Promise<unknown>): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    const updated = await trx('sessions')
+      .where({ id })
+      .whereIn('state', OPEN_SESSION_STATES)
+      .update({ state: 'cancelled', reply_due: false, claim_token: null, lease_until: null, updated_at: message.created_at });
+    if (updated === 0) return false;
+    await trx('session_messages').insert({ session_id: id, author: 'system', ...message });
+    await alongside?.(trx);
+    return true;
+  });
 }

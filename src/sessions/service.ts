@@ -1,9 +1,11 @@
 import type { Db } from '../db/knex.js';
 import type { Actor, AuditLog } from '../audit/service.js';
 import type { SaveResponse } from '../http/idempotency.js';
-import { type Clock, isoNow } from '../lib/clock.js';
+import { type Clock, isoNow, laterThan } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
-import { NotFoundError, ValidationError } from '../http/errors.js';
+import { ConflictError, NotFoundError, ValidationError } from '../http/errors.js';
+import { sessionEvent, type RecordEvents } from '../webhooks/events.js';
+import { findScribeById } from '../scribes/queries.js';
 import type { ScribeRef } from '../scribes/service.js';
 import * as queries from './queries.js';
 import type { MessageRow, SessionRow } from './queries.js';
@@ -14,6 +16,7 @@ export const messages = {
   replyRequired: 'Reply is required',
   notFailed: 'Only a failed session can be retried or discarded',
   alreadyDiscarded: 'This session has already been discarded',
+  closed: 'Session is closed',
 };
 
 export type { MessageRow, SessionRow };
@@ -23,7 +26,23 @@ export type SessionService = ReturnType<typeof createSessionService>;
  * Chat sessions and their transcripts. A session owes an answer (`reply_due`) after each
  * user or staff message; `onReplyDue` tells the agent runtime so it starts at once.
  */
-export function createSessionService({ db, clock, audit, onReplyDue = () => {} }: { db: Db; clock: Clock; audit: AuditLog; onReplyDue?: (sessionId: string) => void }) {
+export function createSessionService({
+  db,
+  clock,
+  audit,
+  recordEvents = async () => [],
+  onReplyDue = () => {},
+  onCancelled = () => {},
+}: {
+  db: Db;
+  clock: Clock;
+  audit: AuditLog;
+  /** Writes the `session.cancelled` webhook event in the cancel's transaction (the outbox). */
+  recordEvents?: RecordEvents;
+  onReplyDue?: (sessionId: string) => void;
+  /** Tells the process answering the session, wherever it is, to stop. */
+  onCancelled?: (sessionId: string) => void;
+}) {
   return {
     /**
      * A new session holding the user's message, `queued` for the scribe; or `completed`
@@ -86,6 +105,28 @@ export function createSessionService({ db, clock, audit, onReplyDue = () => {} }
       if (!added) throw new ValidationError(messages.notWaiting);
       await audit.record(actor, 'session.reply', { type: 'session', id });
       onReplyDue(id);
+    },
+
+    /**
+     * Cancels a session that is `queued`, `running` or `waiting`; `cancelled` is final. An
+     * answer under way stops (`onCancelled`) and records nothing. 409 `Session is closed` for
+     * a `completed`, `failed` or `cancelled` session.
+     */
+    async cancel(actor: Actor, id: string): Promise<SessionRow & { messages: MessageRow[] }> {
+      const session = await this.get(actor.organizationId, id);
+      const scribe = await findScribeById(db, session.scribe_id);
+      const cancelled = await queries.cancelSession(db, id, { text: `Cancelled by ${actor.label}`, created_at: laterThan(clock, session.updated_at) }, (trx) =>
+        recordEvents(trx, [sessionEvent(session, scribe?.slug ?? '', 'cancelled')]),
+      );
+      if (!cancelled) throw new ConflictError(messages.closed);
+      await audit.record(actor, 'session.cancel', { type: 'session', id });
+      onCancelled(id);
+      return this.get(actor.organizationId, id);
+    },
+
+    /** The session's organization, for the admin CLI (which names a session by id alone). */
+    async organizationOf(id: string): Promise<string> {
+      return (await this.find(id)).organization_id;
     },
 
     /** A failed session owes its answer again; the note is a system message, which agents skip. */

@@ -1,7 +1,9 @@
 import type { Db } from '../db/knex.js';
 
-export const TASK_STATUSES = ['open', 'in_progress', 'done', 'waiting'] as const;
+export const TASK_STATUSES = ['open', 'in_progress', 'done', 'waiting', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
+/** What a task may be cancelled from: `done` and `cancelled` are final. */
+export const CANCELLABLE_TASK_STATUSES = ['open', 'in_progress', 'waiting'] as const satisfies readonly TaskStatus[];
 
 export interface TaskRow {
   id: string;
@@ -101,4 +103,23 @@ export async function moveTask(
     await alongside?.(trx);
     return true;
   });
+}
+
+/**
+ * Cancels a task that is not finished: `cancelled`, with its claim cleared, so a run still
+ * working it finds its claim gone and records nothing. The move is guarded by the status it
+ * was read in, and read again if another change came between. The status it had; undefined
+ * when it is finished.
+ */
+export async function cancelTask(
+  db: Db,
+  move: { id: string; author: TaskAuthor; text: string; at: (updatedAt: string) => string },
+  alongside?: (trx: Db) => Promise<unknown>,
+): Promise<TaskStatus | undefined> {
+  for (;;) {
+    const task = await db<WorkedTaskRow>('tasks').where({ id: move.id }).first('status', 'updated_at');
+    if (!task || !(CANCELLABLE_TASK_STATUSES as readonly string[]).includes(task.status)) return undefined;
+    const moved = await moveTask(db, { id: move.id, from: task.status, to: 'cancelled', author: move.author, text: move.text, at: move.at(task.updated_at) }, { claim_token: null, lease_until: null }, alongside);
+    if (moved) return task.status;
+  }
 }

@@ -2,7 +2,9 @@ import type { Db } from '../db/knex.js';
 import type { Actor, AuditLog } from '../audit/service.js';
 import { type Clock, laterThan } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
-import { NotFoundError, ValidationError } from '../http/errors.js';
+import { ConflictError, NotFoundError, ValidationError } from '../http/errors.js';
+import { taskEvent, type RecordEvents } from '../webhooks/events.js';
+import { findScribeById } from '../scribes/queries.js';
 import * as queries from './queries.js';
 import type { TaskEventRow, TaskStatus, WorkedTaskRow } from './queries.js';
 
@@ -12,6 +14,7 @@ export const messages = {
   inputRequired: 'Input is required',
   notFailed: 'Only a failed task can be retried or discarded',
   alreadyDiscarded: 'This task has already been discarded',
+  alreadyFinished: 'Task is already finished',
 };
 
 /** A task the agent failed: the runtime left it waiting with the reason. */
@@ -34,7 +37,23 @@ export type TaskService = ReturnType<typeof createTaskService>;
  * Tasks as staff see and steer them (the agent runtime moves them otherwise). Input given
  * to a `waiting` task moves it back to `open`; `onOpened` tells the runtime.
  */
-export function createTaskService({ db, clock, audit, onOpened = () => {} }: { db: Db; clock: Clock; audit: AuditLog; onOpened?: (taskId: string) => void }) {
+export function createTaskService({
+  db,
+  clock,
+  audit,
+  recordEvents = async () => [],
+  onOpened = () => {},
+  onCancelled = () => {},
+}: {
+  db: Db;
+  clock: Clock;
+  audit: AuditLog;
+  /** Writes the `task.cancelled` webhook event in the cancel's transaction (the outbox). */
+  recordEvents?: RecordEvents;
+  onOpened?: (taskId: string) => void;
+  /** Tells the process running the task, wherever it is, to stop it. */
+  onCancelled?: (taskId: string) => void;
+}) {
   return {
     async get(organizationId: string, id: string): Promise<WorkedTaskRow & { events: TaskEventRow[] }> {
       const task = UUID_PATTERN.test(id) ? await queries.findTask(db, organizationId, id) : undefined;
@@ -101,6 +120,30 @@ export function createTaskService({ db, clock, audit, onOpened = () => {} }: { d
       if (!task) throw new NotFoundError(messages.taskNotFound);
       if (!isFailedTask(task)) throw new ValidationError(messages.notFailed);
       return task;
+    },
+
+    /**
+     * Cancels a task that is `open`, `in_progress` or `waiting`; `cancelled` is final. A run
+     * working it stops (`onCancelled`) and records nothing. 409 `Task is already finished`
+     * for a `done` or `cancelled` task.
+     */
+    async cancel(actor: Actor, id: string): Promise<WorkedTaskRow> {
+      const task = await this.get(actor.organizationId, id);
+      const scribe = await findScribeById(db, task.scribe_id);
+      const was = await queries.cancelTask(
+        db,
+        { id, author: actor.type === 'user' ? 'staff' : 'system', text: `Cancelled by ${actor.label}`, at: (updatedAt) => laterThan(clock, updatedAt) },
+        (trx) => recordEvents(trx, [taskEvent(task, scribe?.slug ?? '', { status: 'cancelled' })]),
+      );
+      if (!was) throw new ConflictError(messages.alreadyFinished);
+      await audit.record(actor, 'task.cancel', { type: 'task', id });
+      if (was === 'in_progress') onCancelled(id);
+      return (await queries.findTask(db, actor.organizationId, id))!;
+    },
+
+    /** The task's organization, for the admin CLI (which names a task by id alone). */
+    async organizationOf(id: string): Promise<string> {
+      return (await this.find(id)).organization_id;
     },
 
     /** Staff answer a waiting task's question; it goes back to `open` for the agent. */

@@ -6,7 +6,17 @@ import type { ApiRequestRow } from '../requests/queries.js';
 import * as queries from './queries.js';
 
 /** The events an endpoint may subscribe to (contract: "Events and outbound webhooks"). */
-export const EVENT_TYPES = ['request.fulfilled', 'request.failed', 'task.done', 'task.waiting', 'session.waiting', 'session.completed', 'session.failed'] as const;
+export const EVENT_TYPES = [
+  'request.fulfilled',
+  'request.failed',
+  'task.done',
+  'task.waiting',
+  'task.cancelled',
+  'session.waiting',
+  'session.completed',
+  'session.failed',
+  'session.cancelled',
+] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 /** What "Send a test event" sends, to one endpoint only; never subscribed to. */
 export const TEST_EVENT = 'webhook.test';
@@ -31,10 +41,10 @@ export const requestEvent = (row: ApiRequestRow & { organization_id: string }, s
 export const taskEvent = (
   task: { id: string; organization_id: string; title: string },
   scribeSlug: string,
-  outcome: { status: 'done'; result: string } | { status: 'waiting'; question: string },
+  outcome: { status: 'done'; result: string } | { status: 'waiting'; question: string } | { status: 'cancelled' },
 ): NewEvent => ({
   organizationId: task.organization_id,
-  type: outcome.status === 'done' ? 'task.done' : 'task.waiting',
+  type: `task.${outcome.status}`,
   data: {
     task: {
       id: task.id,
@@ -47,7 +57,7 @@ export const taskEvent = (
   },
 });
 
-export const sessionEvent = (session: { id: string; organization_id: string }, scribeSlug: string, state: 'waiting' | 'completed' | 'failed'): NewEvent => ({
+export const sessionEvent = (session: { id: string; organization_id: string }, scribeSlug: string, state: 'waiting' | 'completed' | 'failed' | 'cancelled'): NewEvent => ({
   organizationId: session.organization_id,
   type: `session.${state}`,
   data: { session: { id: session.id, scribe_id: scribeSlug, status: state } },

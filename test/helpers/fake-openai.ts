@@ -35,7 +35,7 @@ export async function startFakeOpenAi() {
   const hanging = new Set<http.ServerResponse>();
   let calls = 0;
   /** Every request that reached the server, whatever its path. */
-  const hits = { count: 0 };
+  const hits = { count: 0, /** Held calls the client gave up on (closed the connection). */ abandoned: 0 };
   /** While set and in the future, every call is answered with this status and headers instead of a step. */
   let overload: { until: number; status: number; headers: Record<string, string>; refused: number } | undefined;
 
@@ -57,6 +57,9 @@ export async function startFakeOpenAi() {
       const step = steps.shift() ?? { status: 500, body: { error: { message: 'no step scripted' } } };
       if ('hang' in step) {
         hanging.add(res);
+        res.on('close', () => {
+          if (hanging.delete(res)) hits.abandoned++;
+        });
         return;
       }
       if ('text' in step) {
@@ -113,7 +116,10 @@ export async function startFakeOpenAi() {
       steps.length = 0;
     },
     async close() {
-      for (const res of hanging) res.destroy();
+      for (const res of [...hanging]) {
+        hanging.delete(res);
+        res.destroy();
+      }
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     },

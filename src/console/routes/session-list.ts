@@ -16,6 +16,7 @@ const STATE_LABELS: Record<(typeof SESSION_FILTERS)[number], string> = {
   waiting: 'answered, waiting for the user',
   completed: 'completed',
   failed: 'failed',
+  cancelled: 'cancelled',
 };
 
 /** The sessions list's filters, as shown in the form and as the queries take them (see receiptFilters). */

@@ -28,5 +28,15 @@ export function sessionRoutes(services: Services): Router {
     }, (req) => pageOf(String(req.params.id))),
   );
 
+  router.post(
+    '/sessions/:id/cancel',
+    requireAdmin,
+    action(async (req) => {
+      await services.sessions.cancel(userActor(req), String(req.params.id));
+      flash(req, 'notice', 'Session cancelled.');
+      return pageOf(String(req.params.id));
+    }, (req) => pageOf(String(req.params.id))),
+  );
+
   return router;
 }

@@ -47,6 +47,16 @@ export function taskRoutes(services: Services): Router {
     }, (req) => pageOf(String(req.params.id))),
   );
 
+  router.post(
+    '/tasks/:id/cancel',
+    requireAdmin,
+    action(async (req) => {
+      await services.tasks.cancel(userActor(req), String(req.params.id));
+      flash(req, 'notice', 'Task cancelled.');
+      return pageOf(String(req.params.id));
+    }, (req) => pageOf(String(req.params.id))),
+  );
+
   return router;
 }
 
