@@ -58,6 +58,8 @@ const envSchema = z.object({
   // How long a client may take to send its headers, and its whole request (docs/deploy.md).
   HTTP_HEADERS_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(100).default(20_000),
   HTTP_REQUEST_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(100).default(30_000),
+  // On SIGTERM, how long running agent work may go on before it is stopped and handed back (docs/deploy.md).
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(0).max(600_000).default(10_000),
   // The email channels' SMTP listener (channels/smtp.ts): none unless SMTP_PORT is set.
   SMTP_PORT: z.coerce.number({ error: 'must be a port number' }).int().min(0).max(65535).optional(),
   SMTP_HOST: z.string().min(1).default('127.0.0.1'),
@@ -103,6 +105,8 @@ export interface Config {
   /** Worker threads that read entry pages; 0 reads them in the server's thread (always, on PostgreSQL, whose reads do not block it). */
   readonly readThreads: number;
   readonly http: HttpConfig;
+  /** On SIGTERM: how long running work may go on, after claiming stops, before it is stopped and handed back. */
+  readonly shutdownTimeoutMs: number;
   /** Where the SMTP listener of email channels listens, and how many connections it takes at once; undefined (SMTP_PORT unset): no listener. */
   readonly smtp: { readonly port: number; readonly host: string; readonly maxConnections: number } | undefined;
 }
@@ -172,6 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readThreads: databaseKind === 'postgres' ? 0 : (e.READ_THREADS ?? defaultReadThreads()),
     // Node wants the headers' limit no larger than the request's.
     smtp: e.SMTP_PORT === undefined ? undefined : Object.freeze({ port: e.SMTP_PORT, host: e.SMTP_HOST, maxConnections: e.SMTP_MAX_CONNECTIONS }),
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     http: Object.freeze({ headersTimeoutMs: Math.min(e.HTTP_HEADERS_TIMEOUT_MS, e.HTTP_REQUEST_TIMEOUT_MS), requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS }),
     openai: Object.freeze({
       baseUrl: e.OPENAI_BASE_URL,

@@ -75,9 +75,12 @@ export async function startServer(config: Config, logger: Logger, options: Servi
     smtpPort: smtp?.port,
     stop() {
       stopping ??= (async () => {
-        await scheduler.stop();
+        // Claiming stops at once; agent work under way may finish for SHUTDOWN_TIMEOUT_MS, then is handed back.
+        const drained = services.runtime.stop({ drainMs: config.shutdownTimeoutMs });
+        await scheduler.stop(config.shutdownTimeoutMs);
         if (server) await closeServer(server);
         await smtp?.close();
+        await drained;
         await services.stop();
         await db.destroy();
         logger.info('scribe stopped');

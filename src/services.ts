@@ -165,6 +165,8 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
     recordEvents: outbox.record,
     traceFor: (work) => createTrace(db, clock, work),
     mcpServersOf: (scribeId) => listMcpServers(db, secrets, scribeId),
+    // Work given back as this process stops: another process takes it at once (PostgreSQL) or on its next look.
+    onHandedBack: (id) => void wakeups.notify('scribe_work', id),
     attachmentsOf: async (task) => (task.request_id ? storedAttachments(await listAttachments(db, task.request_id), (sha256) => store.pathFor(sha256)) : []),
     options: { ...defaultRuntimeOptions, ...options.runtime },
   });

@@ -13,6 +13,8 @@ export type Scheduler = ReturnType<typeof createScheduler>;
 /** Runs jobs on their schedules; a job's run never overlaps itself and its errors are logged, never thrown. */
 export function createScheduler(jobs: readonly Job[], logger: Logger) {
   let tasks: ScheduledTask[] = [];
+  /** Runs under way: `stop` waits for them, since node-cron's destroy() does not. */
+  const running = new Set<Promise<void>>();
   // node-cron's own messages go through pino. A skipped run because the previous one is
   // still busy is expected under load (the dispatcher drains everything due), so it is debug.
   const cronLogger = {
@@ -28,21 +30,26 @@ export function createScheduler(jobs: readonly Job[], logger: Logger) {
         cron.schedule(
           job.schedule,
           async () => {
-            try {
-              await job.run();
-            } catch (err) {
-              logger.error({ err, job: job.name }, 'background job failed');
-            }
+            const run = job.run().then(
+              () => {},
+              (err: unknown) => logger.error({ err, job: job.name }, 'background job failed'),
+            );
+            running.add(run);
+            await run.finally(() => running.delete(run));
           },
           { name: job.name, noOverlap: true, logger: cronLogger },
         ),
       );
     },
 
-    /** Stops future runs; work already running is drained by its owner (e.g. the dispatcher's stop()). */
-    async stop(): Promise<void> {
+    /** Stops future runs, and waits (up to `waitMs`) for the runs under way; what they started is drained by its owner (e.g. the dispatcher's stop()). */
+    async stop(waitMs = 0): Promise<void> {
       await Promise.all(tasks.map((task) => task.destroy()));
       tasks = [];
+      if (running.size === 0) return;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all([...running]), new Promise((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+      clearTimeout(timer);
     },
   };
 }

@@ -71,6 +71,7 @@ export function createAgentRuntime({
   traceFor = () => noTrace,
   attachmentsOf = async () => [],
   mcpServersOf = async () => [],
+  onHandedBack = () => {},
   options = defaultRuntimeOptions,
 }: {
   db: Db;
@@ -87,11 +88,15 @@ export function createAgentRuntime({
   attachmentsOf?: (task: WorkedTaskRow) => Promise<AgentAttachment[]>;
   /** The MCP servers whose tools the scribe's agent may call (agents/mcp.ts). */
   mcpServersOf?: (scribeId: string) => Promise<McpServerRow[]>;
+  /** Work this process gave back unfinished as it stopped: another process may take it at once. */
+  onHandedBack?: (id: string) => void;
   options?: RuntimeOptions;
 }) {
   const inFlight = new Set<Promise<void>>();
   const busyByScribe = new Map<string, number>();
   const abort = new AbortController();
+  /** Stopping: no more claims, while running work may still finish (`stop`'s drain). */
+  let closing = false;
   /** Each running piece of work's own abort, by its id: a cancel stops that one alone. */
   const runs = new Map<string, { kind: Work['kind']; cancel: AbortController }>();
   const cancelWatch = watchForCancels();
@@ -115,7 +120,7 @@ export function createAgentRuntime({
   async function claimWork(): Promise<Work[]> {
     lastTickAt = clock();
     const free = options.concurrency - inFlight.size;
-    if (free <= 0 || abort.signal.aborted) return [];
+    if (free <= 0 || closing) return [];
     const now = clock();
     const terms = { token: randomUUID(), now: now.toISOString(), leaseUntil: new Date(now.getTime() + options.leaseMs).toISOString() };
     const taken = new Map<string, number>();
@@ -126,7 +131,7 @@ export function createAgentRuntime({
       (skip: string[]) => queries.claimNextTask(db, terms, skip).then((row) => row && ({ kind: 'task', row }) as Work),
     ];
     for (const [queue, claimNext] of sources.entries()) {
-      while (work.length < free && !abort.signal.aborted) {
+      while (work.length < free && !closing) {
         const skip = full();
         const asked = `${queue}:${skip.sort().join(',')}`;
         if (foundEmpty.has(asked)) break;
@@ -198,12 +203,16 @@ export function createAgentRuntime({
       await fail(messages.gaveUp(options.maxAttempts));
       return;
     }
+    const handBack = async () => {
+      await queries.releaseClaim(db, claim.table, claim);
+      onHandedBack(claim.id);
+    };
     try {
-      // Stopping between the claim and the agent call: hand the work back untouched.
-      if (abort.signal.aborted) return queries.releaseClaim(db, claim.table, claim);
+      // Stopped between the claim and the agent call: hand the work back untouched.
+      if (abort.signal.aborted) return await handBack();
       await work();
     } catch (err) {
-      if (abort.signal.aborted) return queries.releaseClaim(db, claim.table, claim);
+      if (abort.signal.aborted) return await handBack();
       // Cancelled: the cancel took the claim, so there is nothing to record or release.
       if (cancelled.aborted) return;
       logger.warn({ err, ...failure.log }, failure.message);
@@ -291,7 +300,7 @@ export function createAgentRuntime({
   }
 
   function refill(): void {
-    if (!abort.signal.aborted) void claimAndStart();
+    if (!closing) void claimAndStart();
   }
 
   /** Looks for work anew: new work arrived, or the once-a-second tick. */
@@ -325,11 +334,20 @@ export function createAgentRuntime({
       return inFlight.size;
     },
     cancel,
-    /** Stops claiming, aborts agent calls (their work is released for the next start) and waits for in-flight work. */
-    async stop(): Promise<void> {
+    /**
+     * Stops claiming at once; lets running work finish for up to `drainMs`, then aborts its
+     * agent calls and hands it back (claim cleared, `onHandedBack`), and waits for all of it.
+     */
+    async stop({ drainMs = 0 }: { drainMs?: number } = {}): Promise<void> {
+      closing = true;
+      await claiming;
+      if (drainMs > 0 && inFlight.size > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([Promise.allSettled([...inFlight]), new Promise((resolve) => (timer = setTimeout(resolve, drainMs)))]);
+        clearTimeout(timer);
+      }
       abort.abort();
       cancelWatch.stop();
-      await claiming;
       await Promise.all([...inFlight]);
     },
   };

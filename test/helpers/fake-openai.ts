@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 
 /** What the fake does with one request to /v1/chat/completions. */
 export type Step =
-  | { reply: string; usage?: Usage }
+  | { reply: string; usage?: Usage; delayMs?: number }
   | { toolCalls: Array<{ name: string; arguments: unknown }>; usage?: Usage }
   | { status: number; body?: unknown; headers?: Record<string, string> }
   | { status: number; text: string; headers?: Record<string, string> }
@@ -71,6 +71,8 @@ export async function startFakeOpenAi() {
         return;
       }
       calls++;
+      const delayMs = 'delayMs' in step ? (step.delayMs ?? 0) : 0;
+      const model = seen.at(-1)!.body.model;
       const message =
         'reply' in step
           ? { role: 'assistant', content: step.reply }
@@ -83,16 +85,18 @@ export async function startFakeOpenAi() {
                 function: { name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments) },
               })),
             };
-      res.writeHead(200, { 'content-type': 'application/json' }).end(
+      const answer = () => res.writeHead(200, { 'content-type': 'application/json' }).end(
         JSON.stringify({
           id: `chatcmpl-${calls}`,
           object: 'chat.completion',
           created: 1_763_700_000,
-          model: seen.at(-1)!.body.model,
+          model,
           choices: [{ index: 0, message, finish_reason: 'reply' in step ? 'stop' : 'tool_calls' }],
           usage: { ...(step.usage ?? DEFAULT_USAGE), total_tokens: (step.usage ?? DEFAULT_USAGE).prompt_tokens + (step.usage ?? DEFAULT_USAGE).completion_tokens },
         }),
       );
+      if (delayMs > 0) setTimeout(answer, delayMs);
+      else answer();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -101,6 +101,64 @@ describe('the server process', function () {
       return { fake, env, post, read, slug: scribe.slug };
     }
 
+    it('on SIGTERM stops claiming, lets the answers under way finish, records each once and exits 0', async () => {
+      const { fake, env, post, read, slug } = await setUp();
+      fake.script({ reply: 'First, after a while.', delayMs: 800 }, { reply: 'Second, after a while.', delayMs: 800 });
+      const server = await startProcess('src/main.ts', { ...env, SHUTDOWN_TIMEOUT_MS: '10000' });
+      try {
+        const ids: string[] = [];
+        for (const message of ['one', 'two']) ids.push((await post(server.url, `/api/v1/scribes/${slug}/chat`, { message })).session_id);
+        await eventually(async () => (fake.seen.length === 2 ? true : undefined), 5000);
+        server.child.kill('SIGTERM');
+        expect(await server.exited).to.equal(0);
+        const replies = await read((db) => db('session_messages').whereIn('session_id', ids).where({ author: 'scribe' }).orderBy('text').pluck('text'));
+        expect(replies).to.deep.equal(['First, after a while.', 'Second, after a while.']);
+        expect(await read((db) => db('sessions').whereIn('id', ids).pluck('state'))).to.deep.equal(['waiting', 'waiting']);
+      } finally {
+        server.child.kill('SIGKILL');
+        await fake.close();
+      }
+    });
+
+    it('hands back, at SHUTDOWN_TIMEOUT_MS, work still running; another process takes it up at once and records it once', async () => {
+      const { fake, env, post, read, slug } = await setUp();
+      fake.script({ hang: true }, { hang: true });
+      const stopping = await startProcess('src/main.ts', { ...env, SHUTDOWN_TIMEOUT_MS: '300' });
+      let other: Awaited<ReturnType<typeof startProcess>> | undefined;
+      try {
+        const sessionId = (await post(stopping.url, `/api/v1/scribes/${slug}/chat`, { message: 'hello' })).session_id;
+        await post(stopping.url, `/api/v1/scribes/${slug}/requests`, { task: { summary: 'Work', acceptance_criteria: 'ok' } });
+        await eventually(async () => (fake.seen.length === 2 ? true : undefined), 5000);
+        // Started once the first holds both, so that all there is to take over is what it hands back.
+        other = await startProcess('src/main.ts', env);
+        const held = await read(async (db) => ({ session: await db('sessions').where({ id: sessionId }).first(), task: await db('tasks').first() }));
+        expect([held.session.state, held.task.status]).to.deep.equal(['running', 'in_progress']);
+        // Plain text answers both, whichever the other process asks first.
+        fake.script({ reply: 'Taken over.' }, { reply: 'Taken over.' });
+
+        stopping.child.kill('SIGTERM');
+        expect(await stopping.exited).to.equal(0);
+        const exitedAt = Date.now();
+        expect(fake.hits.abandoned, 'the held calls were aborted').to.equal(2);
+        await eventually(() => read(async (db) => ((await db('tasks').first()).status === 'done' && (await db('sessions').where({ id: sessionId }).first()).state === 'waiting' ? true : undefined)), 10_000);
+        // Well inside the 30-second lease a dead process's work would wait for.
+        expect(Date.now() - exitedAt).to.be.below(10_000);
+        const after = await read(async (db) => ({
+          messages: await db('session_messages').where({ session_id: sessionId }).orderBy('id').select('author', 'text'),
+          events: await db('task_events').orderBy('id').pluck('to_status'),
+          calls: await db('agent_calls').whereNotNull('task_id').orderBy('id').select('kind', 'error'),
+        }));
+        expect(after.messages).to.deep.equal([{ author: 'user', text: 'hello' }, { author: 'scribe', text: 'Taken over.' }]);
+        expect(after.events).to.deep.equal(['open', 'in_progress', 'done']);
+        expect(after.calls, 'the handed-back run left no trace of its aborted call').to.deep.equal([{ kind: 'model', error: null }]);
+      } finally {
+        stopping.child.kill('SIGKILL');
+        other?.child.kill('SIGTERM');
+        await other?.exited;
+        await fake.close();
+      }
+    });
+
     it('answers, after a restart, a session and a task a killed process held, each exactly once', async () => {
       const { fake, env, post, read, slug } = await setUp();
       fake.script({ hang: true }, { hang: true });
@@ -139,10 +197,10 @@ describe('the server process', function () {
       expect(after.events.map((e) => e.to_status)).to.deep.equal(['open', 'in_progress', 'done']);
     });
 
-    it('gives work back on SIGTERM without waiting for the model, and the next start answers it at once', async () => {
+    it('gives work back on SIGTERM once SHUTDOWN_TIMEOUT_MS has passed, without waiting for the model, and the next start answers it at once', async () => {
       const { fake, env, post, read, slug } = await setUp();
       fake.script({ hang: true });
-      const first = await startProcess('src/main.ts', { ...env, OPENAI_TIMEOUT_MS: '60000' });
+      const first = await startProcess('src/main.ts', { ...env, OPENAI_TIMEOUT_MS: '60000', SHUTDOWN_TIMEOUT_MS: '500' });
       let sessionId: string;
       try {
         sessionId = (await post(first.url, `/api/v1/scribes/${slug}/chat`, { message: 'hello' })).session_id;

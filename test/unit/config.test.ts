@@ -30,6 +30,7 @@ describe('loadConfig()', () => {
       openai: { baseUrl: 'https://api.openai.com/v1', apiKey: undefined, model: undefined, timeoutMs: 60_000, maxRetries: 2 },
       retention: { sessionDays: undefined, orphanFiles: false },
       http: { headersTimeoutMs: 20_000, requestTimeoutMs: 30_000 },
+      shutdownTimeoutMs: 10_000,
       smtp: undefined,
     });
     expect(Object.isFrozen(config)).to.equal(true);
@@ -38,7 +39,7 @@ describe('loadConfig()', () => {
   it('reads every variable', () => {
     const config = loadConfig({
       PORT: '8080', HOST: '0.0.0.0', DATA_DIR: '/srv/scribe', DATABASE_URL: '/srv/db/s.sqlite', SESSION_SECRET: 'a-very-long-secret-value',
-      SECRETS_KEY: KEY, MODELS_ALLOW_PRIVATE: 'true',
+      SECRETS_KEY: KEY, MODELS_ALLOW_PRIVATE: 'true', SHUTDOWN_TIMEOUT_MS: '2500',
       ATTACHMENTS_ALLOW_PRIVATE: 'true', WEBHOOKS_ALLOW_PRIVATE: 'true', RATE_LIMIT_PER_MINUTE: '0', METRICS_TOKEN: 'tok', TRUST_PROXY: '1', LOG_LEVEL: 'debug',
       OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', OPENAI_API_KEY: 'sk-x', OPENAI_MODEL: 'llama3', OPENAI_TIMEOUT_MS: '5000', OPENAI_MAX_RETRIES: '0',
       RETENTION_SESSION_DAYS: '30', RETENTION_ORPHAN_FILES: 'true', LOG_FORMAT: 'pretty', READ_THREADS: '0',
@@ -47,7 +48,7 @@ describe('loadConfig()', () => {
     });
     expect(config).to.deep.equal({
       port: 8080, host: '0.0.0.0', dataDir: '/srv/scribe', databaseUrl: '/srv/db/s.sqlite', databaseKind: 'sqlite', sessionSecret: 'a-very-long-secret-value',
-      secretsKey: KEY, modelsAllowPrivate: true,
+      secretsKey: KEY, modelsAllowPrivate: true, shutdownTimeoutMs: 2500,
       databasePoolSize: 4, webConcurrency: 3, processRole: 'worker',
       attachmentsAllowPrivate: true, webhooksAllowPrivate: true, rateLimitPerMinute: 0, metricsToken: 'tok', trustProxy: 1, logLevel: 'debug', logFormat: 'pretty',
       openai: { baseUrl: 'http://127.0.0.1:11434/v1', apiKey: 'sk-x', model: 'llama3', timeoutMs: 5000, maxRetries: 0 },
