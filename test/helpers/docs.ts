@@ -11,6 +11,14 @@ export function markedBlocks(file: string, marker: string, lang = 'sh'): string[
   const start = text.indexOf(`<!-- ${marker}`);
   expect(start, `${file} marks its ${marker}`).to.be.greaterThan(-1);
   const end = text.indexOf('\n## ', start);
-  const section = text.slice(start, end === -1 ? undefined : end);
-  return [...section.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]!);
+  return fencedBlocks(text.slice(start, end === -1 ? undefined : end), lang);
+}
+
+/** Every fenced `lang` block of a Markdown file, in order. */
+export function allBlocks(file: string, lang: string): string[] {
+  return fencedBlocks(fs.readFileSync(file, 'utf8'), lang);
+}
+
+function fencedBlocks(text: string, lang: string): string[] {
+  return [...text.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]!);
 }
