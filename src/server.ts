@@ -14,7 +14,7 @@ import { resolveSessionSecret } from './console/session-secret.js';
 import { startSmtpListener, type SmtpListener } from './channels/smtp.js';
 
 /** How long in-flight requests get to finish on shutdown before their connections are cut. */
-const DRAIN_TIMEOUT_MS = 10_000;
+export const DRAIN_TIMEOUT_MS = 10_000;
 const CONNECTIONS_CHECK_MS = 1000;
 
 export interface RunningServer {

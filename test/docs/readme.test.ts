@@ -5,19 +5,14 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { eventually, tempDir } from '../helpers/harness.js';
 import { installEnv, openInstall } from '../helpers/databases.js';
+import { markedBlocks } from '../helpers/docs.js';
 import { startProcess } from '../helpers/process.js';
 
 const README = fileURLToPath(new URL('../../README.md', import.meta.url));
 const ADMIN = fileURLToPath(new URL('../../src/cli/admin.ts', import.meta.url));
 
 /** The shell blocks after the README's `<!-- marker` comment, up to its section's end, as written. */
-function exampleBlocks(marker: string): string[] {
-  const text = fs.readFileSync(README, 'utf8');
-  const start = text.indexOf(`<!-- ${marker}`);
-  const end = text.indexOf('\n## ', start);
-  expect(start, `README marks its ${marker}`).to.be.greaterThan(-1);
-  return [...text.slice(start, end).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
-}
+const exampleBlocks = (marker: string): string[] => markedBlocks(README, marker);
 
 /** The statuses the script's comments expect ("→ 202"), one per curl call. */
 function expectedStatuses(script: string): string[] {

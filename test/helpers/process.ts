@@ -9,23 +9,59 @@ export interface ServerProcess {
   exited: Promise<number | null>;
 }
 
+// The listening log line, or the demo's banner (the demo logs at warn unless told otherwise).
+const LISTENING = /"url":"(http:\/\/[^"]+)"|Scribe demo is running at (http:\/\/\S+)/;
+
 /** Starts an entry point (`src/main.ts`, `src/demo.ts`) from source and waits until it listens. */
 export async function startProcess(entry: string, env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
-  // The listening log line, or the demo's banner (the demo logs at warn unless told otherwise).
-  const { match, ...started } = await startUntil(entry, { HOST: '127.0.0.1', PORT: '0', ...env }, /"url":"(http:\/\/[^"]+)"|Scribe demo is running at (http:\/\/\S+)/, 'listening', timeoutMs);
+  return startCommand(process.execPath, ['--import', 'tsx', sourceFile(entry)], { env: { HOST: '127.0.0.1', PORT: '0', ...env } }, timeoutMs);
+}
+
+/**
+ * Starts a command that runs a server (`npm start` in an install) in a process group of its
+ * own and waits until it listens; stop it with `stopGroup`.
+ */
+export async function startCommand(command: string, args: string[], options: { cwd?: string; env: Record<string, string> }, timeoutMs = 20_000): Promise<ServerProcess> {
+  const { match, ...started } = await startUntil(command, args, { ...options, detached: true }, LISTENING, 'listening', timeoutMs);
   return { ...started, url: (match[1] ?? match[2])! };
+}
+
+/**
+ * Sends SIGTERM to a `startCommand` process and all it started, and waits until all are
+ * gone: npm's shell does not pass the signal on, so the server would outlive npm.
+ */
+export async function stopGroup({ child }: ServerProcess, timeoutMs = 15_000): Promise<void> {
+  const group = -child.pid!;
+  const signal = (name: NodeJS.Signals | 0) => {
+    try {
+      process.kill(group, name);
+      return true;
+    } catch {
+      return false; // ESRCH: nobody left
+    }
+  };
+  signal('SIGTERM');
+  const deadline = Date.now() + timeoutMs;
+  while (signal(0)) {
+    if (Date.now() > deadline) {
+      signal('SIGKILL');
+      throw new Error(`process group ${child.pid} still running ${timeoutMs} ms after SIGTERM`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** Starts `src/main.ts` as a worker (PROCESS_ROLE=worker: no URL) and waits for its start line. */
 export async function startWorkerProcess(env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
-  const { child, output, exited } = await startUntil('src/main.ts', env, /"msg":"scribe worker started"/, 'worker started', timeoutMs);
+  const { child, output, exited } = await startUntil(process.execPath, ['--import', 'tsx', sourceFile('src/main.ts')], { env }, /"msg":"scribe worker started"/, 'worker started', timeoutMs);
   return { child, output, exited, url: '' };
 }
 
-/** Starts an entry point from source and waits until its output matches `pattern`. */
-async function startUntil(entry: string, env: Record<string, string>, pattern: RegExp, what: string, timeoutMs: number) {
-  const file = fileURLToPath(new URL(`../../${entry}`, import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', file], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+const sourceFile = (entry: string) => fileURLToPath(new URL(`../../${entry}`, import.meta.url));
+
+/** Starts a command and waits until its output matches `pattern`. */
+async function startUntil(command: string, args: string[], { cwd, env, detached }: { cwd?: string; env: Record<string, string>; detached?: boolean }, pattern: RegExp, what: string, timeoutMs: number) {
+  const child = spawn(command, args, { cwd, detached, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));
@@ -46,12 +82,17 @@ async function startUntil(entry: string, env: Record<string, string>, pattern: R
 
 /** Runs an entry point to completion (for ones expected to fail at start). */
 export function runToExit(entry: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const file = fileURLToPath(new URL(`../../${entry}`, import.meta.url));
+  return runCommandToExit(process.execPath, ['--import', 'tsx', sourceFile(entry)], { env });
+}
+
+/** Runs a command to completion; its stdout and stderr as one text. */
+export function runCommandToExit(command: string, args: string[], { cwd, env }: { cwd?: string; env: Record<string, string> }): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', file], { env: { PATH: process.env.PATH ?? '', ...env } });
+    const child = spawn(command, args, { cwd, env: { PATH: process.env.PATH ?? '', ...env } });
     let output = '';
     child.stdout.on('data', (c) => (output += c));
     child.stderr.on('data', (c) => (output += c));
-    child.once('exit', (code) => resolve({ code, output }));
+    // 'close', not 'exit': all output has been read by then.
+    child.once('close', (code) => resolve({ code, output }));
   });
 }

@@ -1,0 +1,91 @@
+// Compiles the TypeScript sources into dist/ and records what it compiled.
+//
+//   node scripts/build.mjs              compile (npm run build)
+//   node scripts/build.mjs --if-stale   compile only when the sources differ from the last
+//                                       build's (npm start, npm run demo, npm run admin, npm ci)
+//
+// Plain JavaScript with no dependencies, so a production install without dev dependencies
+// (no TypeScript) can still tell that its dist/ is current and start. Freshness is a hash of
+// the sources' contents, not of their times: a checkout, a copy or a clock change that keeps
+// the contents keeps the build, and any changed byte rebuilds. Everything it prints goes to
+// stderr, so `npm run --silent admin` keeps one JSON object alone on stdout.
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+/** What the compiled output depends on: the compiled folders, the compiler settings and the dependency tree. */
+const INPUTS = ['src', 'migrations', 'seeds', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json'];
+const STAMP = path.join(root, 'dist', '.sources-sha256');
+/** A build that stopped half-way leaves no stamp, and one whose entry point is gone is no build. */
+const ENTRY = path.join(root, 'dist', 'src', 'main.js');
+
+const messages = {
+  building: 'Building dist/: the sources changed since the last build.',
+  noCompiler:
+    'Cannot build dist/: TypeScript (a development dependency) is not installed. ' +
+    'Run `npm ci` to install everything and build, then `npm prune --omit=dev` to drop the build tools again.',
+};
+
+/** Every file under `relative` (a file or a folder), as sorted paths relative to the root. */
+function filesUnder(relative) {
+  const full = path.join(root, relative);
+  if (!fs.existsSync(full)) return [];
+  if (!fs.statSync(full).isDirectory()) return [relative];
+  return fs
+    .readdirSync(full, { withFileTypes: true })
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .flatMap((entry) => filesUnder(path.posix.join(relative, entry.name)));
+}
+
+/** SHA-256 over each input file's path and contents. */
+function sourcesHash() {
+  const hash = createHash('sha256');
+  for (const file of INPUTS.flatMap(filesUnder)) {
+    const contents = fs.readFileSync(path.join(root, file));
+    hash.update(`${file}\0${contents.length}\0`).update(contents);
+  }
+  return hash.digest('hex');
+}
+
+function isFresh(hash) {
+  try {
+    return fs.readFileSync(STAMP, 'utf8').trim() === hash && fs.existsSync(ENTRY);
+  } catch {
+    return false;
+  }
+}
+
+function compilerPath() {
+  try {
+    return createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs tsc; on success records `hash`, taken before compiling, so an edit made meanwhile rebuilds next time. */
+function build(hash) {
+  const tsc = compilerPath();
+  if (!tsc) {
+    console.error(messages.noCompiler);
+    return 1;
+  }
+  // The stamp goes first: a failed or interrupted build must not leave an old stamp claiming freshness.
+  fs.rmSync(STAMP, { force: true });
+  const { status } = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: ['ignore', 2, 2] });
+  if (status !== 0) return status ?? 1;
+  const temporary = `${STAMP}.${process.pid}`;
+  fs.writeFileSync(temporary, `${hash}\n`);
+  fs.renameSync(temporary, STAMP);
+  return 0;
+}
+
+const ifStale = process.argv.includes('--if-stale');
+const hash = sourcesHash();
+if (ifStale && isFresh(hash)) process.exit(0);
+if (ifStale) console.error(messages.building);
+process.exit(build(hash));
