@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { DRAIN_TIMEOUT_MS } from '../../src/server.js';
+import { loadConfig } from '../../src/config.js';
 import { onlyOn } from '../helpers/databases.js';
 import { allBlocks, markedBlocks } from '../helpers/docs.js';
 import { tempDir } from '../helpers/harness.js';
@@ -37,8 +38,8 @@ onlyOn('sqlite')('docs/deploy.md configuration files', function () {
       KillSignal: 'SIGTERM',
       ExecStart: '/usr/bin/node dist/src/main.js',
     });
-    // Requests in flight get the drain; the database closes after it: systemd must not cut that short.
-    expect(Number(settings.get('TimeoutStopSec')) * 1000).to.be.at.least(DRAIN_TIMEOUT_MS + 10_000);
+    // Requests and agent work in flight get their drains (at the same time); the database closes after them: systemd must not cut that short.
+    expect(Number(settings.get('TimeoutStopSec')) * 1000).to.be.at.least(Math.max(DRAIN_TIMEOUT_MS, loadConfig({}).shutdownTimeoutMs) + 10_000);
 
     const dir = tempDir('scribe-unit-');
     const file = path.join(dir, 'scribe.service');

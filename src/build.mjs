@@ -1,7 +1,7 @@
 // Compiles the TypeScript sources into dist/ and records what it compiled.
 //
-//   node scripts/build.mjs              compile (npm run build)
-//   node scripts/build.mjs --if-stale   compile only when the sources differ from the last
+//   node src/build.mjs              compile (npm run build)
+//   node src/build.mjs --if-stale   compile only when the sources differ from the last
 //                                       build's (npm start, npm run demo, npm run admin, npm ci)
 //
 // Plain JavaScript with no dependencies, so a production install without dev dependencies
