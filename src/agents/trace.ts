@@ -82,7 +82,7 @@ export function tracedToolbox(tools: Toolbox, trace: Trace): Toolbox {
   return traced as unknown as Toolbox;
 }
 
-/** A stored trace's totals: tokens (the contract's `usage`), calls and errors. */
+/** A stored trace's totals: tokens (the `usage` the CLI prints), calls and errors. */
 export function traceTotals(calls: readonly queries.AgentCallRow[]) {
   return {
     usage: { input_tokens: sum(calls, (c) => c.input_tokens ?? 0), output_tokens: sum(calls, (c) => c.output_tokens ?? 0) },
@@ -93,7 +93,7 @@ export function traceTotals(calls: readonly queries.AgentCallRow[]) {
   };
 }
 
-/** A trace as the CLI prints it (contract: "Agent work"): tool items add their arguments and result. */
+/** A trace as the CLI prints it (docs/agents.md, Traces): tool items add their arguments and result. */
 export function presentTrace(calls: readonly queries.AgentCallRow[]) {
   return calls.map((c) =>
     c.kind === 'model'

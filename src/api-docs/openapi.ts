@@ -141,7 +141,7 @@ export function openApiDocument(): Record<string, unknown> {
       '/api/v1/scribes/{scribe_id}/requests': {
         post: {
           tags: ['Task dispatch'],
-          summary: 'Submit a task (4.1)',
+          summary: 'Submit a task',
           description: `Returns a receipt at once; the task is dispatched in the background. At most ${MAX_ATTACHMENTS} attachments, each downloaded before the receipt is returned.`,
           parameters: [pathParam('scribe_id', 'The scribe\'s slug'), idempotencyKey],
           requestBody: { required: true, content: json(ref('SubmitRequestBody'), examples.submit) },
@@ -159,7 +159,7 @@ export function openApiDocument(): Record<string, unknown> {
         },
         get: {
           tags: ['Task dispatch'],
-          summary: 'List the scribe\'s requests (4.3)',
+          summary: 'List the scribe\'s requests',
           description: 'Newest first, paged by cursor.',
           parameters: [
             pathParam('scribe_id', 'The scribe\'s slug'),
@@ -177,7 +177,7 @@ export function openApiDocument(): Record<string, unknown> {
       '/api/v1/requests/{id}': {
         get: {
           tags: ['Task dispatch'],
-          summary: 'Poll a request (4.2)',
+          summary: 'Poll a request',
           parameters: [pathParam('id', 'The receipt id, `req_…`')],
           responses: {
             200: { description: 'The receipt', content: json(ref('RequestEnvelope'), examples.request) },
@@ -188,7 +188,7 @@ export function openApiDocument(): Record<string, unknown> {
       '/api/v1/scribes/{scribe_id}/chat': {
         post: {
           tags: ['Chat'],
-          summary: 'Send a message to a scribe (4.4)',
+          summary: 'Send a message to a scribe',
           description: 'Creates a session that the scribe answers in the background; a powered-off scribe\'s session waits as queued.',
           parameters: [pathParam('scribe_id', 'The scribe\'s slug'), idempotencyKey],
           requestBody: { required: false, content: json(ref('ChatBody'), examples.chat) },
@@ -201,7 +201,7 @@ export function openApiDocument(): Record<string, unknown> {
       '/api/v1/entries/{id}': {
         get: {
           tags: ['Entries'],
-          summary: 'Get one entry (4.5)',
+          summary: 'Get one entry',
           parameters: [pathParam('id', 'The entry id')],
           responses: {
             200: { description: 'The entry', content: json(ref('EntryEnvelope'), examples.entry) },
@@ -212,7 +212,7 @@ export function openApiDocument(): Record<string, unknown> {
       '/api/v1/entry_types/{entry_type_id}/entries': {
         get: {
           tags: ['Entries'],
-          summary: 'List entries of an entry type (4.6)',
+          summary: 'List entries of an entry type',
           description: 'Oldest first, paged by cursor; drafts and archived entries only when asked.',
           parameters: [
             pathParam('entry_type_id', 'The entry type id'),

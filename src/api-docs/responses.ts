@@ -3,7 +3,7 @@ import { ENTITY_TYPES, REQUEST_STATUSES } from '../requests/schemas.js';
 
 /**
  * The shapes of the API's answers, as zod schemas: the OpenAPI document is generated from
- * them, and the contract tests check real responses against them.
+ * them, and test/docs/openapi.test.ts checks real responses against them.
  */
 const timestamp = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/).describe('ISO 8601 UTC with milliseconds');
 const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);

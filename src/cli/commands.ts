@@ -24,7 +24,7 @@ function optional(flags: Flags, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-/** The admin commands of the contract, keyed by their words. Each resolves to the one JSON object it prints. */
+/** The admin commands, keyed by their words. Each resolves to the one JSON object it prints. */
 export const commands: Record<string, Command> = {
   'org create': {
     usage: 'org create --name NAME',

@@ -16,7 +16,7 @@ export const messages = {
   severalEntriesNamed: (type: string, text: string) => `Several ${type} entries are called "${text}": pick one from the list, or give its id`,
 };
 
-/** An entry as the API serves it (contract: entries family). */
+/** An entry as the API serves it (the entries family). */
 export interface ApiEntry {
   id: string;
   entry_type_id: string;

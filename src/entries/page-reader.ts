@@ -13,7 +13,7 @@ export const messages = {
   timedOut: 'Search timed out',
 };
 
-/** How long one page read may take, searching included (contract: 503 `Search timed out` after 5 s). */
+/** How long one page read may take, searching included (503 `Search timed out` after 5 s). */
 export const READ_TIMEOUT_MS = 5000;
 
 export class SearchTimedOutError extends HttpError {

@@ -67,7 +67,7 @@ export interface LinkRow extends PostingKey {
 }
 
 /**
- * An entry as the API serves it (contract: `{id, entry_type_id, fields, draft, archived,
+ * An entry as the API serves it (`{id, entry_type_id, fields, draft, archived,
  * created_at, updated_at}`), built by the database as JSON text: the stored `fields` (always
  * written by JSON.stringify) spliced in, ids and timestamps that need no escaping around
  * it. Plain SQL (`||`, CASE), the same on PostgreSQL. One value per row instead of seven:

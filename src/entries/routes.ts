@@ -9,8 +9,8 @@ import { messages as searchMessages } from './search/compile.js';
 export const ENTRY_LIST_LIMIT = { fallback: 100, max: 1000 };
 
 /**
- * Entry reads (spec 4.5, 4.6), answered in form B: `{data, meta, error}`. Checks run top
- * to bottom in the contract's order: key → entry or entry type (404) → query (400).
+ * Entry reads, answered in form B: `{data, meta, error}`. Checks run top to bottom in the
+ * documented order (docs/api.md): key → entry or entry type (404) → query (400).
  */
 export function entryRoutes({ auth, entryTypes, entries }: { auth: RequestHandler[]; entryTypes: EntryTypeService; entries: EntryService }) {
   const router = Router();

@@ -6,7 +6,7 @@ export const messages = {
   tooLarge: 'Request body too large',
 };
 
-/** The largest body read (contract: 1 MiB), JSON or form. */
+/** The largest body read (1 MiB, as docs/api.md documents), JSON or form. */
 export const BODY_LIMIT = 1024 * 1024;
 
 // Any Content-Type is read as JSON, so a client that forgets the header still works.
@@ -45,7 +45,8 @@ export function readRawBody(req: Request, res: Response): Promise<Buffer> {
 /**
  * Reads the request's JSON body: 400 `Invalid JSON body` when it does not parse, 413
  * `Request body too large` above 1 MiB, `undefined` when there is none. Handlers call it
- * after the key and resource checks, since the contract ranks 401 and 404 above it.
+ * after the key and resource checks, since the documented error precedence (docs/api.md)
+ * ranks 401 and 404 above it.
  */
 export function readJsonBody(req: Request, res: Response): Promise<unknown> {
   return new Promise((resolve, reject) => {

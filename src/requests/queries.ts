@@ -43,7 +43,7 @@ export interface AttachmentRow {
   created_at: string;
 }
 
-/** The columns the API shows (spec 2.1); reading fewer columns is most of a lookup's cost. */
+/** The columns the API shows; reading fewer columns is most of a lookup's cost. */
 const API_COLUMNS = ['id', 'status', 'entity_type', 'entity_id', 'error_message', 'created_at', 'updated_at'] as const;
 export type ApiRequestRow = Pick<RequestRow, (typeof API_COLUMNS)[number]>;
 

@@ -10,7 +10,7 @@ import type { RequestService } from './service.js';
 export const REQUEST_LIST_LIMIT = { fallback: 25, max: 100 };
 
 /**
- * Task dispatch (spec 4.1–4.3). Each handler checks in the contract's order, top to
+ * Task dispatch. Each handler checks in the documented order (docs/api.md), top to
  * bottom: key (middleware) → scribe or request (404) → body or query (400) → rules (422).
  */
 export function requestRoutes({

@@ -72,8 +72,9 @@ const taskInput = z.object(
 );
 
 /**
- * The body of `POST /scribes/:scribe_id/requests`. Keys are declared in the contract's
- * precedence order and zod reports issues in that order, so the first issue is the answer.
+ * The body of `POST /scribes/:scribe_id/requests`. Keys are declared in the documented
+ * precedence order (docs/api.md) and zod reports issues in that order, so the first issue
+ * is the answer.
  */
 export const submitRequestBody = z.object(
   {

@@ -19,7 +19,7 @@ export const messages = {
   alreadyDiscarded: 'This receipt has already been discarded',
 };
 
-/** A receipt as the API shows it (spec 2.1): exactly these eight fields. */
+/** A receipt as the API shows it: exactly these eight fields. */
 export interface ApiRequest {
   id: string;
   scribe_id: string;
@@ -78,7 +78,8 @@ export function createRequestService(deps: {
     /**
      * Accepts a task for an active scribe: downloads its attachments (all or none), stores
      * the receipt as `accepted` and hands it to the dispatcher. Rules after validation, in
-     * the contract's order: 422 `Scribe is not active`, then 422 `Attachment download failed: …`.
+     * the documented order (docs/api.md): 422 `Scribe is not active`, then 422
+     * `Attachment download failed: …`.
      */
     async submit(scribe: ScribeRef, body: SubmitRequestBody, { actor, origin, alongside, files: stored, retryOf }: SubmitOptions = {}): Promise<ApiRequest> {
       if (scribe.state !== 'active') throw new ValidationError(scribeMessages.scribeNotActive);

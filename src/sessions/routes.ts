@@ -6,7 +6,7 @@ import type { ScribeService } from '../scribes/service.js';
 import { parseChatBody } from './schemas.js';
 import type { SessionService } from './service.js';
 
-/** Chat (spec 4.4): key → scribe (404) → body (400) → rules (422), as for task dispatch. */
+/** Chat: key → scribe (404) → body (400) → rules (422), as for task dispatch. */
 export function chatRoutes({
   auth,
   scribes,

@@ -7,7 +7,7 @@ export const messages = {
   endNotBoolean: 'end_session_immediately must be a boolean',
 };
 
-/** The body of `POST /scribes/:id/chat` (spec 4.4, contract "Chat"); null counts as omitted. */
+/** The body of `POST /scribes/:id/chat` (docs/api.md, Chat); null counts as omitted. */
 export const chatBody = z.object(
   {
     message: z

@@ -5,7 +5,7 @@ import { presentRequest } from '../requests/service.js';
 import type { ApiRequestRow } from '../requests/queries.js';
 import * as queries from './queries.js';
 
-/** The events an endpoint may subscribe to (contract: "Events and outbound webhooks"). */
+/** The events an endpoint may subscribe to (docs/webhooks.md, Events). */
 export const EVENT_TYPES = [
   'request.fulfilled',
   'request.failed',

@@ -6,7 +6,7 @@ import { checkLiteralAddress, createGuardedAgent, errorCodes, networkFailure } f
 export const RESPONSE_KEEP_BYTES = 1000;
 
 export interface SendOptions {
-  /** The whole attempt, connect to last byte read (contract: 15 s). */
+  /** The whole attempt, connect to last byte read (15 s by default, as docs/webhooks.md says). */
   timeoutMs: number;
 }
 

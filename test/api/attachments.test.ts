@@ -15,7 +15,7 @@ function storedFiles(dir: string): string[] {
   return fs.readdirSync(root, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name);
 }
 
-describe('attachments on POST .../requests (spec 4.1 rule 5, contract attachments)', () => {
+describe('attachments on POST .../requests', () => {
   let files: FileServer;
   let h: Harness;
   let t: Tenant;

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createHarness, eventually, type Harness, type Tenant } from '../helpers/harness.js';
 
-describe('API key authentication (spec 5)', () => {
+describe('API key authentication', () => {
   let h: Harness;
   let t: Tenant;
   before(async () => {

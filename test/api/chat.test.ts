@@ -4,7 +4,7 @@ import { stored } from '../helpers/databases.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
-describe('POST /api/v1/scribes/:id/chat (spec 4.4)', () => {
+describe('POST /api/v1/scribes/:id/chat', () => {
   let h: Harness;
   let t: Tenant;
   before(async () => {
@@ -91,7 +91,7 @@ describe('POST /api/v1/scribes/:id/chat (spec 4.4)', () => {
     });
   }
 
-  describe('errors, in the contract\'s order', () => {
+  describe('errors, in the documented order', () => {
     it('401 "API key is required" without a key, before anything else', async () => {
       const before = await sessionCount();
       const res = await h.api.post('/api/v1/scribes/no-such/chat').set('Content-Type', 'application/json').send('{bad');

@@ -5,7 +5,7 @@ import { encodeCursor } from '../../src/http/cursor.js';
 
 const formB = (error: string) => ({ data: null, meta: {}, error });
 
-describe('GET /api/v1/entries/:id (spec 4.5)', () => {
+describe('GET /api/v1/entries/:id', () => {
   let h: Harness;
   let t: Tenant;
   let fx: Awaited<ReturnType<typeof entriesFixture>>;
@@ -79,7 +79,7 @@ describe('GET /api/v1/entries/:id (spec 4.5)', () => {
   });
 });
 
-describe('GET /api/v1/entry_types/:entry_type_id/entries (spec 4.6)', () => {
+describe('GET /api/v1/entry_types/:entry_type_id/entries', () => {
   let h: Harness;
   const clock = testClock();
   before(async () => {

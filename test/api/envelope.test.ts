@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
 import { failInsertsWhen } from '../helpers/databases.js';
 
-describe('API envelopes, unknown paths and bodies (spec 7, contract HTTP)', () => {
+describe('API envelopes, unknown paths and bodies', () => {
   let h: Harness;
   let t: Tenant;
   before(async () => {

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { createHarness, testClock, type Harness, type Tenant } from '../helpers/harness.js';
 import { encodeCursor } from '../../src/http/cursor.js';
 
-describe('GET /api/v1/requests/:id (spec 4.2)', () => {
+describe('GET /api/v1/requests/:id', () => {
   let h: Harness;
   let t: Tenant;
   before(async () => {
@@ -52,7 +52,7 @@ describe('GET /api/v1/requests/:id (spec 4.2)', () => {
   });
 });
 
-describe('GET /api/v1/scribes/:scribe_id/requests (spec 4.3)', () => {
+describe('GET /api/v1/scribes/:scribe_id/requests', () => {
   let h: Harness;
   const clock = testClock();
   before(async () => {

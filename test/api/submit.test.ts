@@ -3,7 +3,7 @@ import { createHarness, type Harness, type Tenant } from '../helpers/harness.js'
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-describe('POST /api/v1/scribes/:scribe_id/requests (spec 4.1)', () => {
+describe('POST /api/v1/scribes/:scribe_id/requests', () => {
   let h: Harness;
   let t: Tenant;
   before(async () => {
@@ -63,7 +63,7 @@ describe('POST /api/v1/scribes/:scribe_id/requests (spec 4.1)', () => {
     expect([...row.title].length).to.be.at.most(80);
   });
 
-  describe('validation (rules 1–4) and the contract\'s type rules', () => {
+  describe('validation: required fields, limits and field types', () => {
     it('answers 422 "Summary is required" when task.summary is missing', () => expect422({ task: {} }, 'Summary is required'));
     it('answers 422 "Summary is required" when task.summary is blank', () => expect422({ task: { summary: '  \n ' } }, 'Summary is required'));
     it('answers 422 "Summary is required" when task is missing', () => expect422({}, 'Summary is required'));
@@ -128,7 +128,7 @@ describe('POST /api/v1/scribes/:scribe_id/requests (spec 4.1)', () => {
     it('answers 422 "Request body must be a JSON object" for a JSON array', () => expect422([{ task: {} }], 'Request body must be a JSON object'));
   });
 
-  describe('precedence (contract: actor_kind, summary, count, each attachment in turn)', () => {
+  describe('precedence (actor_kind, summary, count, each attachment in turn)', () => {
     const six = Array.from({ length: 6 }, () => ({}));
     it('puts actor_kind first', () => expect422({ actor_kind: 'x', task: { attachments: six } }, 'Unsupported actor_kind'));
     it('puts Summary before the attachment count', () => expect422({ task: { summary: '', attachments: six } }, 'Summary is required'));

@@ -10,7 +10,7 @@ describe('the admin CLI: channels, and a server taking what they receive', funct
   const cli = cliInstall({ scribe: 'atlas' });
   const { admin, json, dir } = cli;
 
-  it('creates webhook and email channels, prints them as the contract says, and disables one', async () => {
+  it('creates webhook and email channels, prints them as docs/channels.md shows, and disables one', async () => {
     const hook = await json('channel', 'create', '--org', cli.orgId, '--scribe', 'atlas', '--kind', 'webhook', '--verify', 'github');
     expect(Object.keys(hook)).to.deep.equal(['id', 'url', 'secret']);
     expect(hook.url).to.match(/^\/inbound\/[A-Za-z0-9_-]{32}$/);

@@ -8,7 +8,7 @@ describe('the admin CLI: webhooks', function () {
   const cli = cliInstall({ scribe: 'atlas' });
   const { admin, json, dir } = cli;
 
-  it('creates an endpoint as the contract prints it, edits, tests, rotates, shows, lists and deletes it, each audited as the operator', async () => {
+  it('creates an endpoint as docs/webhooks.md prints it, edits, tests, rotates, shows, lists and deletes it, each audited as the operator', async () => {
     const created = await json('webhook', 'create', '--org', cli.orgId, '--url', 'https://hooks.example.com/scribe');
     expect(Object.keys(created)).to.deep.equal(['id', 'url', 'secret', 'events']);
     expect(created.secret).to.match(/^whsec_[A-Za-z0-9+/]{32}$/);

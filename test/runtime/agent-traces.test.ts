@@ -66,7 +66,7 @@ describe('agent traces, usage, per-scribe model settings and limits', function (
     expect(JSON.parse(calls[1]!.result!)).to.deep.equal([]);
     expect(calls.every((c) => c.duration_ms >= 0 && c.scribe_id === t.scribe.id && c.organization_id === t.organizationId)).to.equal(true);
     expect(traceTotals(calls).usage).to.deep.equal({ input_tokens: 460, output_tokens: 27 });
-    // As `session show` prints it (contract: "Agent work").
+    // As `session show` prints it (docs/agents.md, Traces).
     expect(presentTrace(calls)[1]).to.deep.equal({ kind: 'tool', name: 'search_entries', duration_ms: calls[1]!.duration_ms, error: null, arguments: '{"query":"Ada"}', result: '[]' });
 
     const admin = await signIn(h, t, 'admin');

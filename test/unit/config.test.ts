@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config.js';
 const KEY = Buffer.alloc(32, 7).toString('base64');
 
 describe('loadConfig()', () => {
-  it('applies the contract\'s defaults', () => {
+  it('applies the documented defaults', () => {
     const config = loadConfig({});
     expect(config).to.deep.include({
       port: 3000,

@@ -11,7 +11,7 @@ import { isLiveRefresh } from '../live.js';
 /** How many sessions a scribe's page shows, collapsed; the rest are on its sessions list. */
 const LATEST_SESSIONS = 5;
 
-/** The scribes list and each scribe's own page, `/b/<slug>` (spec 1, 4.4 rule 3). */
+/** The scribes list and each scribe's own page, `/b/<slug>`, which also lists its chat sessions. */
 export function scribeRoutes(services: Services): Router {
   const router = Router();
   const pageOf = (slug: string) => `/b/${encodeURIComponent(slug)}`;

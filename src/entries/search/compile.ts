@@ -17,7 +17,7 @@ export const messages = {
 };
 
 const MAX_QUERY_LENGTH = 2000;
-/** The most terms one query may hold (contract): each can cost a lookup per entry read. */
+/** The most terms one query may hold (docs/api.md, search limits): each can cost a lookup per entry read. */
 export const MAX_TERMS = 20;
 
 /**

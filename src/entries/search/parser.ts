@@ -1,5 +1,5 @@
 /**
- * The grammar of `q` (contract, "Search"), by recursive descent:
+ * The grammar of `q` (docs/api.md, Entry search language), by recursive descent:
  *
  *   query := or
  *   or    := and ( "||" and )*
