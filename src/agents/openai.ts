@@ -154,10 +154,12 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
         ticket.leave();
         return { completion, started };
       } catch (err) {
+        // `call` words an endpoint's answer as an AgentError whose cause is the SDK's error.
         const cause = (err as { cause?: unknown }).cause;
-        const pauseMs = cause instanceof OpenAI.APIError && cause.status !== undefined && cause.headers ? retryAfterMs(cause.status, cause.headers) : undefined;
+        const answered = cause instanceof OpenAI.APIError && cause.status !== undefined ? cause : undefined;
+        const pauseMs = answered?.headers ? retryAfterMs(answered.status, answered.headers) : undefined;
         ticket.leave(pauseMs);
-        if (pauseMs === undefined || signal.aborted) {
+        if (!answered || pauseMs === undefined || signal.aborted) {
           await trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, error: (err as Error).message });
           throw err;
         }
@@ -166,7 +168,7 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
           await trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, error: (err as Error).message });
           throw reason;
         });
-        await trace.record({ kind: 'model', name: model, durationMs: callMs + ticket.waitedMs, error: messages.waited((cause as InstanceType<typeof OpenAI.APIError>).status!, ticket.waitedMs) });
+        await trace.record({ kind: 'model', name: model, durationMs: callMs + ticket.waitedMs, error: messages.waited(answered.status, ticket.waitedMs) });
       }
     }
   }
