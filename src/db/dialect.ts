@@ -32,11 +32,27 @@ export interface Dialect {
   /** Adds the per-row deadline check to a statement that may read many rows (SQLite only). */
   whereWithinDeadline(query: Knex.QueryBuilder, deadline: number): void;
   /**
-   * Writes `set` on the rows `candidates` (a SELECT of ids) picks, so that no two claimers,
-   * in any process, write the same row; `due` guards the write where the database needs it.
-   * Returns the rows as written (db/claims.ts).
+   * Writes `set` on the rows `candidates` (SELECTs of ids, taken together) pick, so that no
+   * two claimers, in any process, write the same row; `due` guards the write where the
+   * database needs it. Returns the rows as written (db/claims.ts).
    */
-  claimRows(db: Knex, table: string, candidates: Knex.QueryBuilder, due: (query: Knex.QueryBuilder) => void, set: Record<string, unknown>): Promise<unknown[]>;
+  claimRows(db: Knex, table: string, candidates: readonly Knex.QueryBuilder[], due: (query: Knex.QueryBuilder) => void, set: Record<string, unknown>): Promise<unknown[]>;
+  /**
+   * Makes `query` (a SELECT of rows about to be written) lock them until the transaction ends,
+   * in the order it returns them, so that two transactions writing several of the same rows
+   * never wait for each other in a circle. SQLite writes one transaction at a time and has no
+   * row locks: `query` as it is.
+   */
+  lockRows(query: Knex.QueryBuilder): Knex.QueryBuilder;
+  /**
+   * Of the rows of `table` with these ids, those no other transaction holds, held by `trx`
+   * until it ends. `exclusive` also passes over rows that another transaction's new rows
+   * refer to (their foreign key holds them), and keeps such rows from being added meanwhile.
+   * What `trx` reads after this call includes everything committed before it. SQLite writes
+   * one transaction at a time, so every row is held once `trx` writes: all of `ids`, without
+   * a read (a read first would let another process's write slip in before the transaction's own).
+   */
+  holdRows(trx: Knex, table: string, ids: readonly string[], { exclusive }: { exclusive: boolean }): Promise<string[]>;
   /** Runs `fn` while no other process runs migrations on this database. */
   withMigrationLock<T>(db: Knex, fn: () => Promise<T>): Promise<T>;
   /** Keeps the query planner's statistics current as data grows. Run daily, once per database. */
@@ -84,9 +100,15 @@ const sqlite: Dialect = {
   },
   /** One writer at a time: a guarded UPDATE cannot meet another claim. */
   claimRows(db, table, candidates, due, set) {
-    const claim = db(table).whereIn('id', candidates);
+    const claim = db(table).whereIn('id', unionAll(db, candidates));
     due(claim);
     return claim.update(set).returning('*');
+  },
+  lockRows(query) {
+    return query;
+  },
+  async holdRows(_trx, _table, ids) {
+    return [...ids];
   },
   /**
    * An exclusive SQLite lock on a sidecar file next to the database. The operating system
@@ -175,12 +197,34 @@ const postgres: Dialect = {
    */
   claimRows(db, table, candidates, _due, set) {
     return db
-      .with('claimed', candidates.forNoKeyUpdate().skipLocked())
+      .with(
+        'claimed',
+        unionAll(
+          db,
+          candidates.map((c) => c.forNoKeyUpdate().skipLocked()),
+        ),
+      )
       .table(table)
       .updateFrom('claimed')
       .whereRaw('?? = claimed.id', [`${table}.id`])
       .update(set)
       .returning(`${table}.*`);
+  },
+  /** NO KEY UPDATE, the lock an UPDATE that leaves the key alone takes anyway (see claimRows). */
+  lockRows(query) {
+    return query.forNoKeyUpdate();
+  },
+  /**
+   * SKIP LOCKED, so this never waits. FOR UPDATE conflicts with the key-share lock that
+   * inserting a row which refers to the held one takes (its foreign key check), until that
+   * insert commits; FOR NO KEY UPDATE does not. The read is a statement of its own, so
+   * `trx`'s next statement reads with a newer snapshot.
+   */
+  async holdRows(trx, table, ids, { exclusive }) {
+    if (ids.length === 0) return [];
+    const query = trx(table).whereIn('id', ids).orderBy('id').select('id');
+    const rows: Array<{ id: string }> = await (exclusive ? query.forUpdate() : query.forNoKeyUpdate()).skipLocked();
+    return rows.map((row) => row.id);
   },
   /**
    * A session advisory lock on a connection of its own: the server releases it when that
@@ -226,6 +270,13 @@ const postgres: Dialect = {
     throw new BackupNotSupportedError('On PostgreSQL, back up with pg_dump (docs/deploy.md, "Backups"): pg_dump --format=custom --file=scribe.dump "$DATABASE_URL"');
   },
 };
+
+/** The ids the SELECTs `queries` pick, taken together (each may have its own order and limit). */
+function unionAll(db: Knex, queries: readonly Knex.QueryBuilder[]): Knex.QueryBuilder {
+  if (queries.length === 1) return queries[0]!;
+  const [first, ...rest] = queries.map((query, i) => db.select('id').from(query.as(`candidates_${i}`)));
+  return first!.unionAll(rest);
+}
 
 /** A LIKE pattern matching `text` anywhere, its `%`, `_` and `\` taken literally. */
 function containsPattern(text: string): string {

@@ -1,0 +1,166 @@
+import { expect } from 'chai';
+import { createHarness, eventually, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
+import { startWebhookReceiver, type Answer, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { backgroundJobs } from '../../src/jobs/registry.js';
+import { createScheduler } from '../../src/jobs/scheduler.js';
+import { createLogger } from '../../src/logger.js';
+import { newEventId, newId } from '../../src/lib/ids.js';
+import { anyAddress } from '../../src/net/address-policy.js';
+import { insertEvents, type EventRow, type NewDeliveryRow } from '../../src/webhooks/queries.js';
+import { createSender } from '../../src/webhooks/send.js';
+import { createWebhookWorker, defaultWebhookWorkerOptions, type WebhookWorkerOptions } from '../../src/webhooks/worker.js';
+
+/** Each event of the backlog goes to every endpoint, as an event all of them subscribe to does. */
+const BACKLOG_EVENTS = 8_000;
+/** Events per insert: their deliveries stay well under either database's limit on parameters. */
+const CHUNK = 150;
+
+/**
+ * How deliveries are shared among organizations and endpoints, with real receivers and the
+ * worker as a server runs it: the once-a-second job, and a nudge when an event is recorded.
+ */
+describe('webhook deliveries shared among organizations and endpoints', function () {
+  this.timeout(60_000);
+  const receivers: WebhookReceiver[] = [];
+  let h: Harness | undefined;
+
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+    await Promise.all(receivers.splice(0).map((r) => r.close()));
+  });
+
+  async function harness(webhooks: Partial<WebhookWorkerOptions & { timeoutMs: number }>): Promise<Harness> {
+    h = await createHarness({ env: { WEBHOOKS_ALLOW_PRIVATE: 'true' }, options: { runOnNewWork: false, dispatchOnAccept: false, webhooks } });
+    return h;
+  }
+  async function receiver(answer?: Answer): Promise<WebhookReceiver> {
+    const r = await startWebhookReceiver(answer);
+    receivers.push(r);
+    return r;
+  }
+  /** A port on loopback where nothing listens: every attempt is refused. */
+  async function closedPort(): Promise<number> {
+    const probe = await startWebhookReceiver();
+    await probe.close();
+    return probe.port;
+  }
+  const endpoint = async (h: Harness, t: Tenant, url: string) => (await h.services.webhooks.create(staffOf(t), { url })).endpoint.id;
+  /** The once-a-second job of a server, alone; stopped before the harness closes. */
+  function sendingJob(h: Harness) {
+    const scheduler = createScheduler(
+      backgroundJobs(h.services).filter((job) => job.name === 'send-webhooks'),
+      createLogger('silent'),
+    );
+    scheduler.start();
+    return scheduler;
+  }
+  /** How many of these endpoints' deliveries have been attempted. */
+  async function attempted(h: Harness, endpointIds: string[]): Promise<number> {
+    const row = await h.db('webhook_deliveries').whereIn('endpoint_id', endpointIds).where('attempts', '>=', 1).count({ n: '*' }).first();
+    return Number(row!.n);
+  }
+
+  /** `events` events of the organization, each to every one of `endpointIds`, all due now, written as the outbox writes them. */
+  async function backlog(h: Harness, organizationId: string, endpointIds: string[], events: number): Promise<void> {
+    const now = new Date();
+    const at = now.toISOString();
+    for (let from = 0; from < events; from += CHUNK) {
+      const eventRows: EventRow[] = [];
+      const deliveries: NewDeliveryRow[] = [];
+      for (let i = from; i < Math.min(events, from + CHUNK); i++) {
+        const id = newEventId(now);
+        eventRows.push({ id, organization_id: organizationId, type: 'task.done', body: JSON.stringify({ id, type: 'task.done', created_at: at, data: { task: { id: String(i) } } }), created_at: at });
+        for (const endpointId of endpointIds) {
+          deliveries.push({ id: newId(), event_id: id, endpoint_id: endpointId, event_type: 'task.done', status: 'pending', attempts: 0, available_at: at, created_at: at, updated_at: at });
+        }
+      }
+      await h.db.transaction((trx) => insertEvents(trx, eventRows, deliveries));
+    }
+  }
+
+  it("delivers another organization's test event within a few seconds while one organization has 24,000 failing deliveries due, and goes on attempting those", async () => {
+    const h = await harness({ timeoutMs: 1_000 });
+    const refused = await closedPort();
+    const failing = await receiver(() => ({ status: 500, body: 'down' }));
+    // Holds each request past the timeout: every attempt takes the whole second.
+    const holding = await receiver(() => ({ status: 200, delayMs: 10_000 }));
+    const busy = await h.tenant();
+    const busyEndpoints = [await endpoint(h, busy, `http://127.0.0.1:${refused}/hook`), await endpoint(h, busy, `${failing.url}/hook`), await endpoint(h, busy, `${holding.url}/hook`)];
+    await backlog(h, busy.organizationId, busyEndpoints, BACKLOG_EVENTS);
+    const job = sendingJob(h);
+    try {
+      await eventually(async () => ((await attempted(h, busyEndpoints)) >= 200 ? true : undefined), 20_000);
+
+      const quiet = await h.tenant({ slug: 'quiet' });
+      const healthy = await receiver();
+      const quietEndpoint = await endpoint(h, quiet, `${healthy.url}/hook`);
+      const before = await attempted(h, busyEndpoints);
+      const sent = Date.now();
+      const { eventId } = await h.services.webhooks.sendTest(staffOf(quiet), quietEndpoint);
+      // The bound: a few seconds. Ahead of it in one queue for the whole install, it would wait for the other's 24,000.
+      await healthy.waitFor(1, 5_000);
+      expect(Date.now() - sent).to.be.below(5_000);
+      expect(healthy.events().map((e) => [e.id, e.type])).to.deep.equal([[eventId, 'webhook.test']]);
+
+      // Both go on: the backlog is still being attempted, and most of it is still ahead.
+      await eventually(async () => ((await attempted(h, busyEndpoints)) > before + 50 ? true : undefined), 10_000);
+      expect(await attempted(h, busyEndpoints)).to.be.below(BACKLOG_EVENTS * busyEndpoints.length / 2);
+      expect(failing.received.length, 'the endpoint answering 500 is tried').to.be.above(0);
+      expect(holding.received.length, 'the endpoint holding its connections is tried').to.be.above(0);
+    } finally {
+      await job.stop();
+    }
+  });
+
+  it("keeps a dead endpoint to its share of slots, so the same organization's healthy endpoint gets its deliveries meanwhile", async () => {
+    // Four slots, two per endpoint: without the cap, the dead endpoint's older backlog would take all four.
+    const h = await harness({ concurrency: 4, perEndpoint: 2, timeoutMs: 3_000 });
+    const hanging = await receiver(() => ({ status: 200, delayMs: 10_000 }));
+    const healthy = await receiver();
+    const t = await h.tenant();
+    const dead = await endpoint(h, t, `${hanging.url}/hook`);
+    const alive = await endpoint(h, t, `${healthy.url}/hook`);
+    for (let i = 0; i < 10; i++) await h.services.webhooks.sendTest(staffOf(t), dead);
+    await hanging.waitFor(2);
+    for (let i = 0; i < 20; i++) await h.services.webhooks.sendTest(staffOf(t), alive);
+
+    await healthy.waitFor(20);
+    // All twenty arrived while the dead endpoint's first two attempts were still waiting for an answer.
+    expect(await attempted(h, [dead]), 'no attempt at the dead endpoint has ended yet').to.equal(0);
+    expect(hanging.received).to.have.length(2);
+    await eventually(async () => ((await attempted(h, [alive])) === 20 ? true : undefined));
+  });
+
+  it('attempts each delivery once with two workers sharing several organizations and endpoints', async () => {
+    const h = await harness({ concurrency: 4, perEndpoint: 2, perOrganization: 3 });
+    const r = await receiver();
+    const endpointIds: string[] = [];
+    for (let o = 0; o < 3; o++) {
+      const t = await h.tenant();
+      const ids = [await endpoint(h, t, `${r.url}/${o}/a`), await endpoint(h, t, `${r.url}/${o}/b`)];
+      endpointIds.push(...ids);
+      await backlog(h, t.organizationId, ids, 20);
+    }
+    const sender = createSender(anyAddress, { timeoutMs: 5_000 });
+    const second = createWebhookWorker({ db: h.db, clock: () => new Date(), logger: createLogger('silent'), sender, secrets: h.services.secrets, options: { ...defaultWebhookWorkerOptions, concurrency: 3, perEndpoint: 1 } });
+    try {
+      await Promise.all([h.services.webhookWorker.tick(), second.tick(), h.services.webhookWorker.tick()]);
+      await Promise.all([h.services.webhookWorker.tick(), second.tick()]);
+    } finally {
+      await second.stop();
+      await sender.close();
+    }
+    // Once per event and endpoint: the receiver tells endpoints apart by path.
+    const counts = new Map<string, number>();
+    for (const request of r.received) {
+      const key = `${request.path} ${request.headers['webhook-id']}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    expect(counts.size).to.equal(120);
+    expect([...counts].filter(([, n]) => n !== 1), 'attempted more than once').to.deep.equal([]);
+    const rows = await h.db('webhook_deliveries').whereIn('endpoint_id', endpointIds).select('status', 'attempts');
+    expect(rows).to.have.length(120);
+    expect(rows.every((d) => d.status === 'delivered' && d.attempts === 1)).to.equal(true);
+  });
+});
