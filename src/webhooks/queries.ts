@@ -150,12 +150,48 @@ export interface Turn {
   endpoint_id: string | null;
 }
 
+/** How many of each endpoint's due deliveries a claim takes, given whose turn it is. */
+export type ShareOut = (turns: readonly Turn[]) => Array<[endpointId: string, count: number]>;
+
+export interface ClaimTerms {
+  now: string;
+  leaseUntil: string;
+  token: string;
+  /** Organizations to look at, at most. */
+  limit: number;
+  /** Organizations and endpoints passed over: those with their fill under way in this process. */
+  skipOrganizations: readonly string[];
+  skipEndpoints: readonly string[];
+}
+
+/**
+ * One claim, in one transaction: whose turn it is, up to each share (`shareOut`) of those
+ * endpoints' oldest due deliveries (db/claims.ts), and the turns passed on. Returns the
+ * deliveries with the event's body and the endpoint's URL, secrets and organization.
+ */
+export async function claimInTurn(db: Db, terms: ClaimTerms, shareOut: ShareOut): Promise<ClaimedDelivery[]> {
+  return db.transaction(async (trx) => {
+    const turns = await whoseTurn(trx, terms);
+    const shares = shareOut(turns);
+    const claimed = await claimDueDeliveries(trx, terms, shares);
+    const got = (endpointId: string) => claimed.filter((d) => d.endpoint_id === endpointId).length;
+    const served = new Set(shares.map(([endpointId]) => endpointId));
+    await passTurns(trx, {
+      now: terms.now,
+      served: shares.filter(([endpointId, share]) => got(endpointId) >= share).map(([endpointId]) => endpointId),
+      drained: shares.filter(([endpointId, share]) => got(endpointId) < share).map(([endpointId]) => endpointId),
+      // Not those left without a share for want of slots: their turn has not been taken.
+      organizations: turns.filter((turn) => turn.endpoint_id === null || served.has(turn.endpoint_id)).map((turn) => turn.organization_id),
+    });
+    return claimed;
+  });
+}
+
 /**
  * Up to `limit` organizations whose turn has come, longest waiting first, each with its
- * enabled endpoint whose turn has come, longest waiting first. Passes over organizations
- * and endpoints that already have their fill of deliveries under way in this process.
+ * enabled endpoint whose turn has come, longest waiting first, passing over those skipped.
  */
-export async function whoseTurn(db: Db, { now, limit, skipOrganizations, skipEndpoints }: { now: string; limit: number; skipOrganizations: readonly string[]; skipEndpoints: readonly string[] }): Promise<Turn[]> {
+async function whoseTurn(db: Db, { now, limit, skipOrganizations, skipEndpoints }: ClaimTerms): Promise<Turn[]> {
   // webhook_endpoints_turns: (organization_id, turn_at, id).
   const endpoint = db('webhook_endpoints as e')
     .select('e.id')
@@ -174,15 +210,8 @@ export async function whoseTurn(db: Db, { now, limit, skipOrganizations, skipEnd
     .limit(limit);
 }
 
-/**
- * Claims due deliveries by shares (db/claims.ts): of each `[endpointId, count]`, up to
- * `count` of the endpoint's oldest due deliveries. Returns them with the event's body and the
- * endpoint's URL, secrets and organization.
- */
-export async function claimDueDeliveries(
-  db: Db,
-  { now, leaseUntil, token, shares }: { now: string; leaseUntil: string; token: string; shares: ReadonlyArray<readonly [endpointId: string, count: number]> },
-): Promise<ClaimedDelivery[]> {
+/** Claims, of each `[endpointId, count]`, up to `count` of the endpoint's oldest due deliveries, with what sending them needs. */
+async function claimDueDeliveries(db: Db, { now, leaseUntil, token }: ClaimTerms, shares: ReadonlyArray<readonly [endpointId: string, count: number]>): Promise<ClaimedDelivery[]> {
   const claimed = await claimDueInShares<DeliveryRow>(db, deliveryQueue, { now, column: 'endpoint_id', shares, set: { claim_token: token, available_at: leaseUntil } });
   if (claimed.length === 0) return [];
   const context = await db('webhook_deliveries as d')
@@ -198,33 +227,31 @@ export async function claimDueDeliveries(
 }
 
 /**
- * After a claim at `now`: endpoints that gave their whole share (`served`) go to the back of
- * their organization's line; those that gave less (`drained`) wait for their next pending
- * delivery's time (a claimed one's is its lease end, so work of a process that died comes
- * back); then each organization looked at goes to the back of the line, or, when none of its
- * endpoints' turn has come, waits for the earliest. Rows another transaction holds keep
- * their turn: it is early at worst, and the next claim looks again.
+ * After a claim at `now`, in its transaction: endpoints that gave their whole share
+ * (`served`) go to the back of their organization's line; those that gave less (`drained`)
+ * wait for their next pending delivery's time (a claimed one's is its lease end, so work of
+ * a process that died comes back); then each organization looked at goes to the back of the
+ * line, or, when none of its endpoints' turn has come, waits for the earliest. Rows another
+ * transaction holds keep their turn: it is early at worst, and the next claim looks again.
  */
-export async function passTurns(db: Db, { now, served, drained, organizations }: { now: string; served: readonly string[]; drained: readonly string[]; organizations: readonly string[] }): Promise<void> {
-  await db.transaction(async (trx) => {
-    const dialect = dialectOf(trx);
-    const back = await dialect.holdRows(trx, 'webhook_endpoints', served, { exclusive: false });
-    if (back.length > 0) await trx('webhook_endpoints').whereIn('id', back).update({ turn_at: now });
-    // Held against new deliveries too, so that none arrives between the look and the write.
-    const waiting = await dialect.holdRows(trx, 'webhook_endpoints', drained, { exclusive: true });
-    if (waiting.length > 0) {
-      const next = trx('webhook_deliveries as d').min('d.available_at').whereRaw('d.endpoint_id = webhook_endpoints.id').whereRaw("d.status = 'pending'");
-      await trx('webhook_endpoints').whereIn('id', waiting).update({ turn_at: next });
-    }
-    const lines = await dialect.holdRows(trx, 'organizations', organizations, { exclusive: false });
-    if (lines.length > 0) {
-      const earliest = trx('webhook_endpoints as e')
-        .select(trx.raw('case when min(e.turn_at) < ? then ? else min(e.turn_at) end', [now, now]))
-        .whereRaw('e.organization_id = organizations.id')
-        .whereRaw('e.enabled');
-      await trx('organizations').whereIn('id', lines).update({ webhook_turn_at: earliest });
-    }
-  });
+async function passTurns(trx: Db, { now, served, drained, organizations }: { now: string; served: readonly string[]; drained: readonly string[]; organizations: readonly string[] }): Promise<void> {
+  const dialect = dialectOf(trx);
+  const back = await dialect.holdRows(trx, 'webhook_endpoints', served, { exclusive: false });
+  if (back.length > 0) await trx('webhook_endpoints').whereIn('id', back).update({ turn_at: now });
+  // Held against new deliveries too, so that none arrives between the look and the write.
+  const waiting = await dialect.holdRows(trx, 'webhook_endpoints', drained, { exclusive: true });
+  if (waiting.length > 0) {
+    const next = trx('webhook_deliveries as d').min('d.available_at').whereRaw('d.endpoint_id = webhook_endpoints.id').whereRaw("d.status = 'pending'");
+    await trx('webhook_endpoints').whereIn('id', waiting).update({ turn_at: next });
+  }
+  const lines = await dialect.holdRows(trx, 'organizations', organizations, { exclusive: false });
+  if (lines.length > 0) {
+    const earliest = trx('webhook_endpoints as e')
+      .select(trx.raw('case when min(e.turn_at) < ? then ? else min(e.turn_at) end', [now, now]))
+      .whereRaw('e.organization_id = organizations.id')
+      .whereRaw('e.enabled');
+    await trx('organizations').whereIn('id', lines).update({ webhook_turn_at: earliest });
+  }
 }
 
 /**

@@ -110,9 +110,24 @@ export function createWebhookWorker({
     if (foundEmpty.has(asked)) return 0;
     const look = looks;
     const now = clock();
-    const at = now.toISOString();
-    // An organization whose due endpoints all have their fill here comes without one: room for as many.
-    const turns = await queries.whoseTurn(db, { now: at, limit: free + skipEndpoints.length, skipOrganizations, skipEndpoints });
+    const token = randomUUID();
+    const terms = {
+      now: now.toISOString(),
+      leaseUntil: new Date(now.getTime() + options.leaseMs).toISOString(),
+      token,
+      // An organization whose due endpoints all have their fill here comes without one: room for as many.
+      limit: free + skipEndpoints.length,
+      skipOrganizations,
+      skipEndpoints,
+    };
+    const claimed = await queries.claimInTurn(db, terms, (turns) => shareOut(free, turns));
+    for (const delivery of claimed) start(delivery, token);
+    if (claimed.length === 0 && look === looks) foundEmpty.add(asked);
+    return claimed.length;
+  }
+
+  /** The free slots shared among the endpoints whose turn it is, each within what it and its organization may still take. */
+  function shareOut(free: number, turns: readonly queries.Turn[]): Array<[endpointId: string, count: number]> {
     const offered = turns.filter((turn): turn is queries.Turn & { endpoint_id: string } => turn.endpoint_id !== null);
     const each = Math.max(1, Math.floor(free / Math.max(1, offered.length)));
     const shares: Array<[endpointId: string, count: number]> = [];
@@ -123,25 +138,7 @@ export function createWebhookWorker({
       shares.push([turn.endpoint_id, share]);
       left -= share;
     }
-    const token = randomUUID();
-    const claimed = await queries.claimDueDeliveries(db, { now: at, leaseUntil: new Date(now.getTime() + options.leaseMs).toISOString(), token, shares });
-    for (const delivery of claimed) start(delivery, token);
-    if (claimed.length === 0 && look === looks) foundEmpty.add(asked);
-    const got = (endpointId: string) => claimed.filter((d) => d.endpoint_id === endpointId).length;
-    const served = new Set(shares.map(([endpointId]) => endpointId));
-    try {
-      await queries.passTurns(db, {
-        now: at,
-        served: shares.filter(([endpointId, share]) => got(endpointId) >= share).map(([endpointId]) => endpointId),
-        drained: shares.filter(([endpointId, share]) => got(endpointId) < share).map(([endpointId]) => endpointId),
-        // Not those left without a share for want of slots: their turn has not been taken.
-        organizations: turns.filter((turn) => turn.endpoint_id === null || served.has(turn.endpoint_id)).map((turn) => turn.organization_id),
-      });
-    } catch (err) {
-      // Turns left as they were are early at worst: the next claim looks again.
-      logger.error({ err }, 'could not pass webhook turns on');
-    }
-    return claimed.length;
+    return shares;
   }
 
   function start(delivery: queries.ClaimedDelivery, token: string): void {

@@ -1,19 +1,16 @@
 import { expect } from 'chai';
 import { createHarness, eventually, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
 import { startWebhookReceiver, type Answer, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { insertWebhookBacklog } from '../helpers/webhook-backlog.js';
 import { backgroundJobs } from '../../src/jobs/registry.js';
 import { createScheduler } from '../../src/jobs/scheduler.js';
 import { createLogger } from '../../src/logger.js';
-import { newEventId, newId } from '../../src/lib/ids.js';
 import { anyAddress } from '../../src/net/address-policy.js';
-import { insertEvents, type EventRow, type NewDeliveryRow } from '../../src/webhooks/queries.js';
 import { createSender } from '../../src/webhooks/send.js';
 import { createWebhookWorker, defaultWebhookWorkerOptions, type WebhookWorkerOptions } from '../../src/webhooks/worker.js';
 
 /** Each event of the backlog goes to every endpoint, as an event all of them subscribe to does. */
 const BACKLOG_EVENTS = 8_000;
-/** Events per insert: their deliveries stay well under either database's limit on parameters. */
-const CHUNK = 150;
 
 /**
  * How deliveries are shared among organizations and endpoints, with real receivers and the
@@ -53,30 +50,14 @@ describe('webhook deliveries shared among organizations and endpoints', function
       createLogger('silent'),
     );
     scheduler.start();
+    // As a nudge would, rather than at the first whole second.
+    h.services.webhookWorker.fill();
     return scheduler;
   }
   /** How many of these endpoints' deliveries have been attempted. */
   async function attempted(h: Harness, endpointIds: string[]): Promise<number> {
     const row = await h.db('webhook_deliveries').whereIn('endpoint_id', endpointIds).where('attempts', '>=', 1).count({ n: '*' }).first();
     return Number(row!.n);
-  }
-
-  /** `events` events of the organization, each to every one of `endpointIds`, all due now, written as the outbox writes them. */
-  async function backlog(h: Harness, organizationId: string, endpointIds: string[], events: number): Promise<void> {
-    const now = new Date();
-    const at = now.toISOString();
-    for (let from = 0; from < events; from += CHUNK) {
-      const eventRows: EventRow[] = [];
-      const deliveries: NewDeliveryRow[] = [];
-      for (let i = from; i < Math.min(events, from + CHUNK); i++) {
-        const id = newEventId(now);
-        eventRows.push({ id, organization_id: organizationId, type: 'task.done', body: JSON.stringify({ id, type: 'task.done', created_at: at, data: { task: { id: String(i) } } }), created_at: at });
-        for (const endpointId of endpointIds) {
-          deliveries.push({ id: newId(), event_id: id, endpoint_id: endpointId, event_type: 'task.done', status: 'pending', attempts: 0, available_at: at, created_at: at, updated_at: at });
-        }
-      }
-      await h.db.transaction((trx) => insertEvents(trx, eventRows, deliveries));
-    }
   }
 
   it("delivers another organization's test event within a few seconds while one organization has 24,000 failing deliveries due, and goes on attempting those", async () => {
@@ -87,15 +68,16 @@ describe('webhook deliveries shared among organizations and endpoints', function
     const holding = await receiver(() => ({ status: 200, delayMs: 10_000 }));
     const busy = await h.tenant();
     const busyEndpoints = [await endpoint(h, busy, `http://127.0.0.1:${refused}/hook`), await endpoint(h, busy, `${failing.url}/hook`), await endpoint(h, busy, `${holding.url}/hook`)];
-    await backlog(h, busy.organizationId, busyEndpoints, BACKLOG_EVENTS);
+    await insertWebhookBacklog(h.db, { organizationId: busy.organizationId, endpointIds: busyEndpoints, events: BACKLOG_EVENTS });
     const job = sendingJob(h);
     try {
-      await eventually(async () => ((await attempted(h, busyEndpoints)) >= 200 ? true : undefined), 20_000);
+      // Counted at the receivers, not in the database, so that watching costs the worker nothing.
+      await eventually(async () => (failing.received.length >= 100 ? true : undefined), 20_000);
 
       const quiet = await h.tenant({ slug: 'quiet' });
       const healthy = await receiver();
       const quietEndpoint = await endpoint(h, quiet, `${healthy.url}/hook`);
-      const before = await attempted(h, busyEndpoints);
+      const before = failing.received.length;
       const sent = Date.now();
       const { eventId } = await h.services.webhooks.sendTest(staffOf(quiet), quietEndpoint);
       // The bound: a few seconds. Ahead of it in one queue for the whole install, it would wait for the other's 24,000.
@@ -103,11 +85,11 @@ describe('webhook deliveries shared among organizations and endpoints', function
       expect(Date.now() - sent).to.be.below(5_000);
       expect(healthy.events().map((e) => [e.id, e.type])).to.deep.equal([[eventId, 'webhook.test']]);
 
-      // Both go on: the backlog is still being attempted, and most of it is still ahead.
-      await eventually(async () => ((await attempted(h, busyEndpoints)) > before + 50 ? true : undefined), 10_000);
-      expect(await attempted(h, busyEndpoints)).to.be.below(BACKLOG_EVENTS * busyEndpoints.length / 2);
-      expect(failing.received.length, 'the endpoint answering 500 is tried').to.be.above(0);
-      expect(holding.received.length, 'the endpoint holding its connections is tried').to.be.above(0);
+      // Both go on: the backlog is still being attempted, at every endpoint, and most of it is still ahead.
+      await eventually(async () => (failing.received.length >= before + 50 ? true : undefined), 10_000);
+      expect(holding.received.length).to.be.above(0);
+      expect(await attempted(h, busyEndpoints.slice(0, 1)), 'attempts at the endpoint refusing connections').to.be.above(0);
+      expect(await attempted(h, busyEndpoints)).to.be.below((BACKLOG_EVENTS * busyEndpoints.length) / 2);
     } finally {
       await job.stop();
     }
@@ -140,7 +122,7 @@ describe('webhook deliveries shared among organizations and endpoints', function
       const t = await h.tenant();
       const ids = [await endpoint(h, t, `${r.url}/${o}/a`), await endpoint(h, t, `${r.url}/${o}/b`)];
       endpointIds.push(...ids);
-      await backlog(h, t.organizationId, ids, 20);
+      await insertWebhookBacklog(h.db, { organizationId: t.organizationId, endpointIds: ids, events: 20 });
     }
     const sender = createSender(anyAddress, { timeoutMs: 5_000 });
     const second = createWebhookWorker({ db: h.db, clock: () => new Date(), logger: createLogger('silent'), sender, secrets: h.services.secrets, options: { ...defaultWebhookWorkerOptions, concurrency: 3, perEndpoint: 1 } });

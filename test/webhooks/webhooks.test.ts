@@ -2,11 +2,11 @@ import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
 import { createHarness, staffOf, testClock, type Harness, type Tenant } from '../helpers/harness.js';
 import { startWebhookReceiver, type Answer, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { insertWebhookBacklog } from '../helpers/webhook-backlog.js';
 import type { Agent } from '../../src/agents/agent.js';
 import { EVENT_TYPES } from '../../src/webhooks/events.js';
 import { RETRY_DELAYS_MS, defaultWebhookWorkerOptions } from '../../src/webhooks/worker.js';
-import { claimDueDeliveries, insertEvents, passTurns } from '../../src/webhooks/queries.js';
-import { newEventId, newId } from '../../src/lib/ids.js';
+import { claimInTurn } from '../../src/webhooks/queries.js';
 import { messages } from '../../src/webhooks/service.js';
 
 const HOUR = 3_600_000;
@@ -338,18 +338,12 @@ describe('outbound webhooks', function () {
     const r = await receiver();
     const { endpoint: e } = await endpoint(r.url);
     // Written as the outbox writes it, without waking this process's worker.
+    await insertWebhookBacklog(h.db, { organizationId: t.organizationId, endpointIds: [e.id], events: 1, at: clock() });
     const now = clock().toISOString();
-    const eventId = newEventId(clock());
-    await insertEvents(
-      h.db,
-      [{ id: eventId, organization_id: t.organizationId, type: 'webhook.test', body: JSON.stringify({ id: eventId, type: 'webhook.test', created_at: now, data: {} }), created_at: now }],
-      [{ id: newId(), event_id: eventId, endpoint_id: e.id, event_type: 'webhook.test', status: 'pending', attempts: 0, available_at: now, created_at: now, updated_at: now }],
-    );
-    // A worker claims the delivery, moves the turns on as it does, and dies before the attempt.
+    // A worker claims the delivery as workers do, and dies before the attempt.
     const leaseUntil = new Date(clock().getTime() + defaultWebhookWorkerOptions.leaseMs).toISOString();
-    const claimed = await claimDueDeliveries(h.db, { now, leaseUntil, token: 'died', shares: [[e.id, 4]] });
-    expect(claimed).to.have.length(1);
-    await passTurns(h.db, { now, served: [], drained: [e.id], organizations: [t.organizationId] });
+    const claimed = await claimInTurn(h.db, { now, leaseUntil, token: 'died', limit: 1, skipOrganizations: [], skipEndpoints: [] }, (turns) => turns.map((turn) => [turn.endpoint_id!, 4]));
+    expect(claimed.map((d) => d.endpoint_id)).to.deep.equal([e.id]);
     await send();
     expect(r.received, 'not while the lease holds').to.have.length(0);
     clock.advance(defaultWebhookWorkerOptions.leaseMs);
