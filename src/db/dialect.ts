@@ -38,21 +38,19 @@ export interface Dialect {
    */
   claimRows(db: Knex, table: string, candidates: readonly Knex.QueryBuilder[], due: (query: Knex.QueryBuilder) => void, set: Record<string, unknown>): Promise<unknown[]>;
   /**
-   * Makes `query` (a SELECT of rows about to be written) lock them until the transaction ends,
-   * in the order it returns them, so that two transactions writing several of the same rows
-   * never wait for each other in a circle. SQLite writes one transaction at a time and has no
-   * row locks: `query` as it is.
+   * Locks, for the writes that follow in `trx`, the rows of `table` among `ids` (and that
+   * `where` keeps), in order of id, so that two transactions writing several of the same
+   * rows never wait for each other in a circle; the ids locked. A statement of its own: the
+   * next one reads the rows as locked, and everything committed before (one statement that
+   * locks and writes would read rows changed while it waited as they were, then wait again
+   * to write them, which can deadlock). `skipLocked` passes over rows another transaction
+   * holds instead of waiting; `exclusive` also passes over, or waits for, rows that another
+   * transaction's new rows refer to (their foreign key holds them), and keeps such rows
+   * from being added meanwhile. SQLite writes one transaction at a time, so every row is
+   * held once `trx` writes: all of `ids`, without a read (a read first would let another
+   * process's write slip in before the transaction's own), and `where` is the writes' to apply.
    */
-  lockRows(query: Knex.QueryBuilder): Knex.QueryBuilder;
-  /**
-   * Of the rows of `table` with these ids, those no other transaction holds, held by `trx`
-   * until it ends. `exclusive` also passes over rows that another transaction's new rows
-   * refer to (their foreign key holds them), and keeps such rows from being added meanwhile.
-   * What `trx` reads after this call includes everything committed before it. SQLite writes
-   * one transaction at a time, so every row is held once `trx` writes: all of `ids`, without
-   * a read (a read first would let another process's write slip in before the transaction's own).
-   */
-  holdRows(trx: Knex, table: string, ids: readonly string[], { exclusive }: { exclusive: boolean }): Promise<string[]>;
+  holdRows(trx: Knex, table: string, ids: readonly string[], options?: { exclusive?: boolean; skipLocked?: boolean; where?: (query: Knex.QueryBuilder) => void }): Promise<string[]>;
   /** Runs `fn` while no other process runs migrations on this database. */
   withMigrationLock<T>(db: Knex, fn: () => Promise<T>): Promise<T>;
   /** Keeps the query planner's statistics current as data grows. Run daily, once per database. */
@@ -103,9 +101,6 @@ const sqlite: Dialect = {
     const claim = db(table).whereIn('id', unionAll(db, candidates));
     due(claim);
     return claim.update(set).returning('*');
-  },
-  lockRows(query) {
-    return query;
   },
   async holdRows(_trx, _table, ids) {
     return [...ids];
@@ -210,20 +205,18 @@ const postgres: Dialect = {
       .update(set)
       .returning(`${table}.*`);
   },
-  /** NO KEY UPDATE, the lock an UPDATE that leaves the key alone takes anyway (see claimRows). */
-  lockRows(query) {
-    return query.forNoKeyUpdate();
-  },
   /**
-   * SKIP LOCKED, so this never waits. FOR UPDATE conflicts with the key-share lock that
-   * inserting a row which refers to the held one takes (its foreign key check), until that
-   * insert commits; FOR NO KEY UPDATE does not. The read is a statement of its own, so
-   * `trx`'s next statement reads with a newer snapshot.
+   * FOR NO KEY UPDATE, the lock an UPDATE that leaves the key alone takes anyway (see
+   * claimRows); FOR UPDATE when `exclusive`, which also conflicts with the key-share lock
+   * that inserting a row which refers to the held one takes (its foreign key check) until
+   * that insert commits.
    */
-  async holdRows(trx, table, ids, { exclusive }) {
+  async holdRows(trx, table, ids, { exclusive = false, skipLocked = false, where } = {}) {
     if (ids.length === 0) return [];
     const query = trx(table).whereIn('id', ids).orderBy('id').select('id');
-    const rows: Array<{ id: string }> = await (exclusive ? query.forUpdate() : query.forNoKeyUpdate()).skipLocked();
+    where?.(query);
+    const locked = exclusive ? query.forUpdate() : query.forNoKeyUpdate();
+    const rows: Array<{ id: string }> = await (skipLocked ? locked.skipLocked() : locked);
     return rows.map((row) => row.id);
   },
   /**

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
 import { claimDueInShares, type Queue } from '../db/claims.js';
 import { dialectOf } from '../db/dialect.js';
@@ -236,15 +237,15 @@ async function claimDueDeliveries(db: Db, { now, leaseUntil, token }: ClaimTerms
  */
 async function passTurns(trx: Db, { now, served, drained, organizations }: { now: string; served: readonly string[]; drained: readonly string[]; organizations: readonly string[] }): Promise<void> {
   const dialect = dialectOf(trx);
-  const back = await dialect.holdRows(trx, 'webhook_endpoints', served, { exclusive: false });
+  const back = await dialect.holdRows(trx, 'webhook_endpoints', served, { skipLocked: true });
   if (back.length > 0) await trx('webhook_endpoints').whereIn('id', back).update({ turn_at: now });
   // Held against new deliveries too, so that none arrives between the look and the write.
-  const waiting = await dialect.holdRows(trx, 'webhook_endpoints', drained, { exclusive: true });
+  const waiting = await dialect.holdRows(trx, 'webhook_endpoints', drained, { exclusive: true, skipLocked: true });
   if (waiting.length > 0) {
     const next = trx('webhook_deliveries as d').min('d.available_at').whereRaw('d.endpoint_id = webhook_endpoints.id').whereRaw("d.status = 'pending'");
     await trx('webhook_endpoints').whereIn('id', waiting).update({ turn_at: next });
   }
-  const lines = await dialect.holdRows(trx, 'organizations', organizations, { exclusive: false });
+  const lines = await dialect.holdRows(trx, 'organizations', organizations, { skipLocked: true });
   if (lines.length > 0) {
     const earliest = trx('webhook_endpoints as e')
       .select(trx.raw('case when min(e.turn_at) < ? then ? else min(e.turn_at) end', [now, now]))
@@ -255,30 +256,33 @@ async function passTurns(trx: Db, { now, served, drained, organizations }: { now
 }
 
 /**
- * Deliveries of these endpoints are due from `at`: their turns, and their organizations',
- * become `at` where they were later (or null). Rows are locked in order of id, so two calls
- * never wait for each other in a circle. `inserted`: the deliveries were just inserted in
- * this transaction, whose foreign keys already keep `passTurns` from putting these turns
- * later meanwhile, so an endpoint whose turn is early enough is left alone, unlocked. Any
- * other change (a retry's time, a redelivery) locks the endpoint even so, to wait for a
- * `passTurns` that looked before the change.
+ * Deliveries of these endpoints are due from `at`, in the caller's transaction: their
+ * turns, and their organizations', become `at` where they were later (or null). Rows are
+ * locked in order of id (db/dialect.ts, `holdRows`). `inserted`: the deliveries were just
+ * inserted in this transaction, whose foreign keys already keep `passTurns` from putting
+ * these turns later meanwhile, so an endpoint whose turn is early enough is left alone,
+ * unlocked. Any other change (a retry's time, a redelivery) locks the endpoint even so, to
+ * wait for a `passTurns` that looked before the change.
  */
 export async function bringTurnsForward(db: Db, endpointIds: readonly string[], at: string, { inserted = false }: { inserted?: boolean } = {}): Promise<void> {
-  if (endpointIds.length === 0) return;
   const dialect = dialectOf(db);
   const earlier = (column: string) => db.raw('case when ?? is null or ?? > ? then ? else ?? end', [column, column, at, at, column]);
-  const endpoints = db('webhook_endpoints').select('id').whereIn('id', endpointIds).whereRaw('enabled').orderBy('id');
-  if (inserted) endpoints.where((q) => q.whereNull('turn_at').orWhere('turn_at', '>', at));
+  const later = (column: string) => (q: Knex.QueryBuilder) => q.whereNull(column).orWhere(column, '>', at);
+  const endpoints = await dialect.holdRows(db, 'webhook_endpoints', endpointIds, {
+    where: (q) => {
+      q.whereRaw('enabled');
+      if (inserted) q.where(later('turn_at'));
+    },
+  });
+  if (endpoints.length === 0) return;
   const moved: Array<{ organization_id: string; turn_at: string }> = await db('webhook_endpoints')
-    .whereIn('id', dialect.lockRows(endpoints))
+    .whereIn('id', endpoints)
+    .whereRaw('enabled')
     .update({ turn_at: earlier('turn_at') })
     .returning(['organization_id', 'turn_at']);
   // An organization whose endpoint's turn was earlier still was brought forward with it.
-  const organizations = [...new Set(moved.filter((row) => row.turn_at === at).map((row) => row.organization_id))];
-  if (organizations.length === 0) return;
-  await db('organizations')
-    .whereIn('id', dialect.lockRows(db('organizations').select('id').whereIn('id', organizations).orderBy('id')))
-    .update({ webhook_turn_at: earlier('webhook_turn_at') });
+  const organizations = await dialect.holdRows(db, 'organizations', [...new Set(moved.filter((row) => row.turn_at === at).map((row) => row.organization_id))]);
+  if (organizations.length > 0) await db('organizations').whereIn('id', organizations).update({ webhook_turn_at: earlier('webhook_turn_at') });
 }
 
 /** Records an attempt's outcome on a delivery still claimed by `token`; false when the claim was lost. */

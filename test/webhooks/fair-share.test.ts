@@ -1,10 +1,12 @@
 import { expect } from 'chai';
 import { createHarness, eventually, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
+import { testDatabaseKind } from '../helpers/databases.js';
 import { startWebhookReceiver, type Answer, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { insertWebhookBacklog } from '../helpers/webhook-backlog.js';
 import { backgroundJobs } from '../../src/jobs/registry.js';
 import { createScheduler } from '../../src/jobs/scheduler.js';
 import { createLogger } from '../../src/logger.js';
+import { openDatabase } from '../../src/db/knex.js';
 import { anyAddress } from '../../src/net/address-policy.js';
 import { createSender } from '../../src/webhooks/send.js';
 import { createWebhookWorker, defaultWebhookWorkerOptions, type WebhookWorkerOptions } from '../../src/webhooks/worker.js';
@@ -112,6 +114,44 @@ describe('webhook deliveries shared among organizations and endpoints', function
     expect(await attempted(h, [dead]), 'no attempt at the dead endpoint has ended yet').to.equal(0);
     expect(hanging.received).to.have.length(2);
     await eventually(async () => ((await attempted(h, [alive])) === 20 ? true : undefined));
+  });
+
+  it('brings every delivery to its endpoint, retried ones too, with two workers while events keep coming', async () => {
+    // Each first attempt of an event at an endpoint fails, and the retry comes 10 ms later.
+    const tries = new Map<string, number>();
+    const r = await receiver((request) => {
+      const key = `${request.path} ${request.headers['webhook-id']}`;
+      tries.set(key, (tries.get(key) ?? 0) + 1);
+      return tries.get(key) === 1 ? { status: 500 } : { status: 204 };
+    });
+    const options = { concurrency: 8, perEndpoint: 2, perOrganization: 4, retryScale: 0.002 };
+    const h = await harness(options);
+    const lines: Array<{ organizationId: string; endpointIds: string[] }> = [];
+    for (let o = 0; o < 3; o++) {
+      const t = await h.tenant();
+      lines.push({ organizationId: t.organizationId, endpointIds: [await endpoint(h, t, `${r.url}/${o}/a`), await endpoint(h, t, `${r.url}/${o}/b`)] });
+    }
+    // The second worker has connections of its own, as another process would (SQLite: one per process).
+    const db = testDatabaseKind === 'postgres' ? openDatabase(h.config.databaseUrl) : h.db;
+    const sender = createSender(anyAddress, { timeoutMs: 5_000 });
+    const second = createWebhookWorker({ db, clock: () => new Date(), logger: createLogger('silent'), sender, secrets: h.services.secrets, options: { ...defaultWebhookWorkerOptions, ...options } });
+    const fills = setInterval(() => [h.services.webhookWorker, second].forEach((w) => w.fill()), 50);
+    try {
+      for (let i = 0; i < 30; i++) {
+        await insertWebhookBacklog(i % 2 ? h.db : db, { ...lines[i % lines.length]!, events: 3 });
+        second.nudge();
+      }
+      const events = 30 * 3;
+      // Well before a lease (60 s) would bring back a delivery whose turn was lost.
+      await eventually(async () => (Number((await h.db('webhook_deliveries').where({ status: 'delivered' }).count({ n: '*' }).first())!.n) === events * 2 ? true : undefined), 20_000);
+    } finally {
+      clearInterval(fills);
+      await second.stop();
+      await sender.close();
+      if (db !== h.db) await db.destroy();
+    }
+    expect(tries.size).to.equal(180);
+    expect([...tries.values()].every((n) => n === 2), 'each attempted twice: the failure, then the retry').to.equal(true);
   });
 
   it('attempts each delivery once with two workers sharing several organizations and endpoints', async () => {
