@@ -38,17 +38,15 @@ export interface Dialect {
    */
   claimRows(db: Knex, table: string, candidates: readonly Knex.QueryBuilder[], due: (query: Knex.QueryBuilder) => void, set: Record<string, unknown>): Promise<unknown[]>;
   /**
-   * Locks, for the writes that follow in `trx`, the rows of `table` among `ids` (and that
-   * `where` keeps), in order of id, so that two transactions writing several of the same
-   * rows never wait for each other in a circle; the ids locked. A statement of its own: the
-   * next one reads the rows as locked, and everything committed before (one statement that
-   * locks and writes would read rows changed while it waited as they were, then wait again
-   * to write them, which can deadlock). `skipLocked` passes over rows another transaction
-   * holds instead of waiting; `exclusive` also passes over, or waits for, rows that another
-   * transaction's new rows refer to (their foreign key holds them), and keeps such rows
-   * from being added meanwhile. SQLite writes one transaction at a time, so every row is
-   * held once `trx` writes: all of `ids`, without a read (a read first would let another
-   * process's write slip in before the transaction's own), and `where` is the writes' to apply.
+   * Locks the rows of `table` among `ids` that `where` keeps, in order of id, until `trx`
+   * ends; the ids locked. A statement of its own, so the write that follows reads the rows
+   * as locked and sees all committed before (one statement that both locked and wrote
+   * would wait twice for a row changed meanwhile, which can deadlock). `skipLocked`: pass
+   * over rows another transaction holds rather than wait. `exclusive`: also conflict with
+   * inserts of rows that refer to these (their foreign key check holds them), keeping new
+   * ones out until `trx` ends. SQLite writes one transaction at a time: all of `ids`,
+   * unread (a read first would let another process write between it and the transaction's
+   * first write); `where` is then for the caller's write to check.
    */
   holdRows(trx: Knex, table: string, ids: readonly string[], options?: { exclusive?: boolean; skipLocked?: boolean; where?: (query: Knex.QueryBuilder) => void }): Promise<string[]>;
   /** Runs `fn` while no other process runs migrations on this database. */

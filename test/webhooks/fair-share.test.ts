@@ -21,17 +21,19 @@ const BACKLOG_EVENTS = 8_000;
 describe('webhook deliveries shared among organizations and endpoints', function () {
   this.timeout(60_000);
   const receivers: WebhookReceiver[] = [];
-  let h: Harness | undefined;
+  /** The test's harness, closed after it. */
+  let opened: Harness | undefined;
 
   afterEach(async () => {
-    await h?.close();
-    h = undefined;
+    // Receivers first: the attempts they hold end at once rather than at their timeout.
     await Promise.all(receivers.splice(0).map((r) => r.close()));
+    await opened?.close();
+    opened = undefined;
   });
 
   async function harness(webhooks: Partial<WebhookWorkerOptions & { timeoutMs: number }>): Promise<Harness> {
-    h = await createHarness({ env: { WEBHOOKS_ALLOW_PRIVATE: 'true' }, options: { runOnNewWork: false, dispatchOnAccept: false, webhooks } });
-    return h;
+    opened = await createHarness({ env: { WEBHOOKS_ALLOW_PRIVATE: 'true' }, options: { runOnNewWork: false, dispatchOnAccept: false, webhooks } });
+    return opened;
   }
   async function receiver(answer?: Answer): Promise<WebhookReceiver> {
     const r = await startWebhookReceiver(answer);
@@ -99,8 +101,8 @@ describe('webhook deliveries shared among organizations and endpoints', function
 
   it("keeps a dead endpoint to its share of slots, so the same organization's healthy endpoint gets its deliveries meanwhile", async () => {
     // Four slots, two per endpoint: without the cap, the dead endpoint's older backlog would take all four.
-    const h = await harness({ concurrency: 4, perEndpoint: 2, timeoutMs: 3_000 });
-    const hanging = await receiver(() => ({ status: 200, delayMs: 10_000 }));
+    const h = await harness({ concurrency: 4, perEndpoint: 2, timeoutMs: 10_000 });
+    const hanging = await receiver(() => ({ status: 200, delayMs: 20_000 }));
     const healthy = await receiver();
     const t = await h.tenant();
     const dead = await endpoint(h, t, `${hanging.url}/hook`);
