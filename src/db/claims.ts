@@ -4,8 +4,8 @@ import { dialectOf } from './dialect.js';
 
 /**
  * Leased claims: how every background queue (receipts to dispatch, sessions and tasks to
- * work) gives each due row to exactly one worker, however many processes share the
- * database. A claim is one statement (dialect.ts, `claimRows`). On PostgreSQL,
+ * work, webhook deliveries) gives each due row to exactly one worker, however many processes
+ * share the database. A claim is one statement (dialect.ts, `claimRows`). On PostgreSQL,
  *
  *   with claimed as (select id from <table> where <due> order by <order> limit n
  *                     for no key update skip locked)
@@ -13,9 +13,11 @@ import { dialectOf } from './dialect.js';
  *
  * SKIP LOCKED lets concurrent claimers take different rows without waiting for each other,
  * and the rows stay locked until the claim is written. SQLite runs one writer at a time, so
- * there a guarded update (update … where id in (<candidates>) and <due>) is
- * enough. The claim writes a token and a lease end; work renews its lease while it runs
- * (`renewLeases`), and a lease that runs out (its process died) makes the row due again.
+ * there a guarded update (update … where id in (<candidates>) and <due>) is enough. A claim
+ * by shares (`claimDueInShares`) takes the candidates of each share together (union all),
+ * each with its own order and limit. The claim writes a token and a lease end; work renews
+ * its lease while it runs (`renewLeases`), and a lease that runs out (its process died)
+ * makes the row due again.
  */
 export interface Queue {
   table: string;
@@ -36,12 +38,32 @@ export interface ClaimOptions {
   only?: (query: Knex.QueryBuilder) => void;
 }
 
+/** The first `limit` due rows of the queue, in its order, as a SELECT of ids. */
+function candidates(db: Db, queue: Queue, { now, limit, only }: Omit<ClaimOptions, 'set'>): Knex.QueryBuilder {
+  const query = db(queue.table).select('id').orderBy([...queue.order]).limit(limit);
+  queue.due(query, now);
+  only?.(query);
+  return query;
+}
+
 /** Claims up to `limit` due rows of the queue; the rows as they are after the claim. */
-export async function claimDue<Row extends object>(db: Db, queue: Queue, { now, limit, set, only }: ClaimOptions): Promise<Row[]> {
-  const candidates = db(queue.table).select('id').orderBy([...queue.order]).limit(limit);
-  queue.due(candidates, now);
-  only?.(candidates);
-  return dialectOf(db).claimRows(db, queue.table, candidates, (claim) => queue.due(claim, now), set) as Promise<Row[]>;
+export async function claimDue<Row extends object>(db: Db, queue: Queue, options: ClaimOptions): Promise<Row[]> {
+  return dialectOf(db).claimRows(db, queue.table, [candidates(db, queue, options)], (claim) => queue.due(claim, options.now), options.set) as Promise<Row[]>;
+}
+
+/**
+ * Claims due rows of the queue by shares: for each `[value, count]`, up to `count` of the due
+ * rows whose `column` holds `value`, in the queue's order (e.g. an endpoint's share of a
+ * claim). One index seek per share, however many rows are due.
+ */
+export async function claimDueInShares<Row extends object>(
+  db: Db,
+  queue: Queue,
+  { now, column, shares, set }: Pick<ClaimOptions, 'now' | 'set'> & { column: string; shares: ReadonlyArray<readonly [value: string, count: number]> },
+): Promise<Row[]> {
+  if (shares.length === 0) return [];
+  const picks = shares.map(([value, count]) => candidates(db, queue, { now, limit: count, only: (query) => query.where(column, value) }));
+  return dialectOf(db).claimRows(db, queue.table, picks, (claim) => queue.due(claim, now), set) as Promise<Row[]>;
 }
 
 /** Extends the leases of rows still held by `token`; how many it still holds. */

@@ -32,11 +32,23 @@ export interface Dialect {
   /** Adds the per-row deadline check to a statement that may read many rows (SQLite only). */
   whereWithinDeadline(query: Knex.QueryBuilder, deadline: number): void;
   /**
-   * Writes `set` on the rows `candidates` (a SELECT of ids) picks, so that no two claimers,
-   * in any process, write the same row; `due` guards the write where the database needs it.
-   * Returns the rows as written (db/claims.ts).
+   * Writes `set` on the rows `candidates` (SELECTs of ids, taken together) pick, so that no
+   * two claimers, in any process, write the same row; `due` guards the write where the
+   * database needs it. Returns the rows as written (db/claims.ts).
    */
-  claimRows(db: Knex, table: string, candidates: Knex.QueryBuilder, due: (query: Knex.QueryBuilder) => void, set: Record<string, unknown>): Promise<unknown[]>;
+  claimRows(db: Knex, table: string, candidates: readonly Knex.QueryBuilder[], due: (query: Knex.QueryBuilder) => void, set: Record<string, unknown>): Promise<unknown[]>;
+  /**
+   * Locks the rows of `table` among `ids` that `where` keeps, in order of id, until `trx`
+   * ends; the ids locked. A statement of its own, so the write that follows reads the rows
+   * as locked and sees all committed before (one statement that both locked and wrote
+   * would wait twice for a row changed meanwhile, which can deadlock). `skipLocked`: pass
+   * over rows another transaction holds rather than wait. `exclusive`: also conflict with
+   * inserts of rows that refer to these (their foreign key check holds them), keeping new
+   * ones out until `trx` ends. SQLite writes one transaction at a time: all of `ids`,
+   * unread (a read first would let another process write between it and the transaction's
+   * first write); `where` is then for the caller's write to check.
+   */
+  holdRows(trx: Knex, table: string, ids: readonly string[], options?: { exclusive?: boolean; skipLocked?: boolean; where?: (query: Knex.QueryBuilder) => void }): Promise<string[]>;
   /** Runs `fn` while no other process runs migrations on this database. */
   withMigrationLock<T>(db: Knex, fn: () => Promise<T>): Promise<T>;
   /** Keeps the query planner's statistics current as data grows. Run daily, once per database. */
@@ -84,9 +96,12 @@ const sqlite: Dialect = {
   },
   /** One writer at a time: a guarded UPDATE cannot meet another claim. */
   claimRows(db, table, candidates, due, set) {
-    const claim = db(table).whereIn('id', candidates);
+    const claim = db(table).whereIn('id', unionAll(db, candidates));
     due(claim);
     return claim.update(set).returning('*');
+  },
+  async holdRows(_trx, _table, ids) {
+    return [...ids];
   },
   /**
    * An exclusive SQLite lock on a sidecar file next to the database. The operating system
@@ -175,12 +190,32 @@ const postgres: Dialect = {
    */
   claimRows(db, table, candidates, _due, set) {
     return db
-      .with('claimed', candidates.forNoKeyUpdate().skipLocked())
+      .with(
+        'claimed',
+        unionAll(
+          db,
+          candidates.map((c) => c.forNoKeyUpdate().skipLocked()),
+        ),
+      )
       .table(table)
       .updateFrom('claimed')
       .whereRaw('?? = claimed.id', [`${table}.id`])
       .update(set)
       .returning(`${table}.*`);
+  },
+  /**
+   * FOR NO KEY UPDATE, the lock an UPDATE that leaves the key alone takes anyway (see
+   * claimRows); FOR UPDATE when `exclusive`, which also conflicts with the key-share lock
+   * that inserting a row which refers to the held one takes (its foreign key check) until
+   * that insert commits.
+   */
+  async holdRows(trx, table, ids, { exclusive = false, skipLocked = false, where } = {}) {
+    if (ids.length === 0) return [];
+    const query = trx(table).whereIn('id', ids).orderBy('id').select('id');
+    where?.(query);
+    const locked = exclusive ? query.forUpdate() : query.forNoKeyUpdate();
+    const rows: Array<{ id: string }> = await (skipLocked ? locked.skipLocked() : locked);
+    return rows.map((row) => row.id);
   },
   /**
    * A session advisory lock on a connection of its own: the server releases it when that
@@ -226,6 +261,13 @@ const postgres: Dialect = {
     throw new BackupNotSupportedError('On PostgreSQL, back up with pg_dump (docs/deploy.md, "Backups"): pg_dump --format=custom --file=scribe.dump "$DATABASE_URL"');
   },
 };
+
+/** The ids the SELECTs `queries` pick, taken together (each may have its own order and limit). */
+function unionAll(db: Knex, queries: readonly Knex.QueryBuilder[]): Knex.QueryBuilder {
+  if (queries.length === 1) return queries[0]!;
+  const [first, ...rest] = queries.map((query, i) => db.select('id').from(query.as(`candidates_${i}`)));
+  return first!.unionAll(rest);
+}
 
 /** A LIKE pattern matching `text` anywhere, its `%`, `_` and `\` taken literally. */
 function containsPattern(text: string): string {

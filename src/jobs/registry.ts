@@ -18,8 +18,8 @@ export function backgroundJobs(services: Services): Job[] {
     { name: 'fire-schedules', schedule: '* * * * * *', run: () => services.schedules.tick() },
     // Claims due sessions and tasks into free slots and returns; the work runs on its own.
     { name: 'run-agents', schedule: '* * * * * *', run: async () => services.runtime.fill() },
-    // Due webhook deliveries (retries among them); new events also wake the worker at once.
-    { name: 'send-webhooks', schedule: '* * * * * *', run: () => services.webhookWorker.tick() },
+    // Claims due webhook deliveries (retries among them) into free slots and returns; new events also wake the worker at once.
+    { name: 'send-webhooks', schedule: '* * * * * *', run: async () => services.webhookWorker.fill() },
     // Idempotency keys are kept 24 hours.
     once({ name: 'prune-idempotency-keys', schedule: '0 */10 * * * *', run: () => services.idempotency.prune() }, 10 * MINUTE_MS),
     // Old finished sessions and orphaned files, when configured (RETENTION_*): daily at 03:17.

@@ -1,5 +1,7 @@
+import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
-import { claimDue, type Queue } from '../db/claims.js';
+import { claimDueInShares, type Queue } from '../db/claims.js';
+import { dialectOf } from '../db/dialect.js';
 import { readKeysetPage, type KeysetPage, type PageAt } from '../db/keyset.js';
 
 export interface EndpointRow {
@@ -15,6 +17,8 @@ export interface EndpointRow {
   enabled: boolean;
   disabled_reason: string | null;
   failing_since: string | null;
+  /** Its place in its organization's line (see "Whose turn"); null when nothing is pending. */
+  turn_at: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -59,6 +63,7 @@ export interface ClaimedDelivery extends DeliveryRow {
   previous_secret: string | null;
   previous_secret_until: string | null;
   failing_since: string | null;
+  organization_id: string;
 }
 
 type StoredEndpoint = Omit<EndpointRow, 'events' | 'enabled'> & { events: string | null; enabled: boolean | number };
@@ -99,30 +104,116 @@ export async function subscribedEndpoints(db: Db, organizationIds: readonly stri
   return rows.map((row: { id: string; organization_id: string; events: string | null }) => ({ ...row, events: row.events === null ? null : (JSON.parse(row.events) as string[]) }));
 }
 
+/** Writes events and their deliveries, and brings the endpoints' turns forward to the deliveries' time. */
 export async function insertEvents(db: Db, events: readonly EventRow[], deliveries: readonly NewDeliveryRow[]): Promise<void> {
   await db('webhook_events').insert(events);
   await db('webhook_deliveries').insert(deliveries);
+  if (deliveries.length === 0) return;
+  // The earliest delivery's time for all of them: a turn may come early, never late.
+  const at = deliveries.reduce((earliest, d) => (d.available_at < earliest ? d.available_at : earliest), deliveries[0]!.available_at);
+  await bringTurnsForward(db, [...new Set(deliveries.map((d) => d.endpoint_id))], at, { inserted: true });
 }
 
 export async function findEvent(db: Db, id: string): Promise<EventRow | undefined> {
   return db<EventRow>('webhook_events').where({ id }).first();
 }
 
+/*
+ * Whose turn. Deliveries are shared among organizations first, then among each
+ * organization's endpoints, so that neither an organization's backlog nor an endpoint that
+ * does not answer holds up anyone else's. Each organization and each enabled endpoint has a
+ * turn (`webhook_turn_at`, `turn_at`): no later than when its next delivery is due, and,
+ * while it has deliveries due, when it was last served; null when nothing is pending. A claim
+ * takes the organizations whose turn has come, longest waiting first; of each, the endpoint
+ * whose turn has come, longest waiting first; of that, its oldest due deliveries. Then the
+ * endpoint and the organization go to the back of the line (their turn is now), or, when
+ * nothing of theirs is due any more, wait for their next delivery's time (`passTurns`). All
+ * of it is a few index seeks per organization served, however long any backlog is.
+ *
+ * A turn may be early (a look that finds nothing due puts it right) but never late, or a
+ * delivery would wait past its time: whatever makes a delivery due brings its endpoint's
+ * and organization's turn forward in its own transaction (`bringTurnsForward`), and a turn
+ * is put later only from a look at rows no one else is changing (`passTurns`).
+ */
+
 const deliveryQueue: Queue = {
   table: 'webhook_deliveries',
-  // webhook_deliveries_queue: (available_at, id) where status = 'pending'; only enabled endpoints' deliveries are due.
-  due: (query, now) =>
-    query
-      .whereRaw("status = 'pending'")
-      .where('available_at', '<=', now)
-      .whereIn('endpoint_id', (enabled) => enabled.select('id').from('webhook_endpoints').where({ enabled: true })),
+  // webhook_deliveries_due: (endpoint_id, available_at, id) where status = 'pending'. Only
+  // enabled endpoints have a turn, so only their deliveries are claimed.
+  due: (query, now) => query.whereRaw("status = 'pending'").where('available_at', '<=', now),
   order: ['available_at', 'id'],
   leaseColumn: 'available_at',
 };
 
-/** Claims up to `limit` due deliveries (db/claims.ts), with the event's body and the endpoint's URL and secrets. */
-export async function claimDueDeliveries(db: Db, { now, leaseUntil, token, limit }: { now: string; leaseUntil: string; token: string; limit: number }): Promise<ClaimedDelivery[]> {
-  const claimed = await claimDue<DeliveryRow>(db, deliveryQueue, { now, limit, set: { claim_token: token, available_at: leaseUntil } });
+/** An organization whose turn has come, with its endpoint whose turn has come (null: none that may be taken here). */
+export interface Turn {
+  organization_id: string;
+  endpoint_id: string | null;
+}
+
+/** How many of each endpoint's due deliveries a claim takes, given whose turn it is. */
+export type ShareOut = (turns: readonly Turn[]) => Array<[endpointId: string, count: number]>;
+
+export interface ClaimTerms {
+  now: string;
+  leaseUntil: string;
+  token: string;
+  /** Organizations to look at, at most. */
+  limit: number;
+  /** Organizations and endpoints passed over: those with their fill under way in this process. */
+  skipOrganizations: readonly string[];
+  skipEndpoints: readonly string[];
+}
+
+/**
+ * One claim, in one transaction: whose turn it is, up to each share (`shareOut`) of those
+ * endpoints' oldest due deliveries (db/claims.ts), and the turns passed on. Returns the
+ * deliveries with the event's body and the endpoint's URL, secrets and organization.
+ */
+export async function claimInTurn(db: Db, terms: ClaimTerms, shareOut: ShareOut): Promise<ClaimedDelivery[]> {
+  return db.transaction(async (trx) => {
+    const turns = await whoseTurn(trx, terms);
+    const shares = shareOut(turns);
+    const claimed = await claimDueDeliveries(trx, terms, shares);
+    const got = (endpointId: string) => claimed.filter((d) => d.endpoint_id === endpointId).length;
+    const served = new Set(shares.map(([endpointId]) => endpointId));
+    await passTurns(trx, {
+      now: terms.now,
+      served: shares.filter(([endpointId, share]) => got(endpointId) >= share).map(([endpointId]) => endpointId),
+      drained: shares.filter(([endpointId, share]) => got(endpointId) < share).map(([endpointId]) => endpointId),
+      // Not those left without a share for want of slots: their turn has not been taken.
+      organizations: turns.filter((turn) => turn.endpoint_id === null || served.has(turn.endpoint_id)).map((turn) => turn.organization_id),
+    });
+    return claimed;
+  });
+}
+
+/**
+ * Up to `limit` organizations whose turn has come, longest waiting first, each with its
+ * enabled endpoint whose turn has come, longest waiting first, passing over those skipped.
+ */
+async function whoseTurn(db: Db, { now, limit, skipOrganizations, skipEndpoints }: ClaimTerms): Promise<Turn[]> {
+  // webhook_endpoints_turns: (organization_id, turn_at, id).
+  const endpoint = db('webhook_endpoints as e')
+    .select('e.id')
+    .whereRaw('e.organization_id = o.id')
+    .whereRaw('e.enabled')
+    .where('e.turn_at', '<=', now)
+    .whereNotIn('e.id', skipEndpoints)
+    .orderBy(['e.turn_at', 'e.id'])
+    .limit(1);
+  // organizations_webhook_turns: (webhook_turn_at, id) where webhook_turn_at is not null.
+  return db('organizations as o')
+    .select('o.id as organization_id', endpoint.as('endpoint_id'))
+    .where('o.webhook_turn_at', '<=', now)
+    .whereNotIn('o.id', skipOrganizations)
+    .orderBy(['o.webhook_turn_at', 'o.id'])
+    .limit(limit);
+}
+
+/** Claims, of each `[endpointId, count]`, up to `count` of the endpoint's oldest due deliveries, with what sending them needs. */
+async function claimDueDeliveries(db: Db, { now, leaseUntil, token }: ClaimTerms, shares: ReadonlyArray<readonly [endpointId: string, count: number]>): Promise<ClaimedDelivery[]> {
+  const claimed = await claimDueInShares<DeliveryRow>(db, deliveryQueue, { now, column: 'endpoint_id', shares, set: { claim_token: token, available_at: leaseUntil } });
   if (claimed.length === 0) return [];
   const context = await db('webhook_deliveries as d')
     .join('webhook_events as e', 'e.id', 'd.event_id')
@@ -131,9 +222,67 @@ export async function claimDueDeliveries(db: Db, { now, leaseUntil, token, limit
       'd.id',
       claimed.map((d) => d.id),
     )
-    .select('d.id', 'e.body', 'p.url', 'p.secret', 'p.previous_secret', 'p.previous_secret_until', 'p.failing_since');
+    .select('d.id', 'e.body', 'p.url', 'p.secret', 'p.previous_secret', 'p.previous_secret_until', 'p.failing_since', 'p.organization_id');
   const byId = new Map(context.map((row: { id: string }) => [row.id, row]));
   return claimed.filter((d) => byId.has(d.id)).map((d) => ({ ...d, ...byId.get(d.id) }) as ClaimedDelivery);
+}
+
+/**
+ * After a claim at `now`, in its transaction: endpoints that gave their whole share
+ * (`served`) go to the back of their organization's line; those that gave less (`drained`)
+ * wait for their next pending delivery's time (a claimed one's is its lease end, so work of
+ * a process that died comes back); then each organization looked at goes to the back of the
+ * line, or, when none of its endpoints' turn has come, waits for the earliest. Rows another
+ * transaction holds keep their turn: it is early at worst, and the next claim looks again.
+ */
+async function passTurns(trx: Db, { now, served, drained, organizations }: { now: string; served: readonly string[]; drained: readonly string[]; organizations: readonly string[] }): Promise<void> {
+  const dialect = dialectOf(trx);
+  const back = await dialect.holdRows(trx, 'webhook_endpoints', served, { skipLocked: true });
+  if (back.length > 0) await trx('webhook_endpoints').whereIn('id', back).update({ turn_at: now });
+  // Held against new deliveries too, so that none arrives between the look and the write.
+  const waiting = await dialect.holdRows(trx, 'webhook_endpoints', drained, { exclusive: true, skipLocked: true });
+  if (waiting.length > 0) {
+    const next = trx('webhook_deliveries as d').min('d.available_at').whereRaw('d.endpoint_id = webhook_endpoints.id').whereRaw("d.status = 'pending'");
+    await trx('webhook_endpoints').whereIn('id', waiting).update({ turn_at: next });
+  }
+  const lines = await dialect.holdRows(trx, 'organizations', organizations, { skipLocked: true });
+  if (lines.length > 0) {
+    const earliest = trx('webhook_endpoints as e')
+      .select(trx.raw('case when min(e.turn_at) < ? then ? else min(e.turn_at) end', [now, now]))
+      .whereRaw('e.organization_id = organizations.id')
+      .whereRaw('e.enabled');
+    await trx('organizations').whereIn('id', lines).update({ webhook_turn_at: earliest });
+  }
+}
+
+/**
+ * Deliveries of these endpoints are due from `at`, in the caller's transaction: their
+ * turns, and their organizations', become `at` where they were later (or null). Rows are
+ * locked in order of id (db/dialect.ts, `holdRows`). `inserted`: the deliveries were just
+ * inserted in this transaction, whose foreign keys already keep `passTurns` from putting
+ * these turns later meanwhile, so an endpoint whose turn is early enough is left alone,
+ * unlocked. Any other change (a retry's time, a redelivery) locks the endpoint even so, to
+ * wait for a `passTurns` that looked before the change.
+ */
+export async function bringTurnsForward(db: Db, endpointIds: readonly string[], at: string, { inserted = false }: { inserted?: boolean } = {}): Promise<void> {
+  const dialect = dialectOf(db);
+  const earlier = (column: string) => db.raw('case when ?? is null or ?? > ? then ? else ?? end', [column, column, at, at, column]);
+  const later = (column: string) => (q: Knex.QueryBuilder) => q.whereNull(column).orWhere(column, '>', at);
+  const endpoints = await dialect.holdRows(db, 'webhook_endpoints', endpointIds, {
+    where: (q) => {
+      q.whereRaw('enabled');
+      if (inserted) q.where(later('turn_at'));
+    },
+  });
+  if (endpoints.length === 0) return;
+  const moved: Array<{ organization_id: string; turn_at: string }> = await db('webhook_endpoints')
+    .whereIn('id', endpoints)
+    .whereRaw('enabled')
+    .update({ turn_at: earlier('turn_at') })
+    .returning(['organization_id', 'turn_at']);
+  // An organization whose endpoint's turn was earlier still was brought forward with it.
+  const organizations = await dialect.holdRows(db, 'organizations', [...new Set(moved.filter((row) => row.turn_at === at).map((row) => row.organization_id))]);
+  if (organizations.length > 0) await db('organizations').whereIn('id', organizations).update({ webhook_turn_at: earlier('webhook_turn_at') });
 }
 
 /** Records an attempt's outcome on a delivery still claimed by `token`; false when the claim was lost. */
@@ -171,12 +320,14 @@ export async function findDelivery(db: Db, endpointId: string, id: string): Prom
   return db<DeliveryRow>('webhook_deliveries').where({ id, endpoint_id: endpointId }).first();
 }
 
-/** Makes deliveries due again now, from a first attempt (redeliver); how many. */
+/** Makes deliveries due again now, from a first attempt (redeliver), and the endpoint's turn come; how many. */
 export async function redeliver(db: Db, endpointId: string, which: { id?: string; failedFrom?: string; failedTo?: string }, at: string): Promise<number> {
   const query = db('webhook_deliveries').where({ endpoint_id: endpointId });
   if (which.id) query.where({ id: which.id }).whereNot({ status: 'pending' });
   else query.where({ status: 'failed' }).where('created_at', '>=', which.failedFrom!).where('created_at', '<', which.failedTo!);
-  return query.update({ status: 'pending', attempts: 0, available_at: at, claim_token: null, updated_at: at });
+  const count = await query.update({ status: 'pending', attempts: 0, available_at: at, claim_token: null, updated_at: at });
+  if (count > 0) await bringTurnsForward(db, [endpointId], at);
+  return count;
 }
 
 /** How many of an endpoint's deliveries are failed in a time range (the console's preview). */

@@ -100,6 +100,7 @@ export function createWebhookService({
         enabled: input.enabled ?? true,
         disabled_reason: null,
         failing_since: null,
+        turn_at: null,
         created_at: at,
         updated_at: at,
       };
@@ -119,7 +120,9 @@ export function createWebhookService({
       if (input.description !== undefined) changes.description = checkDescription(input.description);
       if (input.enabled !== undefined) {
         changes.enabled = input.enabled;
+        // A disabled endpoint has no turn; enabled, its pending deliveries may be due at once.
         if (input.enabled) Object.assign(changes, { disabled_reason: null, failing_since: null });
+        else changes.turn_at = null;
       }
       // An edit and a switch on or off are separate entries, so the log can be filtered by either.
       const actions: string[] = [];
@@ -127,6 +130,7 @@ export function createWebhookService({
       if (input.enabled !== undefined && input.enabled !== endpoint.enabled) actions.push(input.enabled ? 'webhook.enable' : 'webhook.disable');
       await db.transaction(async (trx) => {
         await queries.updateEndpoint(trx, id, changes);
+        if (input.enabled && !endpoint.enabled) await queries.bringTurnsForward(trx, [id], changes.updated_at!);
         for (const action of actions) await audit.record(actor, action, { type: 'webhook', id }, describe({ url: changes.url ?? endpoint.url }), trx);
       });
       return { ...endpoint, ...changes };

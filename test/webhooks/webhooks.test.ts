@@ -2,9 +2,11 @@ import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
 import { createHarness, staffOf, testClock, type Harness, type Tenant } from '../helpers/harness.js';
 import { startWebhookReceiver, type Answer, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { insertWebhookBacklog } from '../helpers/webhook-backlog.js';
 import type { Agent } from '../../src/agents/agent.js';
 import { EVENT_TYPES } from '../../src/webhooks/events.js';
-import { RETRY_DELAYS_MS } from '../../src/webhooks/worker.js';
+import { RETRY_DELAYS_MS, defaultWebhookWorkerOptions } from '../../src/webhooks/worker.js';
+import { claimInTurn } from '../../src/webhooks/queries.js';
 import { messages } from '../../src/webhooks/service.js';
 
 const HOUR = 3_600_000;
@@ -43,9 +45,10 @@ describe('outbound webhooks', function () {
   const receivers: WebhookReceiver[] = [];
 
   before(async () => {
+    // A 1 s send timeout: room for a busy machine's first deliveries, and short for the timeout test.
     h = await createHarness({
       env: { WEBHOOKS_ALLOW_PRIVATE: 'true' },
-      options: { clock, runOnNewWork: false, dispatchOnAccept: false, agents: { builtin: scriptedAgent }, webhooks: { timeoutMs: 300, random: () => 0.5 } },
+      options: { clock, runOnNewWork: false, dispatchOnAccept: false, agents: { builtin: scriptedAgent }, webhooks: { timeoutMs: 1_000, random: () => 0.5 } },
     });
   });
   after(async () => {
@@ -211,7 +214,7 @@ describe('outbound webhooks', function () {
     await h.services.dispatcher.tick();
     await send();
     let [row] = await deliveries(e.id);
-    expect(row).to.deep.include({ status: 'pending', attempts: 1, response_status: null, error: 'timed out after 0.3 s' });
+    expect(row).to.deep.include({ status: 'pending', attempts: 1, response_status: null, error: 'timed out after 1 s' });
     clock.advance(RETRY_DELAYS_MS[0]);
     await send();
     [row] = await deliveries(e.id);
@@ -331,12 +334,46 @@ describe('outbound webhooks', function () {
     }
   });
 
+  it('tries a delivery again once the lease of a worker that died holding it has run out', async () => {
+    const r = await receiver();
+    const { endpoint: e } = await endpoint(r.url);
+    // Written as the outbox writes it, without waking this process's worker.
+    await insertWebhookBacklog(h.db, { organizationId: t.organizationId, endpointIds: [e.id], events: 1, at: clock() });
+    const now = clock().toISOString();
+    // A worker claims the delivery as workers do, and dies before the attempt.
+    const leaseUntil = new Date(clock().getTime() + defaultWebhookWorkerOptions.leaseMs).toISOString();
+    const claimed = await claimInTurn(h.db, { now, leaseUntil, token: 'died', limit: 1, skipOrganizations: [], skipEndpoints: [] }, (turns) => turns.map((turn) => [turn.endpoint_id!, 4]));
+    expect(claimed.map((d) => d.endpoint_id)).to.deep.equal([e.id]);
+    await send();
+    expect(r.received, 'not while the lease holds').to.have.length(0);
+    clock.advance(defaultWebhookWorkerOptions.leaseMs);
+    await send();
+    expect(r.received).to.have.length(1);
+    expect((await deliveries(e.id))[0]).to.deep.include({ status: 'delivered', attempts: 1 });
+  });
+
+  it("sends a disabled endpoint's pending deliveries once it is enabled again", async () => {
+    const r = await receiver((_req, n) => (n === 0 ? { status: 500 } : { status: 200 }));
+    const { endpoint: e } = await endpoint(r.url, ['request.fulfilled']);
+    await submit('Waits for the endpoint');
+    await h.services.dispatcher.tick();
+    await send();
+    await h.services.webhooks.update(staffOf(t), e.id, { enabled: false });
+    clock.advance(RETRY_DELAYS_MS[0]);
+    await send();
+    expect(r.received, 'a disabled endpoint is not sent to').to.have.length(1);
+    await h.services.webhooks.update(staffOf(t), e.id, { enabled: true });
+    await send();
+    expect(r.received).to.have.length(2);
+    expect((await deliveries(e.id))[0]).to.deep.include({ status: 'delivered', attempts: 2 });
+  });
+
   it('delivers each event once with two workers on one database', async () => {
     const r = await receiver();
     await endpoint(r.url, ['request.fulfilled']);
     const ids = await Promise.all(Array.from({ length: 60 }, (_, i) => submit(`Item ${i}`)));
     await h.services.dispatcher.tick();
-    const { createWebhookWorker, defaultWebhookWorkerOptions } = await import('../../src/webhooks/worker.js');
+    const { createWebhookWorker } = await import('../../src/webhooks/worker.js');
     const { createSender } = await import('../../src/webhooks/send.js');
     const { anyAddress } = await import('../../src/net/address-policy.js');
     const { createLogger } = await import('../../src/logger.js');
