@@ -80,7 +80,7 @@ describe('outbound webhooks', function () {
     return res.body.session_id;
   }
 
-  it('sends every event type, signed so that the standardwebhooks package verifies it, with the bodies the contract gives', async () => {
+  it('sends every event type, signed so that the standardwebhooks package verifies it, with the bodies docs/webhooks.md gives', async () => {
     const r = await receiver();
     const { endpoint: e, secret } = await endpoint(`${r.url}/hooks`);
     expect(secret).to.match(/^whsec_[A-Za-z0-9+/]+={0,2}$/);
