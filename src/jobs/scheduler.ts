@@ -1,5 +1,6 @@
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Logger } from '../logger.js';
+import { settledWithin } from '../lib/settled-within.js';
 
 /** A background job: a name for logs, a cron expression (with seconds) and the work. */
 export interface Job {
@@ -46,10 +47,7 @@ export function createScheduler(jobs: readonly Job[], logger: Logger) {
     async stop(waitMs = 0): Promise<void> {
       await Promise.all(tasks.map((task) => task.destroy()));
       tasks = [];
-      if (running.size === 0) return;
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.all([...running]), new Promise((resolve) => (timer = setTimeout(resolve, waitMs)))]);
-      clearTimeout(timer);
+      if (running.size > 0) await settledWithin([...running], waitMs);
     },
   };
 }

@@ -13,6 +13,7 @@ import { findTaskEvents, moveTask, type WorkedTaskRow } from '../tasks/queries.j
 import { keepLeases } from '../db/claims.js';
 import { sessionEvent, taskEvent, type RecordEvents } from '../webhooks/events.js';
 import * as queries from './queries.js';
+import { settledWithin } from '../lib/settled-within.js';
 
 export interface RuntimeOptions {
   /** Sessions and tasks worked at once by this process. */
@@ -341,11 +342,7 @@ export function createAgentRuntime({
     async stop({ drainMs = 0 }: { drainMs?: number } = {}): Promise<void> {
       closing = true;
       await claiming;
-      if (drainMs > 0 && inFlight.size > 0) {
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([Promise.allSettled([...inFlight]), new Promise((resolve) => (timer = setTimeout(resolve, drainMs)))]);
-        clearTimeout(timer);
-      }
+      if (drainMs > 0 && inFlight.size > 0) await settledWithin([...inFlight], drainMs);
       abort.abort();
       cancelWatch.stop();
       await Promise.all([...inFlight]);
