@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --only api|entries|console|scale|webhooks] [--entries N]`: runs the scenarios and rewrites their
+ * `npm run bench [-- --only api|entries|console|scale|webhooks|agents] [--entries N]`: runs the scenarios and rewrites their
  * sections of docs/benchmarks.md. Everything runs on loopback, bounded in time.
  */
 import fs from 'node:fs';
@@ -11,6 +11,7 @@ import { benchEntries } from './entries.js';
 import { benchConsole } from './console.js';
 import { benchScale } from './scale.js';
 import { benchWebhooks } from './webhooks.js';
+import { benchAgents } from './agents.js';
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, entries: { type: 'string', default: '100000' } } });
 const temp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'scribe-bench-'));
@@ -21,6 +22,7 @@ for (const [name, run] of [
   ['console', (dir: string) => benchConsole(dir)],
   ['scale', (dir: string) => benchScale(dir, Number(values.entries))],
   ['webhooks', (dir: string) => benchWebhooks(dir)],
+  ['agents', (dir: string) => benchAgents(dir)],
 ] as const) {
   if (values.only && values.only !== name) continue;
   const dir = temp();

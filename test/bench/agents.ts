@@ -1,0 +1,188 @@
+/**
+ * The agent runtime against a model that answers every call in a second: 10,000 tasks over
+ * 20 scribes drained by worker processes, each drain beside its limit by Little's law
+ * (tasks × model calls × model time ÷ slots), the workers' CPU per model call, memory per
+ * run in flight, and how soon a scribe with no backlog starts its first run meanwhile.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { openDatabase, type Db } from '../../src/db/knex.js';
+import { newRequestId } from '../../src/lib/ids.js';
+import type { DatabaseKind } from '../../src/db/dialect.js';
+import { startPostgresCluster } from '../helpers/postgres-cluster.js';
+import { provision } from '../helpers/provision.js';
+import { insertAccepted } from './api.js';
+import { machineLine, startWorker, writeSection } from './lib.js';
+import { startBenchModel, type BenchModel } from './model.js';
+
+/** BENCH_AGENT_TASKS: fewer for a quick look at the harness. */
+const TASKS = Number(process.env.BENCH_AGENT_TASKS ?? 10_000);
+const SCRIBES = 20;
+const MODEL_MS = 1000;
+/** How long after the first model call the newcomer's one task arrives: well inside the backlog. */
+const NEWCOMER_AFTER_MS = 3000;
+const CLOCK_TICKS = 100; // USER_HZ: /proc/<pid>/stat counts CPU time in these
+
+interface Scenario {
+  name: string;
+  kind: DatabaseKind;
+  processes: number;
+  /** AGENT_CONCURRENCY of each process. */
+  slots: number;
+  toolRounds: number;
+}
+
+const SCENARIOS: Scenario[] = [
+  { name: 'SQLite, 1 process', kind: 'sqlite', processes: 1, slots: 1000, toolRounds: 0 },
+  { name: 'PostgreSQL, 1 process', kind: 'postgres', processes: 1, slots: 1000, toolRounds: 0 },
+  { name: 'PostgreSQL, 2 processes', kind: 'postgres', processes: 2, slots: 500, toolRounds: 0 },
+  { name: 'SQLite, 1 process, 2 tool rounds', kind: 'sqlite', processes: 1, slots: 1000, toolRounds: 2 },
+];
+
+interface Result {
+  scenario: Scenario;
+  seconds: number;
+  limit: number;
+  cpuMsPerCall: number;
+  rssPerRunKb: number;
+  peak: number;
+  newcomerMs: number;
+  calls: number;
+}
+
+/** CPU seconds (user + system) a process has used so far. */
+function cpuSeconds(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+function rssKb(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+}
+
+async function until(check: () => Promise<boolean>, everyMs = 250): Promise<void> {
+  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, everyMs));
+}
+
+async function run(dataDir: string, scenario: Scenario, model: BenchModel): Promise<Result> {
+  const p = await provision(path.join(dataDir, scenario.name.replace(/\W+/g, '-')), 's00', { kind: scenario.kind });
+  const scribes = [p.scribe];
+  for (let i = 1; i < SCRIBES; i++) scribes.push(await p.services.scribes.create({ organizationId: p.organizationId, slug: `s${String(i).padStart(2, '0')}`, name: `s${i}` }));
+  const newcomer = await p.services.scribes.create({ organizationId: p.organizationId, slug: 'newcomer', name: 'newcomer' });
+  for (const scribe of [...scribes, newcomer]) await p.services.scribes.setAgent(p.organizationId, scribe.slug, { agent: 'openai' });
+  await p.close();
+
+  // At info: the worker's start line says it is ready (lib.ts, startWorker).
+  const env = { ...p.env, LOG_LEVEL: 'info', OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'bench', OPENAI_MODEL: 'bench-model', AGENT_CONCURRENCY: String(scenario.slots) };
+  console.log(`${scenario.name}: starting ${scenario.processes} worker(s)`);
+  const workers = await Promise.all(Array.from({ length: scenario.processes }, () => startWorker(env)));
+  const db = openDatabase(p.install.databaseUrl);
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const pids = workers.map((w) => w.child.pid!);
+    const idleRss = pids.map(rssKb);
+    let peakRss = idleRss.map(() => 0);
+    const sampler = setInterval(() => (peakRss = pids.map((pid, i) => Math.max(peakRss[i]!, rssKb(pid)))), 200);
+    model.reset();
+    const cpuBefore = pids.map(cpuSeconds);
+    for (const scribe of scribes) await insertAccepted(db, p.organizationId, scribe.id, TASKS / SCRIBES);
+    console.log(`${scenario.name}: ${TASKS} receipts accepted`);
+    const firstCall = await new Promise<number>((resolve) => {
+      const look = setInterval(() => model.stats.calls > 0 && (clearInterval(look), resolve(Date.now())), 5);
+    });
+
+    // A scribe with no backlog gets one task while the others' backlog is worked.
+    await new Promise((resolve) => setTimeout(resolve, NEWCOMER_AFTER_MS));
+    const marker = `newcomer-${scenario.kind}-${scenario.processes}-${scenario.toolRounds}`;
+    model.watch(marker);
+    const receipt = { ...receiptRow(p.organizationId, newcomer.id), summary: marker, title: marker };
+    await db('requests').insert(receipt);
+    await until(async () => (await open(db)) === 0);
+    clearInterval(sampler);
+    const cpu = pids.reduce((sum, pid, i) => sum + cpuSeconds(pid) - cpuBefore[i]!, 0);
+    const last = await db('tasks').max({ at: 'updated_at' }).first();
+    const seconds = (Date.parse(String(last!.at)) - firstCall) / 1000;
+    const task = await db('tasks').where({ request_id: receipt.id }).first('created_at');
+    const newcomerMs = model.firstSeenAt(marker)! - Date.parse(task.created_at);
+    await checkOnce(db, TASKS + 1);
+    const calls = model.stats.calls;
+    if (calls !== (TASKS + 1) * (scenario.toolRounds + 1)) throw new Error(`${scenario.name}: ${calls} model calls for ${TASKS + 1} tasks`);
+    const slots = scenario.slots * scenario.processes;
+    const result: Result = {
+      scenario,
+      seconds,
+      limit: (TASKS * (scenario.toolRounds + 1) * MODEL_MS) / 1000 / slots,
+      cpuMsPerCall: (cpu * 1000) / calls,
+      rssPerRunKb: peakRss.reduce((sum, peak, i) => sum + peak - idleRss[i]!, 0) / Math.max(1, model.stats.peak),
+      peak: model.stats.peak,
+      newcomerMs,
+      calls,
+    };
+    console.log(
+      `${scenario.name}: ${TASKS} tasks in ${seconds.toFixed(2)} s (limit ${result.limit.toFixed(1)} s, ${(seconds / result.limit).toFixed(2)}×), ` +
+        `peak ${result.peak} calls at once, ${result.cpuMsPerCall.toFixed(2)} ms CPU per call, ${Math.round(result.rssPerRunKb)} KiB per run, newcomer started in ${newcomerMs} ms`,
+    );
+    return result;
+  } finally {
+    await Promise.all(workers.map((w) => w.stop()));
+    await db.destroy();
+  }
+}
+
+/** An accepted receipt's row, as a submit leaves it (api.ts inserts them in bulk the same way). */
+function receiptRow(organizationId: string, scribeId: string) {
+  const now = new Date();
+  const at = now.toISOString();
+  return { id: newRequestId(now), organization_id: organizationId, scribe_id: scribeId, status: 'accepted', entity_type: 'task', available_at: at, attempts: 0, created_at: at, updated_at: at };
+}
+
+async function open(db: Db): Promise<number> {
+  const receipts = await db('requests').whereIn('status', ['accepted', 'dispatched']).count({ n: '*' }).first();
+  const tasks = await db('tasks').whereNot('status', 'done').count({ n: '*' }).first();
+  return Number(receipts!.n) + Number(tasks!.n);
+}
+
+/** Every receipt made one task, and every task was recorded done exactly once. */
+async function checkOnce(db: Db, expected: number): Promise<void> {
+  const done = await db('task_events').where({ to_status: 'done' }).groupBy('task_id').select('task_id').count({ n: '*' });
+  const twice = done.filter((row) => Number(row.n) !== 1).length;
+  const tasks = Number((await db('tasks').count({ n: '*' }).first())!.n);
+  if (done.length !== expected || twice > 0 || tasks !== expected) throw new Error(`${tasks} tasks, ${done.length} done, ${twice} recorded done more than once; expected ${expected}`);
+}
+
+export async function benchAgents(dataDir: string): Promise<void> {
+  const cluster = await startPostgresCluster({ durable: true });
+  process.env.TEST_POSTGRES_URL = cluster.url;
+  const results: Result[] = [];
+  try {
+    for (const scenario of SCENARIOS) {
+      const model = await startBenchModel({ delayMs: MODEL_MS, toolRounds: scenario.toolRounds });
+      try {
+        results.push(await run(dataDir, scenario, model));
+      } finally {
+        await model.close();
+      }
+    }
+  } finally {
+    await cluster.stop();
+  }
+  writeSection('agents', [
+    '## Agent runtime with a model that answers in a second',
+    '',
+    `One run: ${machineLine()}. A local OpenAI-compatible server answers every call after ${MODEL_MS} ms, streamed when asked;`,
+    `${TASKS.toLocaleString('en')} tasks over ${SCRIBES} scribes (accepted receipts, dispatched by the workers) are worked by worker processes`,
+    '(`PROCESS_ROLE=worker`) with `AGENT_CONCURRENCY` slots each. The limit is Little\'s law: tasks × model calls per task × 1 s ÷ slots.',
+    '',
+    '| scenario | slots | drain | limit | of limit | most calls at once | CPU per model call | memory per run in flight | new scribe\'s first run starts |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...results.map(
+      (r) =>
+        `| ${r.scenario.name} | ${r.scenario.slots * r.scenario.processes} | ${r.seconds.toFixed(1)} s | ${r.limit.toFixed(1)} s | ${(r.seconds / r.limit).toFixed(2)}× | ${r.peak} | ${r.cpuMsPerCall.toFixed(2)} ms | ${Math.round(r.rssPerRunKb)} KiB | ${r.newcomerMs} ms |`,
+    ),
+    '',
+    'Targets: drain within 1.25× the limit; CPU ≤ 0.5 ms per model call (the workers\' user and system time, claims and',
+    'recording included, divided by model calls); a new scribe\'s first run within 1.5 s of its task being made. Every',
+    'receipt was checked to have made one task, recorded done exactly once. Drain: from the first model call to the last',
+    'task recorded done. The model server and the database share the 2 cores with the workers.',
+  ]);
+}
