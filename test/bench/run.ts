@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --only api|entries|console|scale|webhooks|agents] [--entries N]`: runs the scenarios and rewrites their
+ * `npm run bench [-- --only api|entries|console|scale|webhooks|agents|peer] [--entries N]`: runs the scenarios and rewrites their
  * sections of docs/benchmarks.md. Everything runs on loopback, bounded in time.
  */
 import fs from 'node:fs';
@@ -12,6 +12,7 @@ import { benchConsole } from './console.js';
 import { benchScale } from './scale.js';
 import { benchWebhooks } from './webhooks.js';
 import { benchAgents } from './agents.js';
+import { benchPeer } from './peer.js';
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, entries: { type: 'string', default: '100000' } } });
 const temp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'scribe-bench-'));
@@ -23,6 +24,7 @@ for (const [name, run] of [
   ['scale', (dir: string) => benchScale(dir, Number(values.entries))],
   ['webhooks', (dir: string) => benchWebhooks(dir)],
   ['agents', (dir: string) => benchAgents(dir)],
+  ['peer', (dir: string) => benchPeer(dir)],
 ] as const) {
   if (values.only && values.only !== name) continue;
   const dir = temp();
