@@ -141,6 +141,7 @@ export function openApiDocument(): Record<string, unknown> {
       '/api/v1/scribes/{scribe_id}/requests': {
         post: {
           tags: ['Task dispatch'],
+          operationId: 'submitTask',
           summary: 'Submit a task',
           description: `Returns a receipt at once; the task is dispatched in the background. At most ${MAX_ATTACHMENTS} attachments, each downloaded before the receipt is returned.`,
           parameters: [pathParam('scribe_id', 'The scribe\'s slug'), idempotencyKey],
@@ -159,8 +160,9 @@ export function openApiDocument(): Record<string, unknown> {
         },
         get: {
           tags: ['Task dispatch'],
+          operationId: 'listRequests',
           summary: 'List the scribe\'s requests',
-          description: 'Newest first, paged by cursor.',
+          description: 'The receipts of one scribe, newest first, paged by cursor: pass `next_cursor` as `after` for the next page.',
           parameters: [
             pathParam('scribe_id', 'The scribe\'s slug'),
             queryParam('status', 'Only receipts in this status', listQuery.properties.status!),
@@ -177,7 +179,9 @@ export function openApiDocument(): Record<string, unknown> {
       '/api/v1/requests/{id}': {
         get: {
           tags: ['Task dispatch'],
+          operationId: 'getRequest',
           summary: 'Poll a request',
+          description: 'The receipt as it is now: `accepted`, `dispatched`, then `fulfilled` (with the task\'s id in `entity_id`) or `failed` (with `error_message`).',
           parameters: [pathParam('id', 'The receipt id, `req_…`')],
           responses: {
             200: { description: 'The receipt', content: json(ref('RequestEnvelope'), examples.request) },
@@ -188,6 +192,7 @@ export function openApiDocument(): Record<string, unknown> {
       '/api/v1/scribes/{scribe_id}/chat': {
         post: {
           tags: ['Chat'],
+          operationId: 'sendChatMessage',
           summary: 'Send a message to a scribe',
           description: 'Creates a session that the scribe answers in the background; a powered-off scribe\'s session waits as queued.',
           parameters: [pathParam('scribe_id', 'The scribe\'s slug'), idempotencyKey],
@@ -201,7 +206,9 @@ export function openApiDocument(): Record<string, unknown> {
       '/api/v1/entries/{id}': {
         get: {
           tags: ['Entries'],
+          operationId: 'getEntry',
           summary: 'Get one entry',
+          description: 'One entry of the organization, with its fields by name.',
           parameters: [pathParam('id', 'The entry id')],
           responses: {
             200: { description: 'The entry', content: json(ref('EntryEnvelope'), examples.entry) },
@@ -212,6 +219,7 @@ export function openApiDocument(): Record<string, unknown> {
       '/api/v1/entry_types/{entry_type_id}/entries': {
         get: {
           tags: ['Entries'],
+          operationId: 'listEntries',
           summary: 'List entries of an entry type',
           description: 'Oldest first, paged by cursor; drafts and archived entries only when asked.',
           parameters: [
@@ -229,15 +237,17 @@ export function openApiDocument(): Record<string, unknown> {
         },
       },
       '/api/v1/openapi.json': {
-        get: { tags: ['Operations'], summary: 'This document', security: [], responses: { 200: { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } } },
+        get: { tags: ['Operations'], operationId: 'getOpenApiDocument', summary: 'This document', description: 'The OpenAPI 3.1 description of this API, from which clients can be generated.', security: [], responses: { 200: { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } } },
       },
       '/healthz': {
-        get: { tags: ['Operations'], summary: 'Liveness', security: [], responses: { 200: { description: 'The process answers', content: json(ref('Health'), { status: 'ok' }) } } },
+        get: { tags: ['Operations'], operationId: 'getHealth', summary: 'Liveness', description: 'Answers while the process serves requests; it does not look at the database.', security: [], responses: { 200: { description: 'The process answers', content: json(ref('Health'), { status: 'ok' }) } } },
       },
       '/readyz': {
         get: {
           tags: ['Operations'],
+          operationId: 'getReadiness',
           summary: 'Readiness',
+          description: 'Ready when the database answers, migrations are current and the background work has looked for work lately.',
           security: [],
           responses: {
             200: { description: 'Ready', content: json(ref('Readiness'), { status: 'ready', checks: { database: 'ok', migrations: 'ok', dispatcher: 'ok', agents: 'ok' } }) },
@@ -248,6 +258,7 @@ export function openApiDocument(): Record<string, unknown> {
       '/metrics': {
         get: {
           tags: ['Operations'],
+          operationId: 'getMetrics',
           summary: 'Prometheus metrics',
           description: 'With METRICS_TOKEN set, requires `Authorization: Bearer <token>`.',
           security: [],

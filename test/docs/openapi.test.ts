@@ -46,6 +46,16 @@ describe('the OpenAPI document (/api/v1/openapi.json) and /docs', () => {
     expect([...described].sort()).to.deep.equal([...new Set(api)].sort());
   });
 
+  it('gives every operation a unique operationId, a summary and a description, so generated clients get usable method names', () => {
+    const operations = Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ at: `${method.toUpperCase()} ${path}`, ...(op as { operationId?: string; summary?: string; description?: string }) })));
+    for (const op of operations) {
+      expect(op.operationId, op.at).to.match(/^[a-z][A-Za-z]+$/);
+      expect(op.summary, op.at).to.be.a('string').and.not.equal('');
+      expect(op.description, op.at).to.be.a('string').and.not.equal('');
+    }
+    expect(new Set(operations.map((op) => op.operationId)).size).to.equal(operations.length);
+  });
+
   it('has request examples that the validating schemas accept, and response examples that follow the response schemas', () => {
     for (const { schema, example } of [...requestExamples, ...responseExamples]) {
       const parsed = schema.safeParse(example);
