@@ -155,9 +155,18 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
     if (plainEndpoints.has(endpoint)) return client.chat.completions.create(params, { signal });
     // A call made again (after a wait) writes its answer afresh.
     draft?.discard();
-    const stream = client.chat.completions.stream({ ...params, stream_options: { include_usage: true } }, { signal });
+    // The SDK's timeout ends when the answer begins; a stream that then stalls is given as long between its chunks.
+    const stalled = new AbortController();
+    let quiet: NodeJS.Timeout | undefined;
+    const stream = client.chat.completions.stream({ ...params, stream_options: { include_usage: true } }, { signal: AbortSignal.any([signal, stalled.signal]) });
+    const heard = () => {
+      clearTimeout(quiet);
+      quiet = setTimeout(() => stalled.abort(), config.timeoutMs);
+    };
+    stream.on('connect', heard);
     let calling = false;
     stream.on('chunk', (chunk) => {
+      heard();
       if (calling || !chunk.choices.some((choice) => choice.delta?.tool_calls?.length)) return;
       calling = true;
       draft?.discard();
@@ -168,10 +177,13 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
     try {
       return await stream.finalChatCompletion();
     } catch (err) {
+      if (stalled.signal.aborted && !signal.aborted) throw new OpenAI.APIConnectionTimeoutError();
       if (!(err instanceof OpenAI.APIError && (err.status === 400 || err.status === 422)) || signal.aborted) throw err;
       const completion = await client.chat.completions.create(params, { signal });
       plainEndpoints.add(endpoint);
       return completion;
+    } finally {
+      clearTimeout(quiet);
     }
   }
 

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { createHarness, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
+import { createHarness, eventually, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
+import { stored } from '../helpers/databases.js';
 import { startFakeOpenAi } from '../helpers/fake-openai.js';
 
 describe('the openai agent, against a local server speaking the protocol', () => {
@@ -108,6 +109,21 @@ describe('the openai agent, against a local server speaking the protocol', () =>
     expect(fake.seen).to.have.length(2);
     expect(await session(id)).to.include({ state: 'failed', error_message: 'the model endpoint timed out after 0.3s' });
     expect((await transcript(id)).at(-1)).to.deep.equal({ author: 'system', text: 'The scribe could not answer: the model endpoint timed out after 0.3s' });
+  });
+
+  it('records a stream that stalls mid-answer as a timeout, and keeps nothing of what the model had written', async () => {
+    fake.script({ reply: 'The answer begins, and then', chunks: 4, holdAt: 2 });
+    const res = await h.api.post('/api/v1/scribes/oracle/chat').set(t.headers).send({ message: 'hello?' });
+    const id = res.body.session_id;
+    const ticking = h.services.runtime.tick();
+    await eventually(async () => (await h.db('session_messages').where({ session_id: id, partial: true }).first()) as object | undefined);
+    await ticking;
+    fake.release();
+    expect(await session(id)).to.include({ state: 'failed', error_message: 'the model endpoint timed out after 0.3s' });
+    expect(await h.db('session_messages').where({ session_id: id }).orderBy('id').select('author', 'text', 'partial')).to.deep.equal([
+      { author: 'user', text: 'hello?', partial: stored(false) },
+      { author: 'system', text: 'The scribe could not answer: the model endpoint timed out after 0.3s', partial: stored(false) },
+    ]);
   });
 
   it('records a server error with the endpoint\'s message after retrying', async () => {
