@@ -170,6 +170,25 @@ describe('answers written as the model streams them', function () {
     expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'cancelled', claim_token: null });
   });
 
+  it('cancels a task whose result is under way from another process (the admin CLI): the draft event goes with it', async () => {
+    const id = await submitTask('Forecast the spring tides');
+    fake.script({ reply: REPLY, chunks: 10, chunkDelayMs: 20, holdAt: 2 });
+    h.services.runtime.fill();
+    await writing(() => events(id), firstPieces(REPLY, 2, 10));
+
+    expect(await cli('task', 'cancel', '--id', id)).to.deep.equal({ id, status: 'cancelled' });
+    await eventually(async () => (fake.hits.abandoned === 1 ? true : undefined), 2_000);
+    await eventually(async () => (h.services.runtime.running === 0 ? true : undefined), 2_000);
+
+    const rows = await events(id);
+    expect(rows.map((e) => [e.from_status, e.to_status, e.author, Boolean(e.partial)])).to.deep.equal([
+      [null, 'open', 'system', false],
+      ['open', 'in_progress', 'scribe', false],
+      ['in_progress', 'cancelled', 'system', false],
+    ]);
+    expect(await h.db('tasks').where({ id }).first()).to.include({ status: 'cancelled', result: null, claim_token: null });
+  });
+
   it('hands an answer under way back at shutdown without what was written; the next run writes it afresh, once', async () => {
     const id = await submitTask('Tide table for the weekend');
     // A second process's runtime, with its own openai agent, stopped while the model writes.
