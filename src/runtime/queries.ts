@@ -114,8 +114,10 @@ export async function finishSession(
       });
     if (updated === 0) return false;
     // The scribe's answer completes its message under way, if it was written as it came; a failure note replaces it.
-    const draft = trx('session_messages').where({ session_id: claim.id, partial: true });
-    const completed = outcome.author === 'scribe' ? await draft.update({ text: outcome.text, partial: false, created_at: at }) : (await draft.delete(), 0);
+    const draft = () => trx('session_messages').where({ session_id: claim.id, partial: true });
+    let completed = 0;
+    if (outcome.author === 'scribe') completed = await draft().update({ text: outcome.text, partial: false, created_at: at });
+    else await draft().delete();
     if (completed === 0) await trx('session_messages').insert({ session_id: claim.id, author: outcome.author, text: outcome.text, created_at: at });
     if (alongside) {
       const { state } = (await trx('sessions').where({ id: claim.id }).first('state')) as { state: 'waiting' | 'completed' | 'failed' };

@@ -106,8 +106,10 @@ export async function moveTask(
     if (updated === 0) return false;
     const event = { task_id: move.id, from_status: move.from, to_status: move.to, author: move.author, text: move.text, created_at: move.at };
     // The scribe's move out of work completes its event under way, if it was written as it came; any other move drops it.
-    const draft = trx('task_events').where({ task_id: move.id, partial: true });
-    const completed = move.author === 'scribe' && move.from === 'in_progress' ? await draft.update({ ...event, partial: false }) : (await draft.delete(), 0);
+    const draft = () => trx('task_events').where({ task_id: move.id, partial: true });
+    let completed = 0;
+    if (move.author === 'scribe' && move.from === 'in_progress') completed = await draft().update({ ...event, partial: false });
+    else await draft().delete();
     if (completed === 0) await insertTaskEvent(trx, event);
     await alongside?.(trx);
     return true;
