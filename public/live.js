@@ -2,6 +2,7 @@
 // `data-live-part` are fetched again and swapped in place, so staff see a receipt reach
 // `fulfilled` or a scribe's reply arrive without reloading. Forms are outside those parts
 // and are never touched. "until-settled" pages stop once the server stops marking them.
+// While an answer is being written the server asks for a quicker pace (`data-live-every`, ms).
 (function () {
   'use strict';
   var main = document.querySelector('main[data-live]');
@@ -20,6 +21,9 @@
           if (fresh) keepOpenState(part, fresh);
           if (fresh && fresh.innerHTML !== part.innerHTML) part.replaceWith(document.importNode(fresh, true));
         });
+        var every = next.getAttribute('data-live-every');
+        if (every) main.setAttribute('data-live-every', every);
+        else main.removeAttribute('data-live-every');
         if (next.hasAttribute('data-live')) schedule();
         else main.removeAttribute('data-live');
       })
@@ -35,7 +39,7 @@
   }
 
   function schedule() {
-    window.setTimeout(refresh, INTERVAL_MS);
+    window.setTimeout(refresh, Number(main.getAttribute('data-live-every')) || INTERVAL_MS);
   }
 
   schedule();

@@ -76,6 +76,8 @@ export interface ServiceOptions {
   runOnNewWork?: boolean;
   /** Replaces the agents by kind (tests). */
   agents?: Partial<Record<AgentKind, Agent>>;
+  /** Told each time an answer under way is stored anew (tests count the writes). */
+  onDraftSaved?: (work: { kind: 'session' | 'task'; id: string }, text: string) => void;
   /** Most matches a search lists from its indexes (see driveLimitFor in search/compile.ts); -1 always reads in page order. */
   searchDriveLimit?: number;
   schedules?: Partial<ScheduleOptions>;
@@ -167,6 +169,7 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
     mcpServersOf: (scribeId) => listMcpServers(db, secrets, scribeId),
     // Work given back as this process stops: another process takes it at once (PostgreSQL) or on its next look.
     onHandedBack: (id) => void wakeups.notify('scribe_work', id),
+    onDraftSaved: options.onDraftSaved,
     attachmentsOf: async (task) => (task.request_id ? storedAttachments(await listAttachments(db, task.request_id), (sha256) => store.pathFor(sha256)) : []),
     options: { ...defaultRuntimeOptions, ...options.runtime },
   });

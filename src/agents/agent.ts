@@ -5,6 +5,7 @@ import type { Toolbox } from './toolbox.js';
 import type { Trace } from './trace.js';
 import type { AgentAttachment } from './attachments.js';
 import type { McpServerRow } from './queries.js';
+import type { AnswerDraft } from './reply-writer.js';
 
 /** What an agent sees of its scribe: who it is, and the openai agent's settings for it. */
 export type AgentScribe = Pick<ScribeRow, 'id' | 'organization_id' | 'slug' | 'name' | 'instructions'> &
@@ -19,6 +20,8 @@ export interface AgentInput {
   mcpServers: () => Promise<readonly McpServerRow[]>;
   /** Aborted when the process stops; the work is then released for the next start. */
   signal: AbortSignal;
+  /** Where the agent may write its answer's text as it comes, readable before the answer is recorded; agents need not. */
+  draft?: AnswerDraft;
 }
 
 /** The scribe's answer to a session's latest message; `end` completes the session. */

@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { OpenAiConfig } from '../config.js';
 import type { Logger } from '../logger.js';
 import { HttpError } from '../http/errors.js';
@@ -11,6 +11,7 @@ import { networkFailure, type GuardedFetch } from '../net/guarded-agent.js';
 import { createEndpointGate, retryAfterMs } from './endpoint-gate.js';
 import type { Trace } from './trace.js';
 import type { SecretBox } from '../secrets/secret-box.js';
+import type { AnswerDraft } from './reply-writer.js';
 
 /** Model rounds (each possibly with tool calls) before an answer must have come, unless the scribe says otherwise. */
 export const DEFAULT_MAX_ROUNDS = 8;
@@ -45,6 +46,9 @@ export interface OpenAiAgentDeps {
  * Retry-After). `deadlineMs` bounds a whole answer, rounds and retries included, so it
  * ends well inside the runtime's lease.
  *
+ * Completions are streamed, and the text of an answer goes to the run's draft as it comes.
+ * An endpoint that does not stream is asked plainly from the first time it shows it.
+ *
  * The environment's endpoint and key are the operator's and trusted as set. A scribe's own
  * base URL is staff's: it is called through the guarded fetch, and with the scribe's own
  * key or none, never the environment's.
@@ -54,6 +58,8 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
   const clients = new Map<string, { client: OpenAI; endpoint: string }>();
   // Endpoints that asked this process to wait (429 or 503 with Retry-After), shared by every run.
   const gate = createEndpointGate();
+  // Endpoints that answered a streamed request plainly, or refused it: asked plainly from then on, for the process.
+  const plainEndpoints = new Set<string>();
   function clientFor(scribe: AgentInput['scribe']): { client: OpenAI; endpoint: string } {
     const own = scribe.model_base_url ?? undefined;
     const scribeKey = scribe.model_api_key ? secrets.open(scribe.model_api_key) : undefined;
@@ -70,7 +76,7 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
         // Only what the product's configuration says: not the SDK's own reading of the environment.
         organization: null,
         project: null,
-        fetch: waitsAtTheGate(own ? scribeEndpointFetch : fetch),
+        fetch: waitsAtTheGate(streamsAnyway(own ? scribeEndpointFetch : fetch, () => plainEndpoints.add(baseURL))),
         timeout: config.timeoutMs,
         maxRetries: config.maxRetries,
         logger: logger.child({ source: 'openai' }),
@@ -102,7 +108,7 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
     const byName = new Map(offered.map((t) => [t.definition.function.name, t]));
     try {
       for (let round = 0; round < maxRounds; round++) {
-        const request = () => client.chat.completions.create({ model, messages: conversation, tools: offered.map((t) => t.definition) }, { signal });
+        const request = () => complete(client, endpoint, { model, messages: conversation, tools: offered.map((t) => t.definition) }, signal, input.draft);
         const { completion, started } = await modelCall(endpoint, model, request, trace, signal, input.signal);
         const usage = { input: completion.usage?.prompt_tokens ?? null, output: completion.usage?.completion_tokens ?? null };
         await trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, inputTokens: usage.input, outputTokens: usage.output });
@@ -137,6 +143,47 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
       throw new AgentError(messages.tooManyRounds(maxRounds));
     } finally {
       await mcp?.close();
+    }
+  }
+
+  /**
+   * One completion: streamed, its text going to `draft` as it comes, until the model starts a
+   * tool call (that text was not the answer). An endpoint that refuses the stream (400 or 422)
+   * is asked again plainly, and only plainly from then on if that works.
+   */
+  async function complete(client: OpenAI, endpoint: string, params: { model: string; messages: ChatCompletionMessageParam[]; tools: ChatCompletionTool[] }, signal: AbortSignal, draft: AnswerDraft | undefined): Promise<ChatCompletion> {
+    if (plainEndpoints.has(endpoint)) return client.chat.completions.create(params, { signal });
+    // A call made again (after a wait) writes its answer afresh.
+    draft?.discard();
+    // The SDK's timeout ends when the answer begins; a stream that then stalls is given as long between its chunks.
+    const stalled = new AbortController();
+    let quiet: NodeJS.Timeout | undefined;
+    const stream = client.chat.completions.stream({ ...params, stream_options: { include_usage: true } }, { signal: AbortSignal.any([signal, stalled.signal]) });
+    const heard = () => {
+      clearTimeout(quiet);
+      quiet = setTimeout(() => stalled.abort(), config.timeoutMs);
+    };
+    stream.on('connect', heard);
+    let calling = false;
+    stream.on('chunk', (chunk) => {
+      heard();
+      if (calling || !chunk.choices.some((choice) => choice.delta?.tool_calls?.length)) return;
+      calling = true;
+      draft?.discard();
+    });
+    stream.on('content.delta', ({ delta }) => {
+      if (!calling) draft?.write(delta);
+    });
+    try {
+      return await stream.finalChatCompletion();
+    } catch (err) {
+      if (stalled.signal.aborted && !signal.aborted) throw new OpenAI.APIConnectionTimeoutError();
+      if (!(err instanceof OpenAI.APIError && (err.status === 400 || err.status === 422)) || signal.aborted) throw err;
+      const completion = await client.chat.completions.create(params, { signal });
+      plainEndpoints.add(endpoint);
+      return completion;
+    } finally {
+      clearTimeout(quiet);
     }
   }
 
@@ -349,6 +396,65 @@ const askForInputTool: ToolSpec<TaskOutcome> = {
   definition: fn('ask_for_input', 'Put the task on hold with a question for staff.', { question: str('The question') }, ['question']),
   run: async (args) => ({ final: { status: 'waiting', question: text(args, 'question') } }),
 };
+
+/**
+ * Some servers answer a streamed request with a plain completion: that answer is handed to the
+ * SDK as the one-event stream it asked for, and `onPlain` told, so the endpoint is asked
+ * plainly from then on. Every other answer passes as it came.
+ */
+function streamsAnyway(inner: typeof fetch, onPlain: () => void): typeof fetch {
+  return async (input, init) => {
+    const response = await inner(input, init);
+    const type = response.headers.get('content-type') ?? '';
+    if (!response.ok || type.startsWith('text/event-stream') || !asksToStream(init?.body)) return response;
+    const body = await response.text();
+    const completion = parsedCompletion(body);
+    if (!completion) return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    onPlain();
+    const headers = new Headers(response.headers);
+    headers.set('content-type', 'text/event-stream');
+    headers.delete('content-length');
+    return new Response(`data: ${JSON.stringify(asChunk(completion))}\n\ndata: [DONE]\n\n`, { status: response.status, statusText: response.statusText, headers });
+  };
+}
+
+function asksToStream(body: unknown): boolean {
+  if (typeof body !== 'string') return false;
+  try {
+    return (JSON.parse(body) as { stream?: unknown }).stream === true;
+  } catch {
+    return false;
+  }
+}
+
+function parsedCompletion(body: string): ChatCompletion | undefined {
+  try {
+    const parsed = JSON.parse(body) as Partial<ChatCompletion>;
+    return Array.isArray(parsed.choices) ? (parsed as ChatCompletion) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A whole completion as the one chunk of a stream. */
+function asChunk(completion: ChatCompletion): ChatCompletionChunk {
+  return {
+    id: completion.id,
+    object: 'chat.completion.chunk',
+    created: completion.created,
+    model: completion.model,
+    choices: completion.choices.map(({ index, message, finish_reason }) => ({
+      index,
+      finish_reason,
+      delta: {
+        role: 'assistant',
+        content: message.content,
+        tool_calls: message.tool_calls?.flatMap((call, i) => (call.type === 'function' ? [{ index: i, id: call.id, type: 'function' as const, function: call.function }] : [])),
+      },
+    })),
+    usage: completion.usage,
+  };
+}
 
 /**
  * The SDK retries a 429 or 503 itself, honouring Retry-After, but for that run alone; when the

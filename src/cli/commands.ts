@@ -146,7 +146,7 @@ export const commands: Record<string, Command> = {
     usage: 'session show --id SESSION_ID',
     async run(flags, s) {
       const session = await s.sessions.find(required(flags, 'id'));
-      const messages = session.messages.map((m) => ({ author: m.author, text: m.text, created_at: m.created_at }));
+      const messages = session.messages.map((m) => ({ author: m.author, text: m.text, partial: Boolean(m.partial), created_at: m.created_at }));
       const calls = await s.traces.of({ sessionId: session.id });
       return { id: session.id, state: session.state, error_message: session.error_message, messages, usage: traceTotals(calls).usage, trace: presentTrace(calls) };
     },
@@ -171,7 +171,7 @@ export const commands: Record<string, Command> = {
     usage: 'task show --id TASK_ID',
     async run(flags, s) {
       const task = await s.tasks.find(required(flags, 'id'));
-      const events = task.events.map((e) => ({ from: e.from_status, to: e.to_status, author: e.author, text: e.text, at: e.created_at }));
+      const events = task.events.map((e) => ({ from: e.from_status, to: e.to_status, author: e.author, text: e.text, partial: Boolean(e.partial), at: e.created_at }));
       const calls = await s.traces.of({ taskId: task.id });
       return { id: task.id, status: task.status, title: task.title, result: task.result, last_error: task.last_error, events, usage: traceTotals(calls).usage, trace: presentTrace(calls) };
     },

@@ -113,7 +113,12 @@ export async function finishSession(
         updated_at: at,
       });
     if (updated === 0) return false;
-    await trx('session_messages').insert({ session_id: claim.id, author: outcome.author, text: outcome.text, created_at: at });
+    // The scribe's answer completes its message under way, if it was written as it came; a failure note replaces it.
+    const draft = () => trx('session_messages').where({ session_id: claim.id, partial: true });
+    let completed = 0;
+    if (outcome.author === 'scribe') completed = await draft().update({ text: outcome.text, partial: false, created_at: at });
+    else await draft().delete();
+    if (completed === 0) await trx('session_messages').insert({ session_id: claim.id, author: outcome.author, text: outcome.text, created_at: at });
     if (alongside) {
       const { state } = (await trx('sessions').where({ id: claim.id }).first('state')) as { state: 'waiting' | 'completed' | 'failed' };
       await alongside(trx, state);
@@ -122,9 +127,19 @@ export async function finishSession(
   });
 }
 
-/** Gives claimed work back at once (the process is stopping), so the next start picks it up. */
+/** Where each kind of work keeps the answer under way: its one partial row. */
+const drafts = { sessions: ['session_messages', 'session_id'], tasks: ['task_events', 'task_id'] } as const;
+
+/**
+ * Gives claimed work back at once (the process is stopping), so the next start picks it up,
+ * afresh: what the run had written of its answer goes.
+ */
 export async function releaseClaim(db: Db, table: 'sessions' | 'tasks', claim: { id: string; token: string }): Promise<void> {
-  await db(table).where({ id: claim.id, claim_token: claim.token }).update({ claim_token: null, lease_until: null });
+  await db.transaction(async (trx) => {
+    const released = await trx(table).where({ id: claim.id, claim_token: claim.token }).update({ claim_token: null, lease_until: null });
+    const [drafted, of] = drafts[table];
+    if (released > 0) await trx(drafted).where({ [of]: claim.id, partial: true }).delete();
+  });
 }
 
 /** Which of the ids are of work cancelled meanwhile: a task `cancelled`, a session `cancelled`. */

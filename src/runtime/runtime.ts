@@ -8,8 +8,9 @@ import { noTrace, type Trace } from '../agents/trace.js';
 import type { AgentAttachment } from '../agents/attachments.js';
 import type { McpServerRow } from '../agents/queries.js';
 import type { AgentKind, ScribeRow } from '../scribes/service.js';
-import { findMessages, type SessionRow } from '../sessions/queries.js';
-import { findTaskEvents, moveTask, type WorkedTaskRow } from '../tasks/queries.js';
+import { findMessages, saveDraftMessage, type SessionRow } from '../sessions/queries.js';
+import { findTaskEvents, moveTask, saveDraftEvent, type WorkedTaskRow } from '../tasks/queries.js';
+import { createReplyWriter, type ReplyWriter } from '../agents/reply-writer.js';
 import { keepLeases } from '../db/claims.js';
 import { sessionEvent, taskEvent, type RecordEvents } from '../webhooks/events.js';
 import * as queries from './queries.js';
@@ -73,6 +74,7 @@ export function createAgentRuntime({
   attachmentsOf = async () => [],
   mcpServersOf = async () => [],
   onHandedBack = () => {},
+  onDraftSaved = () => {},
   options = defaultRuntimeOptions,
 }: {
   db: Db;
@@ -91,6 +93,8 @@ export function createAgentRuntime({
   mcpServersOf?: (scribeId: string) => Promise<McpServerRow[]>;
   /** Work this process gave back unfinished as it stopped: another process may take it at once. */
   onHandedBack?: (id: string) => void;
+  /** An answer under way was stored anew (its whole text so far): for readers that follow it. */
+  onDraftSaved?: (work: { kind: Work['kind']; id: string }, text: string) => void;
   options?: RuntimeOptions;
 }) {
   const inFlight = new Set<Promise<void>>();
@@ -231,9 +235,11 @@ export function createAgentRuntime({
     if (!scribe) return;
     const signal = AbortSignal.any([abort.signal, cancelled]);
     await runClaimed(claim, cancelled, fail, async () => {
-      const transcript = await findMessages(db, session.id);
+      const transcript = (await findMessages(db, session.id)).filter((m) => !m.partial);
       const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, sessionId: session.id }));
-      const outcome = await agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: () => mcpServersOf(scribe.id), signal });
+      const outcome = await writing({ kind: 'session', id: session.id }, (text) => saveDraftMessage(db, claim, text, at()), (draft) =>
+        agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: () => mcpServersOf(scribe.id), signal, draft }),
+      );
       await queries.finishSession(db, claim, { author: 'scribe', text: outcome.reply, end: outcome.end ?? false, errorMessage: null }, at(), event);
     }, { log: { session: session.id }, message: 'agent failed to answer a session' });
   }
@@ -253,13 +259,34 @@ export function createAgentRuntime({
     if (!scribe) return;
     const signal = AbortSignal.any([abort.signal, cancelled]);
     await runClaimed(claim, cancelled, fail, async () => {
-      const history = await findTaskEvents(db, task.id);
+      const history = (await findTaskEvents(db, task.id)).filter((e) => !e.partial);
       const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, taskId: task.id }));
       const attachments = await attachmentsOf(task);
-      const outcome = await agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers: () => mcpServersOf(scribe.id), signal });
+      const draftedAt = () => laterThan(clock, task.updated_at);
+      const outcome = await writing({ kind: 'task', id: task.id }, (text) => saveDraftEvent(db, claim, text, draftedAt()), (draft) =>
+        agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers: () => mcpServersOf(scribe.id), signal, draft }),
+      );
       if (outcome.status === 'done') await finish('done', 'scribe', outcome.result, { result: outcome.result, last_error: null });
       else await finish('waiting', 'scribe', outcome.question, { last_error: null });
     }, { log: { task: task.id }, message: 'agent failed to work a task' });
+  }
+
+  /**
+   * Runs the agent with a writer that stores its answer while the model writes it (`save`,
+   * guarded by the run's claim), and stops that writer before the answer is recorded, or the
+   * run's failure, cancel or hand-back removes what it wrote.
+   */
+  async function writing<T>(work: { kind: Work['kind']; id: string }, save: (text: string) => Promise<boolean>, run: (draft: ReplyWriter) => Promise<T>): Promise<T> {
+    const draft = createReplyWriter({
+      save,
+      onSaved: (text) => onDraftSaved(work, text),
+      onError: (err) => logger.warn({ err, [work.kind]: work.id }, 'could not store an answer under way'),
+    });
+    try {
+      return await run(draft);
+    } finally {
+      await draft.close();
+    }
   }
 
   /** Stops the run of `id` if it runs in this process: its agent's calls are aborted and it records nothing more. */

@@ -28,13 +28,18 @@ export interface MessageRow {
   session_id: string;
   author: MessageAuthor;
   text: string;
+  /** The scribe's answer under way: it grows as the model writes it (at most one a session). */
+  partial: boolean | number;
   created_at: string;
 }
+
+/** A message as it is added: whole. */
+export type NewMessage = Omit<MessageRow, 'id' | 'session_id' | 'partial'>;
 
 export async function insertSession(
   db: Db,
   session: SessionRow,
-  message: Omit<MessageRow, 'id' | 'session_id'>,
+  message: NewMessage,
   alongside?: (trx: Db) => Promise<void>,
 ): Promise<void> {
   await db.transaction(async (trx) => {
@@ -70,7 +75,7 @@ export async function appendMessageAwaitingReply(
   db: Db,
   sessionId: string,
   from: SessionState,
-  message: Omit<MessageRow, 'id' | 'session_id'>,
+  message: NewMessage,
 ): Promise<boolean> {
   return db.transaction(async (trx) => {
     const updated = await trx('sessions')
@@ -108,8 +113,28 @@ export async function cancelSession(db: Db, id: string, message: { text: string;
       .whereIn('state', OPEN_SESSION_STATES)
       .update({ state: 'cancelled', reply_due: false, claim_token: null, lease_until: null, updated_at: message.created_at });
     if (updated === 0) return false;
+    // The answer under way is not recorded: what the model had written of it goes.
+    await trx('session_messages').where({ session_id: id, partial: true }).delete();
     await trx('session_messages').insert({ session_id: id, author: 'system', ...message });
     await alongside?.(trx);
+    return true;
+  });
+}
+
+/**
+ * Stores `text` as the scribe's answer under way (the session's one partial message: added at
+ * the first text, then rewritten whole; '' removes it), if `claim` still holds the session.
+ * False when it does not: the run was cancelled, handed back or taken over.
+ */
+export async function saveDraftMessage(db: Db, claim: { id: string; token: string }, text: string, at: string): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    // The claimed row is written first: that holds it (PostgreSQL) or the database (SQLite) to
+    // the commit, so a cancel or a hand-back waits for this write, then removes what it wrote.
+    const held = await trx('sessions').where({ id: claim.id, claim_token: claim.token }).update({ claim_token: claim.token });
+    if (held === 0) return false;
+    const draft = () => trx('session_messages').where({ session_id: claim.id, partial: true });
+    if (text === '') await draft().delete();
+    else if ((await draft().update({ text })) === 0) await trx('session_messages').insert({ session_id: claim.id, author: 'scribe', text, partial: true, created_at: at });
     return true;
   });
 }

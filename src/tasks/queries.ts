@@ -31,8 +31,13 @@ export interface TaskEventRow {
   to_status: TaskStatus;
   author: TaskAuthor;
   text: string | null;
+  /** The scribe's result under way: it grows as the model writes it (at most one a task). */
+  partial: boolean | number;
   created_at: string;
 }
+
+/** An event as it is recorded: whole. */
+export type NewTaskEvent = Omit<TaskEventRow, 'id' | 'partial'>;
 
 /** A task row with the runtime's columns (migration 0800). */
 export interface WorkedTaskRow extends TaskRow {
@@ -46,7 +51,7 @@ export interface WorkedTaskRow extends TaskRow {
   attempts: number;
 }
 
-export async function insertTaskEvent(db: Db, event: Omit<TaskEventRow, 'id'>): Promise<void> {
+export async function insertTaskEvent(db: Db, event: NewTaskEvent): Promise<void> {
   await db('task_events').insert(event);
 }
 
@@ -99,7 +104,13 @@ export async function moveTask(
     const reopened = move.to === 'open' ? { discarded_at: null } : {};
     const updated = await query.update({ ...columns, ...reopened, status: move.to, updated_at: move.at });
     if (updated === 0) return false;
-    await insertTaskEvent(trx, { task_id: move.id, from_status: move.from, to_status: move.to, author: move.author, text: move.text, created_at: move.at });
+    const event = { task_id: move.id, from_status: move.from, to_status: move.to, author: move.author, text: move.text, created_at: move.at };
+    // The scribe's move out of work completes its event under way, if it was written as it came; any other move drops it.
+    const draft = () => trx('task_events').where({ task_id: move.id, partial: true });
+    let completed = 0;
+    if (move.author === 'scribe' && move.from === 'in_progress') completed = await draft().update({ ...event, partial: false });
+    else await draft().delete();
+    if (completed === 0) await insertTaskEvent(trx, event);
     await alongside?.(trx);
     return true;
   });
@@ -122,4 +133,24 @@ export async function cancelTask(
     const moved = await moveTask(db, { id: move.id, from: task.status, to: 'cancelled', author: move.author, text: move.text, at: move.at(task.updated_at) }, { claim_token: null, lease_until: null }, alongside);
     if (moved) return task.status;
   }
+}
+
+/**
+ * Stores `text` as the scribe's result under way (the task's one partial event, in_progress →
+ * done: added at the first text, then rewritten whole; '' removes it), if `claim` still holds
+ * the task. False when it does not: the run was cancelled, handed back or taken over.
+ */
+export async function saveDraftEvent(db: Db, claim: { id: string; token: string }, text: string, at: string): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    // The claimed row is written first: that holds it (PostgreSQL) or the database (SQLite) to
+    // the commit, so a cancel or a hand-back waits for this write, then removes what it wrote.
+    const held = await trx('tasks').where({ id: claim.id, claim_token: claim.token, status: 'in_progress' }).update({ claim_token: claim.token });
+    if (held === 0) return false;
+    const draft = () => trx('task_events').where({ task_id: claim.id, partial: true });
+    if (text === '') await draft().delete();
+    else if ((await draft().update({ text })) === 0) {
+      await trx('task_events').insert({ task_id: claim.id, from_status: 'in_progress', to_status: 'done', author: 'scribe', text, partial: true, created_at: at });
+    }
+    return true;
+  });
 }

@@ -162,7 +162,7 @@ describe('the admin CLI', function () {
       ]);
       expect(await json('session', 'show', '--id', '01935f00-0000-7000-8000-0000000005e1')).to.deep.equal({
         id: '01935f00-0000-7000-8000-0000000005e1', state: 'waiting', error_message: null,
-        messages: [{ author: 'user', text: 'hi', created_at: at }, { author: 'scribe', text: 'hello', created_at: at }],
+        messages: [{ author: 'user', text: 'hi', partial: false, created_at: at }, { author: 'scribe', text: 'hello', partial: false, created_at: at }],
         usage: { input_tokens: 300, output_tokens: 40 },
         trace: [
           { kind: 'model', name: 'llama3', duration_ms: 812, error: null, input_tokens: 300, output_tokens: 40 },
@@ -175,7 +175,7 @@ describe('the admin CLI', function () {
       expect(shown).to.include({ status: 'open', title: 'T', result: null, last_error: null });
       expect(shown).to.deep.include({ usage: { input_tokens: 0, output_tokens: 0 }, trace: [] });
       expect(shown.events).to.have.length(1);
-      expect(shown.events[0]).to.include({ from: 'waiting', to: 'open', author: 'staff', text: 'Use the Q3 data' });
+      expect(shown.events[0]).to.include({ from: 'waiting', to: 'open', author: 'staff', text: 'Use the Q3 data', partial: false });
     } finally {
       await db.destroy();
     }

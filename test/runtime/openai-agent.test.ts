@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { createHarness, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
+import { createHarness, eventually, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
+import { stored } from '../helpers/databases.js';
 import { startFakeOpenAi } from '../helpers/fake-openai.js';
 
 describe('the openai agent, against a local server speaking the protocol', () => {
@@ -110,6 +111,21 @@ describe('the openai agent, against a local server speaking the protocol', () =>
     expect((await transcript(id)).at(-1)).to.deep.equal({ author: 'system', text: 'The scribe could not answer: the model endpoint timed out after 0.3s' });
   });
 
+  it('records a stream that stalls mid-answer as a timeout, and keeps nothing of what the model had written', async () => {
+    fake.script({ reply: 'The answer begins, and then', chunks: 4, holdAt: 2 });
+    const res = await h.api.post('/api/v1/scribes/oracle/chat').set(t.headers).send({ message: 'hello?' });
+    const id = res.body.session_id;
+    const ticking = h.services.runtime.tick();
+    await eventually(async () => (await h.db('session_messages').where({ session_id: id, partial: true }).first()) as object | undefined);
+    await ticking;
+    fake.release();
+    expect(await session(id)).to.include({ state: 'failed', error_message: 'the model endpoint timed out after 0.3s' });
+    expect(await h.db('session_messages').where({ session_id: id }).orderBy('id').select('author', 'text', 'partial')).to.deep.equal([
+      { author: 'user', text: 'hello?', partial: stored(false) },
+      { author: 'system', text: 'The scribe could not answer: the model endpoint timed out after 0.3s', partial: stored(false) },
+    ]);
+  });
+
   it('records a server error with the endpoint\'s message after retrying', async () => {
     // A 500 (a 429 or 503 that names a wait is back-pressure instead: test/runtime/back-pressure.test.ts).
     fake.script({ status: 500, body: { error: { message: 'the GPU is on fire' } }, headers: { 'retry-after-ms': '5' } }, { status: 500, body: { error: { message: 'the GPU is on fire' } } });
@@ -118,10 +134,11 @@ describe('the openai agent, against a local server speaking the protocol', () =>
     expect(await session(id)).to.include({ state: 'failed', error_message: 'the model endpoint answered HTTP 500: the GPU is on fire' });
   });
 
-  it('does not retry a 400 and records it', async () => {
-    fake.script({ status: 400, body: { error: { message: 'model not found' } } });
+  it('does not retry a 400 beyond asking once more without a stream, and records it', async () => {
+    // A 400 to a streamed request may be an endpoint that cannot stream: it is asked plainly once.
+    fake.script({ status: 400, body: { error: { message: 'model not found' } } }, { status: 400, body: { error: { message: 'model not found' } } });
     const id = await chat('hello?');
-    expect(fake.seen).to.have.length(1);
+    expect(fake.seen.map((r) => r.body.stream ?? false)).to.deep.equal([true, false]);
     expect((await session(id)).error_message).to.equal('the model endpoint answered HTTP 400: model not found');
   });
 

@@ -3,6 +3,7 @@ import type { Services } from '../../services.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
 import { traceTotals } from '../../agents/trace.js';
+import { writingEvery } from '../live.js';
 
 /** A chat session's transcript; staff answer a waiting session in the user's place. */
 export function sessionRoutes(services: Services): Router {
@@ -15,7 +16,7 @@ export function sessionRoutes(services: Services): Router {
     const scribe = (await services.scribes.find(session.scribe_id))!;
     const delivery = await services.channels.deliveryOfSession(session.id);
     const calls = await services.traces.of({ sessionId: session.id });
-    res.render('sessions/show', { title: `Session with ${scribe.name}`, session, scribe, delivery, calls, totals: traceTotals(calls), live: Boolean(session.reply_due) });
+    res.render('sessions/show', { title: `Session with ${scribe.name}`, session, scribe, delivery, calls, totals: traceTotals(calls), live: Boolean(session.reply_due), liveEveryMs: writingEvery(session.messages) });
   });
 
   router.post(

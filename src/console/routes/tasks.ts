@@ -7,6 +7,7 @@ import { action, flash } from '../forms.js';
 import { filterText, scribeFilter } from './filters.js';
 import { TASK_FILTER_STATUSES, type TaskFilter } from '../queries.js';
 import { traceTotals } from '../../agents/trace.js';
+import { writingEvery } from '../live.js';
 
 const PAGE = 25;
 const cursor = timeAndIdCursor((id) => UUID_PATTERN.test(id));
@@ -34,7 +35,7 @@ export function taskRoutes(services: Services): Router {
     const task = await services.tasks.get(req.user!.organization_id, String(req.params.id));
     const scribe = (await services.scribes.find(task.scribe_id))!;
     const calls = await services.traces.of({ taskId: task.id });
-    res.render('tasks/show', { title: task.title, task, scribe, calls, totals: traceTotals(calls), live: task.status === 'open' || task.status === 'in_progress' });
+    res.render('tasks/show', { title: task.title, task, scribe, calls, totals: traceTotals(calls), live: task.status === 'open' || task.status === 'in_progress', liveEveryMs: writingEvery(task.events) });
   });
 
   router.post(
