@@ -17,6 +17,7 @@ import { VIEWS_DIR } from './lib/paths.js';
 import { requestRoutes } from './requests/routes.js';
 import { entryRoutes } from './entries/routes.js';
 import { chatRoutes } from './sessions/routes.js';
+import { taskRoutes } from './tasks/routes.js';
 import { inboundRoutes } from './channels/routes.js';
 
 /** Builds the HTTP app from its dependencies; opens, listens and schedules nothing. */
@@ -57,6 +58,7 @@ export function createApp({
   api.use(docs.document);
   api.use(requestRoutes({ auth, scribes: services.scribes, requests: services.requests, idempotency: services.idempotency }));
   api.use(chatRoutes({ auth, scribes: services.scribes, sessions: services.sessions, idempotency: services.idempotency }));
+  api.use(taskRoutes({ auth, scribes: services.scribes, tasks: services.tasks, idempotency: services.idempotency }));
   api.use(entryRoutes({ auth, entryTypes: services.entryTypes, entries: services.entries }));
   api.use(apiNotFound());
   api.use(apiErrors(logger));

@@ -30,6 +30,18 @@ export async function listAgentCalls(db: Db, of: { taskId: string } | { sessionI
   return db<AgentCallRow>('agent_calls').where(where).orderBy('id');
 }
 
+/** Token totals of each task's or session's model calls, by its id (ids without calls are absent). */
+export async function usageOf(db: Db, of: { taskIds: readonly string[] } | { sessionIds: readonly string[] }): Promise<Map<string, { input_tokens: number; output_tokens: number }>> {
+  const [column, ids] = 'taskIds' in of ? ['task_id', of.taskIds] : ['session_id', of.sessionIds];
+  if (ids.length === 0) return new Map();
+  const rows: Array<{ id: string; input: number | string | null; output: number | string | null }> = await db('agent_calls')
+    .whereIn(column, ids)
+    .groupBy(column)
+    .select(`${column} as id`)
+    .sum({ input: 'input_tokens', output: 'output_tokens' });
+  return new Map(rows.map((row) => [row.id, { input_tokens: Number(row.input ?? 0), output_tokens: Number(row.output ?? 0) }]));
+}
+
 export interface AgentCallTotals {
   organization_id: string;
   scribe_slug: string;

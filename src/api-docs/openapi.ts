@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MAX_ATTACHMENTS, submitRequestBody, listRequestsQuery } from '../requests/schemas.js';
-import { chatBody } from '../sessions/schemas.js';
+import { chatBody, inputBody, messageBody } from '../sessions/schemas.js';
+import { TASK_STATUSES } from '../tasks/queries.js';
 import { REQUEST_LIST_LIMIT } from '../requests/routes.js';
 import { ENTRY_LIST_LIMIT } from '../entries/routes.js';
 import { encodeCursor } from '../http/cursor.js';
@@ -81,12 +82,34 @@ export const examples = {
     meta: { next_cursor: null, limit: 100 },
     error: null,
   },
+  task: {
+    task: {
+      id: '01935f00-0000-7000-8000-0000000000a1', scribe_id: 'atlas', request_id: 'req_01JD7X3Z8Q4N2M5K6P7R8S9T0V', status: 'waiting', title: 'Summarize the open support tickets',
+      summary: 'Summarize the open support tickets', acceptance_criteria: null, result: null, question: 'Which ticket queue do you mean?', error: null,
+      attachments: [{ filename: 'tickets.csv', content_type: 'text/csv', size: 2048 }], usage: { input_tokens: 812, output_tokens: 64 },
+      created_at: '2026-01-15T10:00:00.000Z', updated_at: '2026-01-15T10:00:03.120Z',
+    },
+  },
+  session: {
+    session: {
+      id: '01935f00-0000-7000-8000-0000000000b2', scribe_id: 'atlas', status: 'running',
+      messages: [
+        { id: 1, author: 'user', text: 'Who is our contact at Acme?', partial: false, created_at: '2026-01-15T10:00:00.000Z' },
+        { id: 2, author: 'scribe', text: 'Your contact at Acme is', partial: true, created_at: '2026-01-15T10:00:01.250Z' },
+      ],
+      usage: { input_tokens: 0, output_tokens: 0 }, created_at: '2026-01-15T10:00:00.000Z', updated_at: '2026-01-15T10:00:00.000Z',
+    },
+  },
+  input: { input: 'The support queue, last 7 days' },
+  message: { message: 'And their phone number?' },
 } as const;
 
 /** The request body examples and the schemas that validate them (checked by the tests). */
 export const requestExamples = [
   { schema: submitRequestBody, example: examples.submit },
   { schema: chatBody, example: examples.chat },
+  { schema: inputBody, example: examples.input },
+  { schema: messageBody, example: examples.message },
 ];
 
 /** The response examples and the schemas they follow (checked by the tests). */
@@ -96,6 +119,8 @@ export const responseExamples = [
   { schema: responses.chatResponse, example: examples.chatResponse },
   { schema: responses.entryEnvelope, example: examples.entry },
   { schema: responses.entryList, example: examples.entryList },
+  { schema: responses.taskEnvelope, example: examples.task },
+  { schema: responses.sessionEnvelope, example: examples.session },
 ];
 
 function errors(form: 'A' | 'B', statuses: Record<number, string>) {
@@ -133,6 +158,7 @@ export function openApiDocument(): Record<string, unknown> {
     security: [{ apiKey: [] }],
     tags: [
       { name: 'Task dispatch' },
+      { name: 'Tasks', description: 'The tasks receipts made: read, answer, cancel.' },
       { name: 'Chat' },
       { name: 'Entries' },
       { name: 'Operations', description: 'No API key needed.' },
@@ -200,6 +226,104 @@ export function openApiDocument(): Record<string, unknown> {
           responses: {
             202: { description: 'Accepted', content: json(ref('ChatResponse'), examples.chatResponse) },
             ...errors('A', { ...common, 400: 'Invalid JSON body', 404: 'Scribe not found', 409: 'A request with this Idempotency-Key is still in progress', 413: 'Request body too large', 422: 'message must be a string' }),
+          },
+        },
+      },
+      '/api/v1/tasks/{id}': {
+        get: {
+          tags: ['Tasks'],
+          operationId: 'getTask',
+          summary: 'Read a task',
+          description: 'The task a fulfilled receipt made (`entity_id`), as it is now: its result once `done`, its question while `waiting`, why its last run failed in `error`.',
+          parameters: [pathParam('id', 'The task id')],
+          responses: {
+            200: { description: 'The task', content: json(ref('TaskEnvelope'), examples.task) },
+            ...errors('A', { ...common, 404: 'Task not found' }),
+          },
+        },
+      },
+      '/api/v1/scribes/{scribe_id}/tasks': {
+        get: {
+          tags: ['Tasks'],
+          operationId: 'listTasks',
+          summary: "List the scribe's tasks",
+          description: 'The tasks of one scribe, newest first, paged by cursor as receipts are.',
+          parameters: [
+            pathParam('scribe_id', "The scribe's slug"),
+            queryParam('status', 'Only tasks in this status', { type: 'string', enum: [...TASK_STATUSES] }),
+            queryParam('limit', `Page size, default ${REQUEST_LIST_LIMIT.fallback}, clamped to ${REQUEST_LIST_LIMIT.max}`, { type: 'integer', minimum: 1 }),
+            queryParam('after', 'The `next_cursor` of the previous page', { type: 'string' }),
+          ],
+          responses: {
+            200: { description: 'A page of tasks', content: json(ref('TaskList'), { tasks: [examples.task.task], next_cursor: null }) },
+            ...errors('A', { ...common, 400: 'Invalid status', 404: 'Scribe not found' }),
+          },
+        },
+      },
+      '/api/v1/tasks/{id}/input': {
+        post: {
+          tags: ['Tasks'],
+          operationId: 'answerTask',
+          summary: 'Answer a waiting task',
+          description: 'Gives the input a `waiting` task asked for; the task is `open` again and the scribe takes it up.',
+          parameters: [pathParam('id', 'The task id'), idempotencyKey],
+          requestBody: { required: true, content: json(ref('InputBody'), examples.input) },
+          responses: {
+            202: { description: 'Accepted; the task, now open', content: json(ref('TaskEnvelope')) },
+            ...errors('A', { ...common, 400: 'Invalid JSON body', 404: 'Task not found', 409: 'Task is not waiting', 422: 'Input is required' }),
+          },
+        },
+      },
+      '/api/v1/tasks/{id}/cancel': {
+        post: {
+          tags: ['Tasks'],
+          operationId: 'cancelTask',
+          summary: 'Cancel a task',
+          description: 'Cancels an `open`, `in_progress` or `waiting` task; `cancelled` is final. Work under way stops within 2 seconds and records nothing more.',
+          parameters: [pathParam('id', 'The task id'), idempotencyKey],
+          responses: {
+            200: { description: 'The task, cancelled', content: json(ref('TaskEnvelope')) },
+            ...errors('A', { ...common, 404: 'Task not found', 409: 'Task is already finished' }),
+          },
+        },
+      },
+      '/api/v1/sessions/{id}': {
+        get: {
+          tags: ['Chat'],
+          operationId: 'getSession',
+          summary: 'Read a session',
+          description: 'The session (`session_id` of a chat message) with its transcript; a reply the scribe is still writing is a message with `partial: true`.',
+          parameters: [pathParam('id', 'The session id')],
+          responses: {
+            200: { description: 'The session', content: json(ref('SessionEnvelope'), examples.session) },
+            ...errors('A', { ...common, 404: 'Session not found' }),
+          },
+        },
+      },
+      '/api/v1/sessions/{id}/messages': {
+        post: {
+          tags: ['Chat'],
+          operationId: 'sendSessionMessage',
+          summary: 'Send a further message in a session',
+          description: 'Adds the next message of the conversation; it is answered in order, after any answer under way.',
+          parameters: [pathParam('id', 'The session id'), idempotencyKey],
+          requestBody: { required: true, content: json(ref('MessageBody'), examples.message) },
+          responses: {
+            202: { description: 'Accepted; the session with the message', content: json(ref('SessionEnvelope')) },
+            ...errors('A', { ...common, 400: 'Invalid JSON body', 404: 'Session not found', 409: 'Session is closed', 422: 'Message is required' }),
+          },
+        },
+      },
+      '/api/v1/sessions/{id}/cancel': {
+        post: {
+          tags: ['Chat'],
+          operationId: 'cancelSession',
+          summary: 'Cancel a session',
+          description: 'Cancels a `queued`, `running` or `waiting` session; `cancelled` is final. An answer under way stops within 2 seconds and records nothing.',
+          parameters: [pathParam('id', 'The session id'), idempotencyKey],
+          responses: {
+            200: { description: 'The session, cancelled', content: json(ref('SessionEnvelope')) },
+            ...errors('A', { ...common, 404: 'Session not found', 409: 'Session is closed' }),
           },
         },
       },
@@ -274,6 +398,11 @@ export function openApiDocument(): Record<string, unknown> {
         RequestEnvelope: jsonSchema(responses.requestEnvelope),
         RequestList: jsonSchema(responses.requestList),
         ChatResponse: jsonSchema(responses.chatResponse),
+        InputBody: jsonSchema(inputBody),
+        MessageBody: jsonSchema(messageBody),
+        TaskEnvelope: jsonSchema(responses.taskEnvelope),
+        TaskList: jsonSchema(responses.taskList),
+        SessionEnvelope: jsonSchema(responses.sessionEnvelope),
         EntryEnvelope: jsonSchema(responses.entryEnvelope),
         EntryList: jsonSchema(responses.entryList),
         ErrorA: jsonSchema(responses.errorA),

@@ -113,6 +113,12 @@ export async function listAttachments(db: Db, requestId: string): Promise<Attach
   return db<AttachmentRow>('attachments').where({ request_id: requestId }).orderBy('position');
 }
 
+/** The files of several receipts, in each receipt's order. */
+export async function listAttachmentsOf(db: Db, requestIds: readonly string[]): Promise<AttachmentRow[]> {
+  if (requestIds.length === 0) return [];
+  return db<AttachmentRow>('attachments').whereIn('request_id', requestIds).orderBy([{ column: 'request_id' }, { column: 'position' }]);
+}
+
 // ---- the dispatcher's queue -------------------------------------------------------------
 
 /** Receipts to dispatch: new ones (`accepted`) and ones whose lease or backoff ran out (`dispatched`, e.g. left by a crash). */

@@ -87,6 +87,25 @@ export async function appendMessageAwaitingReply(
   });
 }
 
+/**
+ * Adds a user's message to an open session, owing it an answer: a `waiting` session is
+ * `queued` again; a `queued` or `running` one keeps its state, and the answer under way is
+ * followed by another (the runtime sees the newer message when it records its answer).
+ * False when the session is closed.
+ */
+export async function addUserMessage(db: Db, sessionId: string, message: NewMessage, alongside?: (trx: Db) => Promise<unknown>): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    const updated = await trx('sessions')
+      .where({ id: sessionId })
+      .whereIn('state', OPEN_SESSION_STATES)
+      .update({ state: trx.raw("case when state = 'waiting' then 'queued' else state end"), reply_due: true, updated_at: message.created_at });
+    if (updated === 0) return false;
+    await trx('session_messages').insert({ ...message, session_id: sessionId });
+    await alongside?.(trx);
+    return true;
+  });
+}
+
 /** Marks a failed session as dealt with; false when it is not failed or already discarded. */
 export async function discardSession(db: Db, organizationId: string, id: string, at: string): Promise<boolean> {
   const updated = await db('sessions').where({ id, organization_id: organizationId, state: 'failed' }).whereNull('discarded_at').update({ discarded_at: at });

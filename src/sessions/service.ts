@@ -7,6 +7,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../http/errors.js
 import { sessionEvent, type RecordEvents } from '../webhooks/events.js';
 import { findScribeById } from '../scribes/queries.js';
 import type { ScribeRef } from '../scribes/service.js';
+import { presentSession, type ApiSession } from './api.js';
 import * as queries from './queries.js';
 import type { MessageRow, SessionRow } from './queries.js';
 
@@ -17,6 +18,7 @@ export const messages = {
   notFailed: 'Only a failed session can be retried or discarded',
   alreadyDiscarded: 'This session has already been discarded',
   closed: 'Session is closed',
+  messageRequired: 'Message is required',
 };
 
 export type { MessageRow, SessionRow };
@@ -43,6 +45,11 @@ export function createSessionService({
   /** Tells the process answering the session, wherever it is, to stop. */
   onCancelled?: (sessionId: string) => void;
 }) {
+  /** The session as the API shows it, read in `trx` (the response an idempotent change saves with it). */
+  async function presentIn(trx: Db, organizationId: string, id: string, slug: string): Promise<ApiSession> {
+    return presentSession(trx, { ...(await queries.findSession(trx, organizationId, id))!, messages: await queries.findMessages(trx, id) }, slug);
+  }
+
   return {
     /**
      * A new session holding the user's message, `queued` for the scribe; or `completed`
@@ -97,6 +104,31 @@ export function createSessionService({
       return sessions.map((s) => ({ ...s, messages: transcripts.get(s.id)! }));
     },
 
+    /** One session of the organization as the API shows it; 404 `Session not found` for any other id. */
+    async read(organizationId: string, id: string): Promise<ApiSession> {
+      const session = await this.get(organizationId, id);
+      const scribe = await findScribeById(db, session.scribe_id);
+      return presentSession(db, session, scribe?.slug ?? '');
+    },
+
+    /**
+     * The user's next message in an open session (the API): answered in order, after any
+     * answer under way. 422 `Message is required` when blank; 409 `Session is closed`.
+     */
+    async addMessage(actor: Actor, id: string, text: string, save?: SaveResponse): Promise<ApiSession> {
+      const session = await this.get(actor.organizationId, id);
+      if (!text.trim()) throw new ValidationError(messages.messageRequired);
+      const scribe = await findScribeById(db, session.scribe_id);
+      let read: ApiSession | undefined;
+      const added = await queries.addUserMessage(db, id, { author: 'user', text, created_at: laterThan(clock, session.updated_at) }, async (trx) => {
+        read = await presentIn(trx, actor.organizationId, id, scribe?.slug ?? '');
+        await save?.(trx, { session: read });
+      });
+      if (!added) throw new ConflictError(messages.closed);
+      onReplyDue(id);
+      return read!;
+    },
+
     /** Staff answer a `waiting` session in the user's place; the scribe replies in turn. */
     async replyAsStaff(actor: Actor, id: string, text: string): Promise<void> {
       if (!text.trim()) throw new ValidationError(messages.replyRequired);
@@ -112,12 +144,13 @@ export function createSessionService({
      * answer under way stops (`onCancelled`) and records nothing. 409 `Session is closed` for
      * a `completed`, `failed` or `cancelled` session.
      */
-    async cancel(actor: Actor, id: string): Promise<SessionRow & { messages: MessageRow[] }> {
+    async cancel(actor: Actor, id: string, save?: SaveResponse): Promise<SessionRow & { messages: MessageRow[] }> {
       const session = await this.get(actor.organizationId, id);
       const scribe = await findScribeById(db, session.scribe_id);
-      const cancelled = await queries.cancelSession(db, id, { text: `Cancelled by ${actor.label}`, created_at: laterThan(clock, session.updated_at) }, (trx) =>
-        recordEvents(trx, [sessionEvent(session, scribe?.slug ?? '', 'cancelled')]),
-      );
+      const cancelled = await queries.cancelSession(db, id, { text: `Cancelled by ${actor.label}`, created_at: laterThan(clock, session.updated_at) }, async (trx) => {
+        await recordEvents(trx, [sessionEvent(session, scribe?.slug ?? '', 'cancelled')]);
+        if (save) await save(trx, { session: await presentIn(trx, actor.organizationId, id, scribe?.slug ?? '') });
+      });
       if (!cancelled) throw new ConflictError(messages.closed);
       await audit.record(actor, 'session.cancel', { type: 'session', id });
       onCancelled(id);

@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import type { Position } from '../http/cursor.js';
 
 export const TASK_STATUSES = ['open', 'in_progress', 'done', 'waiting', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -72,6 +73,22 @@ export async function listTasksOfScribe(db: Db, scribeId: string, options: { sta
   const query = db<WorkedTaskRow>('tasks').where({ scribe_id: scribeId });
   if (options.statuses) query.whereIn('status', options.statuses);
   return query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(options.limit);
+}
+
+/** A page of a scribe's tasks for the API, newest first, after a keyset position (tasks_scribe_created). */
+export async function listTasksPage(db: Db, filter: { scribeId: string; status?: TaskStatus }, page: { limit: number; after?: Position }): Promise<WorkedTaskRow[]> {
+  const query = db<WorkedTaskRow>('tasks').where({ scribe_id: filter.scribeId });
+  if (filter.status) query.where('status', filter.status);
+  if (page.after) query.whereRaw('(created_at, id) < (?, ?)', [page.after.createdAt, page.after.id]);
+  return query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(page.limit);
+}
+
+/** The last question the scribe asked of each task (its last whole move to `waiting` by the scribe), by task id. */
+export async function latestQuestions(db: Db, taskIds: readonly string[]): Promise<Map<string, string>> {
+  if (taskIds.length === 0) return new Map();
+  const last = db('task_events').max('id').where({ to_status: 'waiting', author: 'scribe', partial: false }).whereIn('task_id', taskIds).groupBy('task_id');
+  const rows: Array<{ task_id: string; text: string | null }> = await db('task_events').whereIn('id', last).select('task_id', 'text');
+  return new Map(rows.filter((row) => row.text !== null).map((row) => [row.task_id, row.text!]));
 }
 
 export async function countTasksByStatus(db: Db, scribeId: string): Promise<Record<TaskStatus, number>> {

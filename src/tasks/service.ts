@@ -3,14 +3,18 @@ import type { Actor, AuditLog } from '../audit/service.js';
 import { type Clock, laterThan } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
 import { ConflictError, NotFoundError, ValidationError } from '../http/errors.js';
+import type { SaveResponse } from '../http/idempotency.js';
 import { taskEvent, type RecordEvents } from '../webhooks/events.js';
 import { findScribeById } from '../scribes/queries.js';
+import { decodeAfter, keysetPage } from '../http/cursor.js';
+import type { ScribeRef } from '../scribes/service.js';
+import { presentTasks, type ApiTask } from './api.js';
 import * as queries from './queries.js';
 import type { TaskEventRow, TaskStatus, WorkedTaskRow } from './queries.js';
 
 export const messages = {
   taskNotFound: 'Task not found',
-  notWaiting: 'Only a waiting task can be given input',
+  notWaiting: 'Task is not waiting',
   inputRequired: 'Input is required',
   notFailed: 'Only a failed task can be retried or discarded',
   alreadyDiscarded: 'This task has already been discarded',
@@ -54,11 +58,34 @@ export function createTaskService({
   /** Tells the process running the task, wherever it is, to stop it. */
   onCancelled?: (taskId: string) => void;
 }) {
+  /** Saves the idempotent response of a change, `{"task": …}` as it is in the change's transaction. */
+  async function saveAsRead(trx: Db, organizationId: string, id: string, slug: string, save?: SaveResponse): Promise<void> {
+    if (!save) return;
+    const [task] = await presentTasks(trx, [(await queries.findTask(trx, organizationId, id))!], () => slug);
+    await save(trx, { task });
+  }
+
   return {
     async get(organizationId: string, id: string): Promise<WorkedTaskRow & { events: TaskEventRow[] }> {
       const task = UUID_PATTERN.test(id) ? await queries.findTask(db, organizationId, id) : undefined;
       if (!task) throw new NotFoundError(messages.taskNotFound);
       return { ...task, events: await queries.findTaskEvents(db, id) };
+    },
+
+    /** One task of the organization as the API shows it; 404 `Task not found` for any other id. */
+    async read(organizationId: string, id: string): Promise<ApiTask> {
+      const task = UUID_PATTERN.test(id) ? await queries.findTask(db, organizationId, id) : undefined;
+      if (!task) throw new NotFoundError(messages.taskNotFound);
+      const scribe = await findScribeById(db, task.scribe_id);
+      return (await presentTasks(db, [task], () => scribe?.slug ?? ''))[0]!;
+    },
+
+    /** A page of the scribe's tasks as the API shows them, newest first; `next_cursor` is null on the last page. */
+    async page(scribe: ScribeRef, options: { status?: TaskStatus; limit: number; after?: unknown }): Promise<{ tasks: ApiTask[]; next_cursor: string | null }> {
+      const after = decodeAfter(options.after, (id) => UUID_PATTERN.test(id));
+      const rows = await queries.listTasksPage(db, { scribeId: scribe.id, status: options.status }, { limit: options.limit + 1, after });
+      const page = keysetPage(rows, options.limit);
+      return { tasks: await presentTasks(db, page.items, () => scribe.slug), next_cursor: page.nextCursor };
     },
 
     /** A task by id alone, whatever its organization: for operators (the admin CLI), never for the API. */
@@ -127,13 +154,16 @@ export function createTaskService({
      * working it stops (`onCancelled`) and records nothing. 409 `Task is already finished`
      * for a `done` or `cancelled` task.
      */
-    async cancel(actor: Actor, id: string): Promise<WorkedTaskRow> {
+    async cancel(actor: Actor, id: string, save?: SaveResponse): Promise<WorkedTaskRow> {
       const task = await this.get(actor.organizationId, id);
       const scribe = await findScribeById(db, task.scribe_id);
       const was = await queries.cancelTask(
         db,
         { id, author: actor.type === 'user' ? 'staff' : 'system', text: `Cancelled by ${actor.label}`, at: (updatedAt) => laterThan(clock, updatedAt) },
-        (trx) => recordEvents(trx, [taskEvent(task, scribe?.slug ?? '', { status: 'cancelled' })]),
+        async (trx) => {
+          await recordEvents(trx, [taskEvent(task, scribe?.slug ?? '', { status: 'cancelled' })]);
+          await saveAsRead(trx, actor.organizationId, id, scribe?.slug ?? '', save);
+        },
       );
       if (!was) throw new ConflictError(messages.alreadyFinished);
       await audit.record(actor, 'task.cancel', { type: 'task', id });
@@ -147,13 +177,16 @@ export function createTaskService({
     },
 
     /** Staff answer a waiting task's question; it goes back to `open` for the agent. */
-    async giveInput(actor: Actor, id: string, text: string): Promise<void> {
-      if (!text.trim()) throw new ValidationError(messages.inputRequired);
+    async giveInput(actor: Actor, id: string, text: string, save?: SaveResponse): Promise<void> {
       const task = await this.get(actor.organizationId, id);
+      if (!text.trim()) throw new ValidationError(messages.inputRequired);
+      const scribe = save && (await findScribeById(db, task.scribe_id));
       const moved =
         task.status === 'waiting' &&
-        (await queries.moveTask(db, { id, from: 'waiting', to: 'open', author: 'staff', text, at: laterThan(clock, task.updated_at) }, { attempts: 0 }));
-      if (!moved) throw new ValidationError(messages.notWaiting);
+        (await queries.moveTask(db, { id, from: 'waiting', to: 'open', author: 'staff', text, at: laterThan(clock, task.updated_at) }, { attempts: 0 }, (trx) =>
+          saveAsRead(trx, actor.organizationId, id, scribe?.slug ?? '', save),
+        ));
+      if (!moved) throw new ConflictError(messages.notWaiting);
       await audit.record(actor, 'task.input', { type: 'task', id });
       onOpened(id);
     },

@@ -21,7 +21,7 @@ describe('a client generated from /api/v1/openapi.json (openapi-typescript, open
   const called = new Set<string>();
 
   before(async () => {
-    h = await createHarness();
+    h = await createHarness({ options: { dispatchOnAccept: false, runOnNewWork: false } });
     t = await h.tenant();
     server = h.app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
@@ -65,10 +65,36 @@ describe('a client generated from /api/v1/openapi.json (openapi-typescript, open
     expect(missing.error).to.deep.equal({ error: 'Request not found' });
   });
 
-  it('sends a chat message', async () => {
+  it('reads the task a receipt made, lists tasks, answers a waiting task and cancels one', async () => {
+    const submitted = await client.POST('/api/v1/scribes/{scribe_id}/requests', { params: { path: { scribe_id: t.scribe.slug } }, body: { task: { summary: 'Which launch comes first?' } } });
+    await h.services.dispatcher.tick();
+    const receipt = await client.GET('/api/v1/requests/{id}', { params: { path: { id: submitted.data!.request.id } } });
+    const taskId = receipt.data!.request.entity_id!;
+    await h.services.runtime.tick();
+    const waiting = await client.GET('/api/v1/tasks/{id}', { params: { path: { id: taskId } } });
+    expect(waiting.data!.task.status).to.equal('waiting');
+    expect(waiting.data!.task.question).to.include('Which launch comes first?');
+    const answered = await client.POST('/api/v1/tasks/{id}/input', { params: { path: { id: taskId } }, body: { input: 'The smaller one' } });
+    expect([answered.response.status, answered.data!.task.status]).to.deep.equal([202, 'open']);
+    const cancelled = await client.POST('/api/v1/tasks/{id}/cancel', { params: { path: { id: taskId } } });
+    expect(cancelled.data!.task.status).to.equal('cancelled');
+    const listed = await client.GET('/api/v1/scribes/{scribe_id}/tasks', { params: { path: { scribe_id: t.scribe.slug }, query: { status: 'cancelled' } } });
+    expect(listed.data!.tasks.map((task) => task.id)).to.deep.equal([taskId]);
+  });
+
+  it('holds a conversation: a chat message, its reply, a further message, a cancel', async () => {
     const sent = await client.POST('/api/v1/scribes/{scribe_id}/chat', { params: { path: { scribe_id: t.scribe.slug } }, body: { message: 'Hello from a generated client' } });
     expect(sent.response.status).to.equal(202);
-    expect(sent.data!.session_id).to.be.a('string');
+    const id = sent.data!.session_id;
+    await h.services.runtime.tick();
+    const read = await client.GET('/api/v1/sessions/{id}', { params: { path: { id } } });
+    expect(read.data!.session.messages.map((m) => m.author)).to.deep.equal(['user', 'scribe']);
+    const further = await client.POST('/api/v1/sessions/{id}/messages', { params: { path: { id } }, body: { message: 'What are you working on?' } });
+    expect(further.data!.session.status).to.equal('queued');
+    const cancelled = await client.POST('/api/v1/sessions/{id}/cancel', { params: { path: { id } } });
+    expect(cancelled.data!.session.status).to.equal('cancelled');
+    const closed = await client.POST('/api/v1/sessions/{id}/messages', { params: { path: { id } }, body: { message: 'Still there?' } });
+    expect([closed.response.status, closed.error]).to.deep.equal([409, { error: 'Session is closed' }]);
   });
 
   it('reads an entry and a searched page of entries', async () => {

@@ -235,7 +235,7 @@ describe('the admin CLI', function () {
     ['a bad agent', ['scribe', 'create', '--org', '__ORG__', '--slug', 'w', '--name', 'W', '--agent', 'gpt'], /Agent must be one of builtin, openai/],
     ['set-agent with a bad agent', ['scribe', 'set-agent', '--org', '__ORG__', '--slug', 'atlas', '--agent', 'gpt'], /Agent must be one of builtin, openai/],
     ['an unknown session', ['session', 'show', '--id', '01935f00-0000-7000-8000-000000000000'], /Session not found/],
-    ['input to a task that is not waiting', ['task', 'input', '--id', '01935f00-0000-7000-8000-0000000007a5', '--text', 'again'], /Only a waiting task can be given input/],
+    ['input to a task that is not waiting', ['task', 'input', '--id', '01935f00-0000-7000-8000-0000000007a5', '--text', 'again'], /Task is not waiting/],
     ['an unknown task', ['task', 'show', '--id', 'nope'], /Task not found/],
     ['set-state on an unknown scribe', ['scribe', 'set-state', '--org', '__ORG__', '--slug', 'nobody', '--state', 'active'], /Scribe not found/],
     ['a duplicate email', ['user', 'create', '--org', '__ORG__', '--email', 'staff@example.com', '--password', 'whatever1'], /Email is already used/],

@@ -229,7 +229,7 @@ describe('console pages and actions', () => {
       expect((await audit()).at(-1)).to.include({ action: 'task.input', subject_id: task.id, actor_label: admin.email });
       const again = await admin.post(`/tasks/${task.id}/input`, { text: 'more' });
       expect(again.status).to.equal(303);
-      expect((await admin.get(`/tasks/${task.id}`)).text).to.include('Only a waiting task can be given input');
+      expect((await admin.get(`/tasks/${task.id}`)).text).to.include('Task is not waiting');
     });
 
     it('lets staff reply to a waiting session from its transcript', async () => {

@@ -72,7 +72,12 @@ describe('the OpenAPI document (/api/v1/openapi.json) and /docs', () => {
     await h.services.dispatcher.tick();
     responses.requestEnvelope.parse((await h.api.get(`/api/v1/requests/${submit.body.request.id}`).set(t.headers)).body);
     responses.requestList.parse((await h.api.get(`/api/v1/scribes/${t.scribe.slug}/requests?limit=1`).set(t.headers)).body);
-    responses.chatResponse.parse((await h.api.post(`/api/v1/scribes/${t.scribe.slug}/chat`).set(t.headers).send({ message: 'hi' })).body);
+    const chat = responses.chatResponse.parse((await h.api.post(`/api/v1/scribes/${t.scribe.slug}/chat`).set(t.headers).send({ message: 'hi' })).body);
+    await h.services.runtime.tick();
+    responses.sessionEnvelope.parse((await h.api.get(`/api/v1/sessions/${chat.session_id}`).set(t.headers)).body);
+    const taskId = (await h.api.get(`/api/v1/requests/${submit.body.request.id}`).set(t.headers)).body.request.entity_id;
+    responses.taskEnvelope.parse((await h.api.get(`/api/v1/tasks/${taskId}`).set(t.headers)).body);
+    responses.taskList.parse((await h.api.get(`/api/v1/scribes/${t.scribe.slug}/tasks`).set(t.headers)).body);
     const type = await h.services.entryTypes.create(t.organizationId, { name: 'Docs', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'N', type: 'number' }] });
     const entry = await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'x', N: 2 } });
     responses.entryEnvelope.parse((await h.api.get(`/api/v1/entries/${entry.id}`).set(t.headers)).body);

@@ -133,7 +133,7 @@ describe('the agent runtime', () => {
     it('refuses input to a task that is not waiting, and to another organization\'s task', async () => {
       const t = await h.tenant({ slug: 'refuser' });
       const id = await taskFromApi(t, { summary: 'Plain work', acceptance_criteria: 'ok' });
-      await expectRejection(h.services.tasks.giveInput(staffOf(t), id, 'more'), 'Only a waiting task can be given input');
+      await expectRejection(h.services.tasks.giveInput(staffOf(t), id, 'more'), 'Task is not waiting');
       const other = await h.tenant({ slug: 'refuser-2' });
       await expectRejection(h.services.tasks.giveInput(staffOf(other), id, 'more'), 'Task not found');
       await expectRejection(h.services.tasks.giveInput(staffOf(t), id, '  '), 'Input is required');

@@ -65,6 +65,146 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tasks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a task
+         * @description The task a fulfilled receipt made (`entity_id`), as it is now: its result once `done`, its question while `waiting`, why its last run failed in `error`.
+         */
+        get: operations["getTask"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/scribes/{scribe_id}/tasks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the scribe's tasks
+         * @description The tasks of one scribe, newest first, paged by cursor as receipts are.
+         */
+        get: operations["listTasks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tasks/{id}/input": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Answer a waiting task
+         * @description Gives the input a `waiting` task asked for; the task is `open` again and the scribe takes it up.
+         */
+        post: operations["answerTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tasks/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a task
+         * @description Cancels an `open`, `in_progress` or `waiting` task; `cancelled` is final. Work under way stops within 2 seconds and records nothing more.
+         */
+        post: operations["cancelTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sessions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a session
+         * @description The session (`session_id` of a chat message) with its transcript; a reply the scribe is still writing is a message with `partial: true`.
+         */
+        get: operations["getSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sessions/{id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a further message in a session
+         * @description Adds the next message of the conversation; it is answered in order, after any answer under way.
+         */
+        post: operations["sendSessionMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sessions/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a session
+         * @description Cancels a `queued`, `running` or `waiting` session; `cancelled` is final. An answer under way stops within 2 seconds and records nothing.
+         */
+        post: operations["cancelSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/entries/{id}": {
         parameters: {
             query?: never;
@@ -249,6 +389,109 @@ export interface components {
         };
         ChatResponse: {
             session_id: string;
+        };
+        InputBody: {
+            input?: string | null;
+        };
+        MessageBody: {
+            message?: string | null;
+        };
+        TaskEnvelope: {
+            task: {
+                id: string;
+                /** @description The slug of the scribe */
+                scribe_id: string;
+                /** @description The receipt it was made from */
+                request_id: string | null;
+                /** @enum {string} */
+                status: "open" | "in_progress" | "done" | "waiting" | "cancelled";
+                title: string;
+                summary: string;
+                acceptance_criteria: string | null;
+                /** @description What the scribe delivered, once done */
+                result: string | null;
+                /** @description The last question the scribe asked, once it asked one */
+                question: string | null;
+                /** @description Why the last run failed, if it did */
+                error: string | null;
+                attachments: {
+                    filename: string;
+                    content_type: string;
+                    size: number;
+                }[];
+                /** @description Tokens of the work's model calls so far */
+                usage: {
+                    input_tokens: number;
+                    output_tokens: number;
+                };
+                /** @description ISO 8601 UTC with milliseconds */
+                created_at: string;
+                /** @description ISO 8601 UTC with milliseconds */
+                updated_at: string;
+            };
+        };
+        TaskList: {
+            tasks: {
+                id: string;
+                /** @description The slug of the scribe */
+                scribe_id: string;
+                /** @description The receipt it was made from */
+                request_id: string | null;
+                /** @enum {string} */
+                status: "open" | "in_progress" | "done" | "waiting" | "cancelled";
+                title: string;
+                summary: string;
+                acceptance_criteria: string | null;
+                /** @description What the scribe delivered, once done */
+                result: string | null;
+                /** @description The last question the scribe asked, once it asked one */
+                question: string | null;
+                /** @description Why the last run failed, if it did */
+                error: string | null;
+                attachments: {
+                    filename: string;
+                    content_type: string;
+                    size: number;
+                }[];
+                /** @description Tokens of the work's model calls so far */
+                usage: {
+                    input_tokens: number;
+                    output_tokens: number;
+                };
+                /** @description ISO 8601 UTC with milliseconds */
+                created_at: string;
+                /** @description ISO 8601 UTC with milliseconds */
+                updated_at: string;
+            }[];
+            next_cursor: string | null;
+        };
+        SessionEnvelope: {
+            session: {
+                id: string;
+                /** @description The slug of the scribe */
+                scribe_id: string;
+                /** @enum {string} */
+                status: "queued" | "running" | "waiting" | "completed" | "failed" | "cancelled";
+                messages: {
+                    id: number;
+                    /** @enum {string} */
+                    author: "user" | "scribe" | "staff";
+                    text: string;
+                    /** @description A reply the scribe is still writing */
+                    partial: boolean;
+                    /** @description ISO 8601 UTC with milliseconds */
+                    created_at: string;
+                }[];
+                /** @description Tokens of the work's model calls so far */
+                usage: {
+                    input_tokens: number;
+                    output_tokens: number;
+                };
+                /** @description ISO 8601 UTC with milliseconds */
+                created_at: string;
+                /** @description ISO 8601 UTC with milliseconds */
+                updated_at: string;
+            };
         };
         EntryEnvelope: {
             data: {
@@ -822,6 +1065,814 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": "message must be a string"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Rate limit exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Rate limit exceeded"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Internal server error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+        };
+    };
+    getTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "task": {
+                     *         "id": "01935f00-0000-7000-8000-0000000000a1",
+                     *         "scribe_id": "atlas",
+                     *         "request_id": "req_01JD7X3Z8Q4N2M5K6P7R8S9T0V",
+                     *         "status": "waiting",
+                     *         "title": "Summarize the open support tickets",
+                     *         "summary": "Summarize the open support tickets",
+                     *         "acceptance_criteria": null,
+                     *         "result": null,
+                     *         "question": "Which ticket queue do you mean?",
+                     *         "error": null,
+                     *         "attachments": [
+                     *           {
+                     *             "filename": "tickets.csv",
+                     *             "content_type": "text/csv",
+                     *             "size": 2048
+                     *           }
+                     *         ],
+                     *         "usage": {
+                     *           "input_tokens": 812,
+                     *           "output_tokens": 64
+                     *         },
+                     *         "created_at": "2026-01-15T10:00:00.000Z",
+                     *         "updated_at": "2026-01-15T10:00:03.120Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskEnvelope"];
+                };
+            };
+            /** @description API key is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "API key is required"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Task not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Task not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Rate limit exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Rate limit exceeded"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Internal server error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+        };
+    };
+    listTasks: {
+        parameters: {
+            query?: {
+                /** @description Only tasks in this status */
+                status?: "open" | "in_progress" | "done" | "waiting" | "cancelled";
+                /** @description Page size, default 25, clamped to 100 */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page */
+                after?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The scribe's slug */
+                scribe_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of tasks */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "tasks": [
+                     *         {
+                     *           "id": "01935f00-0000-7000-8000-0000000000a1",
+                     *           "scribe_id": "atlas",
+                     *           "request_id": "req_01JD7X3Z8Q4N2M5K6P7R8S9T0V",
+                     *           "status": "waiting",
+                     *           "title": "Summarize the open support tickets",
+                     *           "summary": "Summarize the open support tickets",
+                     *           "acceptance_criteria": null,
+                     *           "result": null,
+                     *           "question": "Which ticket queue do you mean?",
+                     *           "error": null,
+                     *           "attachments": [
+                     *             {
+                     *               "filename": "tickets.csv",
+                     *               "content_type": "text/csv",
+                     *               "size": 2048
+                     *             }
+                     *           ],
+                     *           "usage": {
+                     *             "input_tokens": 812,
+                     *             "output_tokens": 64
+                     *           },
+                     *           "created_at": "2026-01-15T10:00:00.000Z",
+                     *           "updated_at": "2026-01-15T10:00:03.120Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskList"];
+                };
+            };
+            /** @description Invalid status */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Invalid status"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description API key is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "API key is required"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Scribe not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Scribe not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Rate limit exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Rate limit exceeded"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Internal server error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+        };
+    };
+    answerTask: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the call safe to retry: the same key and body replay the first response (header `Idempotent-Replayed: true`) for 24 hours; other parameters → 422, while the first runs → 409. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description The task id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "input": "The support queue, last 7 days"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InputBody"];
+            };
+        };
+        responses: {
+            /** @description Accepted; the task, now open */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskEnvelope"];
+                };
+            };
+            /** @description Invalid JSON body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Invalid JSON body"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description API key is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "API key is required"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Task not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Task not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Task is not waiting */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Task is not waiting"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Input is required */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Input is required"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Rate limit exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Rate limit exceeded"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Internal server error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+        };
+    };
+    cancelTask: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the call safe to retry: the same key and body replay the first response (header `Idempotent-Replayed: true`) for 24 hours; other parameters → 422, while the first runs → 409. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description The task id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task, cancelled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskEnvelope"];
+                };
+            };
+            /** @description API key is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "API key is required"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Task not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Task not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Task is already finished */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Task is already finished"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Rate limit exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Rate limit exceeded"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Internal server error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+        };
+    };
+    getSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "session": {
+                     *         "id": "01935f00-0000-7000-8000-0000000000b2",
+                     *         "scribe_id": "atlas",
+                     *         "status": "running",
+                     *         "messages": [
+                     *           {
+                     *             "id": 1,
+                     *             "author": "user",
+                     *             "text": "Who is our contact at Acme?",
+                     *             "partial": false,
+                     *             "created_at": "2026-01-15T10:00:00.000Z"
+                     *           },
+                     *           {
+                     *             "id": 2,
+                     *             "author": "scribe",
+                     *             "text": "Your contact at Acme is",
+                     *             "partial": true,
+                     *             "created_at": "2026-01-15T10:00:01.250Z"
+                     *           }
+                     *         ],
+                     *         "usage": {
+                     *           "input_tokens": 0,
+                     *           "output_tokens": 0
+                     *         },
+                     *         "created_at": "2026-01-15T10:00:00.000Z",
+                     *         "updated_at": "2026-01-15T10:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SessionEnvelope"];
+                };
+            };
+            /** @description API key is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "API key is required"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Session not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Session not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Rate limit exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Rate limit exceeded"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Internal server error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+        };
+    };
+    sendSessionMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the call safe to retry: the same key and body replay the first response (header `Idempotent-Replayed: true`) for 24 hours; other parameters → 422, while the first runs → 409. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description The session id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "message": "And their phone number?"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MessageBody"];
+            };
+        };
+        responses: {
+            /** @description Accepted; the session with the message */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionEnvelope"];
+                };
+            };
+            /** @description Invalid JSON body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Invalid JSON body"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description API key is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "API key is required"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Session not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Session not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Session is closed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Session is closed"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Message is required */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Message is required"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Rate limit exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Rate limit exceeded"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Internal server error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+        };
+    };
+    cancelSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the call safe to retry: the same key and body replay the first response (header `Idempotent-Replayed: true`) for 24 hours; other parameters → 422, while the first runs → 409. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description The session id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session, cancelled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionEnvelope"];
+                };
+            };
+            /** @description API key is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "API key is required"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Session not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Session not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Session is closed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Session is closed"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorA"];
