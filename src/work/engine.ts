@@ -288,10 +288,14 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
     runs.get(id)?.abort(new Error('cancelled'));
   }
 
-  /** Looks for due work anew: new work arrived, or the poll. */
-  function fill(): void {
+  /** Forgets what earlier claims found nothing for: new work arrived, or the poll. */
+  function lookAnew(): void {
     looks++;
     foundEmpty.clear();
+  }
+
+  function fill(): void {
+    lookAnew();
     void refill();
   }
 
@@ -301,8 +305,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
     /** Works everything due, slot by slot, and resolves once nothing is left running; what came of it meanwhile. Never throws. */
     async tick(): Promise<Record<Outcome, number>> {
       const before = { ...tally };
-      looks++;
-      foundEmpty.clear();
+      lookAnew();
       for (;;) {
         await refill();
         await claimsSettled();
