@@ -197,6 +197,7 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
       dispatcher,
       schedules.firing,
       webhookWorker,
+      // The agent runtime keeps its own claim loop for now, run as the engine's workers are.
       { channel: 'scribe_work', fill: runtime.fill, nudge: runtime.nudge, cancel: runtime.cancel, stop: runtime.stop },
       createJobs({ db, clock, logger, jobs: maintenanceJobs({ idempotency, retention, maintenance }) }),
     ],

@@ -90,7 +90,7 @@ export interface Queue<Item extends { id: string }, Outcome extends string> {
   /** Works a claimed batch in one go; when it throws, each item is run alone, so one bad item cannot hold up the rest. */
   runBatch?(items: readonly Item[], context: RunContext): Promise<Array<Outcome | void>>;
   /** Extends the lease of the items still held by the token. */
-  renew?(claim: { ids: readonly string[]; token: string }, leaseUntil: string): Promise<unknown>;
+  renew?(claim: { ids: readonly string[]; token: string; items: readonly Item[] }, leaseUntil: string): Promise<unknown>;
   /** Gives a failed item back for another try at `retryAt`. Without it, a failure is given up (or left to its lease). */
   retry?(claim: ClaimRef, item: Item, retryAt: string): Promise<unknown>;
   /** Records that a failed item will not be tried again. Without it (and `retry`), a failed item is left for its lease to run out. */
@@ -186,7 +186,8 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
       countKeys(item, 1);
       runs.set(item.id, new AbortController());
     }
-    const lease = queue.renew && keepLeases(() => queue.renew!({ ids: items.map((item) => item.id), token }, new Date(clock().getTime() + options.leaseMs).toISOString()), renewMs);
+    const held = { ids: items.map((item) => item.id), token, items };
+    const lease = queue.renew && keepLeases(() => queue.renew!(held, new Date(clock().getTime() + options.leaseMs).toISOString()), renewMs);
     const unit = workClaim(token, items).finally(() => {
       lease?.stop();
       for (const item of items) {
