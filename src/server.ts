@@ -8,8 +8,6 @@ import { migrateToLatest } from './db/migrate.js';
 import { openSecretBox } from './secrets/keys.js';
 import { createServices, type ServiceOptions } from './services.js';
 import { createApp } from './app.js';
-import { createScheduler } from './jobs/scheduler.js';
-import { backgroundJobs } from './jobs/registry.js';
 import { resolveSessionSecret } from './console/session-secret.js';
 import { startSmtpListener, type SmtpListener } from './channels/smtp.js';
 
@@ -45,7 +43,6 @@ export async function startServer(config: Config, logger: Logger, options: Servi
   if (works) await dialectOf(db).optimizeAtStart(db);
   // A web process leaves new work to the workers, which its NOTIFY (or their polling) wakes.
   const services = createServices({ config, db, logger, secrets, options: works ? options : { ...options, dispatchOnAccept: false, runOnNewWork: false } });
-  const scheduler = createScheduler(works ? backgroundJobs(services) : [], logger);
   let server: http.Server | undefined;
   let smtp: SmtpListener | undefined;
   try {
@@ -60,11 +57,8 @@ export async function startServer(config: Config, logger: Logger, options: Servi
   const url = server && urlOf(server, config);
 
   if (works) {
-    scheduler.start();
-    await services.wakeups.listen({ scribe_requests: () => services.dispatcher.nudge(), scribe_work: () => services.runtime.nudge(), scribe_webhooks: () => services.webhookWorker.nudge(), scribe_cancel: (id) => services.runtime.cancel(id) });
-    // Receipts, sessions and tasks left behind by an earlier run are picked up straight away.
-    services.dispatcher.nudge();
-    services.runtime.nudge();
+    // Work left behind by an earlier run is picked up straight away.
+    await services.background.start();
   }
   if (url) logger.info({ url, smtpPort: smtp?.port, role: config.processRole }, 'scribe is listening');
   else logger.info({ role: config.processRole }, 'scribe worker started');
@@ -75,9 +69,8 @@ export async function startServer(config: Config, logger: Logger, options: Servi
     smtpPort: smtp?.port,
     stop() {
       stopping ??= (async () => {
-        // Claiming stops at once; agent work under way may finish for SHUTDOWN_TIMEOUT_MS, then is handed back.
-        const drained = services.runtime.stop({ drainMs: config.shutdownTimeoutMs });
-        await scheduler.stop(config.shutdownTimeoutMs);
+        // Claiming stops at once; work under way may finish for SHUTDOWN_TIMEOUT_MS, then is handed back.
+        const drained = services.background.stop({ drainMs: config.shutdownTimeoutMs });
         if (server) await closeServer(server);
         await smtp?.close();
         await drained;

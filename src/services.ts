@@ -10,7 +10,7 @@ import { createEntryTypeService } from './entries/entry-type-service.js';
 import { type ReadWorkerOptions, createReadWorkers } from './entries/read-workers.js';
 import { createEntryService } from './entries/entry-service.js';
 import { createRequestService } from './requests/service.js';
-import { createDispatcher, defaultDispatcherOptions, type DispatcherOptions } from './requests/dispatcher.js';
+import { createDispatcher, defaultDispatcherOptions, type DispatcherOptions } from './requests/queue.js';
 import { anyAddress, publicAddressesOnly, type AddressPolicy } from './net/address-policy.js';
 import { createGuardedFetch } from './net/guarded-agent.js';
 import { openSecretBox } from './secrets/keys.js';
@@ -25,7 +25,7 @@ import { storedAttachments } from './agents/attachments.js';
 import { listAttachments } from './requests/queries.js';
 import { createSender, type SendOptions } from './webhooks/send.js';
 import { createWebhookService } from './webhooks/service.js';
-import { createWebhookWorker, defaultWebhookWorkerOptions, type WebhookWorkerOptions } from './webhooks/worker.js';
+import { createWebhookWorker, defaultWebhookWorkerOptions, type WebhookWorkerOptions } from './webhooks/queue.js';
 import { createAttachmentFetcher } from './requests/attachments/fetch.js';
 import { createAttachmentStore } from './requests/attachments/store.js';
 import { createAuditLog } from './audit/service.js';
@@ -36,13 +36,15 @@ import { createConsoleReads } from './console/queries.js';
 import { ConnectSessionKnexStore } from 'connect-session-knex';
 import { DatabaseRateLimitStore } from './http/rate-limit-store.js';
 import { createWakeups } from './db/wakeups.js';
-import { oncePerDatabase } from './jobs/once.js';
-import type { Job } from './jobs/scheduler.js';
+import { createJobs } from './jobs/queue.js';
+import { maintenanceJobs } from './jobs/registry.js';
+import { createBackground } from './work/background.js';
 import { createIdempotency } from './http/idempotency.js';
 import { createSessionService } from './sessions/service.js';
 import { createTaskService } from './tasks/service.js';
 import { createChannelService } from './channels/service.js';
-import { createScheduleService, defaultScheduleOptions, type ScheduleOptions } from './schedules/service.js';
+import { createScheduleService } from './schedules/service.js';
+import { defaultScheduleOptions, type ScheduleOptions } from './schedules/queue.js';
 import { createAgentRuntime, defaultRuntimeOptions, type RuntimeOptions } from './runtime/runtime.js';
 import { createBuiltinAgent } from './agents/builtin.js';
 import { createOpenAiAgent } from './agents/openai.js';
@@ -119,6 +121,7 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
     db,
     clock,
     logger,
+    wakeups,
     options: { ...defaultDispatcherOptions, ...options.dispatcher },
     createTask: (trx, receipt, at) => tasks.createForReceipt(trx, receipt, at),
     recordEvents: outbox.record,
@@ -187,6 +190,23 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
     },
   });
 
+  const schedules = createScheduleService({ db, clock, logger, audit, requests, scribes, options: { ...defaultScheduleOptions, ...options.schedules } });
+  const idempotency = createIdempotency({ db, clock });
+  const retention = createRetention({ db, clock, logger, attachmentsDir: path.join(config.dataDir, 'attachments'), config: config.retention });
+  const maintenance = createMaintenance({ db, clock });
+  // Every process that does background work runs every queue: their claims keep each item to one process.
+  const background = createBackground({
+    runners: [
+      dispatcher,
+      schedules.firing,
+      webhookWorker,
+      // The agent runtime keeps its own claim loop for now, run as the engine's workers are.
+      { channel: 'scribe_work', fill: runtime.fill, nudge: runtime.nudge, cancel: runtime.cancel, stop: runtime.stop },
+      createJobs({ db, clock, logger, jobs: maintenanceJobs({ idempotency, retention, maintenance }) }),
+    ],
+    wakeups,
+  });
+
   const sessionStores: ConnectSessionKnexStore[] = [];
 
   return {
@@ -205,7 +225,7 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
     sessions,
     tasks,
     requests,
-    schedules: createScheduleService({ db, clock, logger, audit, requests, scribes, options: { ...defaultScheduleOptions, ...options.schedules } }),
+    schedules,
     channels: createChannelService({ db, clock, logger, audit, requests, sessions, scribes, secrets }),
     webhooks: createWebhookService({ db, clock, audit, policy: webhookPolicy, secrets, recordEvents: outbox.record }),
     webhookWorker,
@@ -216,9 +236,9 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
     dispatcher,
     runtime,
     metrics,
-    idempotency: createIdempotency({ db, clock }),
-    retention: createRetention({ db, clock, logger, attachmentsDir: path.join(config.dataDir, 'attachments'), config: config.retention }),
-    maintenance: createMaintenance({ db, clock }),
+    idempotency,
+    retention,
+    maintenance,
     /** The console's own reads (lists with filters, the dashboard's figures). */
     consoleReads: createConsoleReads(db),
     /** Where console sign-ins are kept: a table, so any process reads any cookie. */
@@ -229,19 +249,17 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
     },
     /** Rate-limit counters of the limit `name`, shared by every process on the database. */
     rateLimitStore: (name: string) => new DatabaseRateLimitStore(db, clock, name),
-    /** Wraps a periodic job so that one process per database runs each of its fires (jobs/once.ts). */
-    oncePerDatabase: (job: Job, periodMs: number) => oncePerDatabase(db, clock, job, periodMs),
     attachmentStore: store,
     /** Wakes the processes on this database when work arrives (PostgreSQL's LISTEN/NOTIFY; db/wakeups.ts). */
     wakeups,
+    /** The queues and jobs a process that does background work runs (work/background.ts). */
+    background,
     /** Stops background work and releases sockets; the caller closes the database. */
     async stop(): Promise<void> {
       // A store checks its table when made; closing the pool under that query fails it noisily.
       await Promise.allSettled(sessionStores.map((store) => store.ready));
       await wakeups.close();
-      await dispatcher.stop();
-      await runtime.stop();
-      await webhookWorker.stop();
+      await background.stop();
       await connectMcp.close();
       await scribeEndpointFetch.close();
       await downloader.close();

@@ -7,7 +7,7 @@ import type { Logger } from '../logger.js';
  * How processes on one database wake each other when work arrives, so that a receipt
  * submitted to one process is dispatched at once by another. On PostgreSQL: NOTIFY with the
  * id of the new work only (payloads stay tiny), and a LISTEN connection per worker process.
- * Every worker also polls (the jobs' one-second ticks), which covers a notification lost
+ * Every worker also polls (work/background.ts, each second), which covers a notification lost
  * to a dropped connection or never delivered (PgBouncer in transaction mode). SQLite has
  * no notifications: its processes poll, and the process that took the work wakes itself.
  */

@@ -128,6 +128,11 @@ export async function finishFiring(db: Db, claim: { id: string; token: string },
   return (await db('schedules').where({ id: claim.id, claim_token: claim.token }).update(update)) === 1;
 }
 
+/** Gives a claimed schedule back unfired (its process is stopping): due again at once. */
+export async function releaseSchedule(db: Db, claim: { id: string; token: string }): Promise<void> {
+  await db('schedules').where({ id: claim.id, claim_token: claim.token }).update({ claim_token: null, lease_until: null });
+}
+
 /** Records a fire; false when this (schedule, fire time) was already recorded, by this process or another. */
 export async function insertFire(db: Db, row: FireRow, isUniqueViolation: (err: unknown) => boolean): Promise<boolean> {
   try {

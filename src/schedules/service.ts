@@ -1,8 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/knex.js';
 import type { PageAt } from '../db/keyset.js';
 import { dialectOf } from '../db/dialect.js';
-import { keepLeases } from '../db/claims.js';
 import type { Actor, AuditLog } from '../audit/service.js';
 import type { Logger } from '../logger.js';
 import { type Clock, isoNow } from '../lib/clock.js';
@@ -14,6 +12,7 @@ import { titleFromSummary } from '../requests/title.js';
 import { messages as scribeMessages, type ScribeService } from '../scribes/service.js';
 import { checkCron, describeCron, describeStored, latestFireAtOrBefore, nextFireAfter, nextFires } from './cron.js';
 import * as queries from './queries.js';
+import { createScheduleFires, defaultScheduleOptions, type ScheduleOptions } from './queue.js';
 import { OVERLAP_POLICIES, type FireRow, type OverlapPolicy, type ScheduleListRow, type ScheduleRow } from './queries.js';
 
 export const messages = {
@@ -32,15 +31,6 @@ export interface ScheduleInput {
   title?: string | null;
   acceptance_criteria?: string | null;
 }
-
-export interface ScheduleOptions {
-  /** Schedules claimed per round trip. */
-  batchSize: number;
-  /** How long a claim is exclusive unless renewed (every third of it, while its fires run). */
-  leaseMs: number;
-}
-
-export const defaultScheduleOptions: ScheduleOptions = { batchSize: 20, leaseMs: 30_000 };
 
 export type ScheduleService = ReturnType<typeof createScheduleService>;
 
@@ -172,6 +162,8 @@ export function createScheduleService({
     return fired;
   }
 
+  const firing = createScheduleFires({ db, clock, logger, options, fireDue });
+
   return {
     /** The expression in words and its next fire times, for the console's preview. */
     preview(cron: string, timezone: string, count = 5): { description: string; next: Date[] } {
@@ -279,43 +271,10 @@ export function createScheduleService({
 
     fireOfRequest: (requestId: string) => queries.findFireOfRequest(db, requestId),
 
-    /** Fires every due schedule (a claimed batch at a time); never throws. */
-    async tick(): Promise<{ submitted: number; skipped: number }> {
-      const result = { submitted: 0, skipped: 0 };
-      try {
-        for (;;) {
-          const now = clock();
-          const token = randomUUID();
-          const claimed = await queries.claimDueSchedules(db, {
-            now: now.toISOString(),
-            leaseUntil: new Date(now.getTime() + options.leaseMs).toISOString(),
-            token,
-            limit: options.batchSize,
-          });
-          if (claimed.length === 0) break;
-          const lease = keepLeases(
-            () => queries.renewScheduleLeases(db, { ids: claimed.map((s) => s.id), token }, new Date(clock().getTime() + options.leaseMs).toISOString()),
-            options.leaseMs / 3,
-          );
-          try {
-            for (const schedule of claimed) {
-              try {
-                const fired = await fireDue(schedule, token);
-                if (fired) result[fired.outcome === 'submitted' ? 'submitted' : 'skipped']++;
-              } catch (err) {
-                // Left claimed: the lease runs out and the fire is tried again (the unique key keeps it to one).
-                logger.error({ err, scheduleId: schedule.id }, 'schedule fire failed');
-              }
-            }
-          } finally {
-            lease.stop();
-          }
-        }
-      } catch (err) {
-        logger.error({ err }, 'schedule tick failed');
-      }
-      return result;
-    },
+    /** Fires every due schedule (a claimed batch at a time, schedules/queue.ts); never throws. */
+    tick: () => firing.tick(),
+    /** The schedules' queue, for the process's background work. */
+    firing,
   };
 }
 

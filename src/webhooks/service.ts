@@ -40,7 +40,7 @@ export type WebhookService = ReturnType<typeof createWebhookService>;
 /**
  * An organization's webhook endpoints, managed by staff (console) and the operator (CLI),
  * every change audited; their deliveries, test events and redelivery. Sending is the
- * worker's (worker.ts); events come from the outbox (events.ts).
+ * queue's (queue.ts); events come from the outbox (events.ts).
  */
 export function createWebhookService({
   db,

@@ -5,7 +5,7 @@ import { createAuditLog } from '../../src/audit/service.js';
 import { openDatabase, type Db } from '../../src/db/knex.js';
 import { createLogger } from '../../src/logger.js';
 import { createServices } from '../../src/services.js';
-import { createDispatcher } from '../../src/requests/dispatcher.js';
+import { createDispatcher } from '../../src/requests/queue.js';
 import { newRequestId } from '../../src/lib/ids.js';
 import type { DatabaseKind } from '../../src/db/dialect.js';
 import { provision } from '../helpers/provision.js';

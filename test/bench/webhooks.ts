@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Db } from '../../src/db/knex.js';
 import { claimInTurn } from '../../src/webhooks/queries.js';
-import { defaultWebhookWorkerOptions } from '../../src/webhooks/worker.js';
+import { defaultWebhookWorkerOptions } from '../../src/webhooks/queue.js';
 import { startPostgresCluster } from '../helpers/postgres-cluster.js';
 import { provision } from '../helpers/provision.js';
 import { insertWebhookBacklog } from '../helpers/webhook-backlog.js';

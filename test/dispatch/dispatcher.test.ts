@@ -1,14 +1,14 @@
 import { expect } from 'chai';
 import { createHarness, eventually, testClock, type Harness, type Tenant } from '../helpers/harness.js';
 import { failInsertsWhen } from '../helpers/databases.js';
-import { createDispatcher } from '../../src/requests/dispatcher.js';
+import { createDispatcher } from '../../src/requests/queue.js';
 import { createLogger } from '../../src/logger.js';
 
 describe('the dispatcher', () => {
   let h: Harness;
   const clock = testClock();
   before(async () => {
-    h = await createHarness({ options: { dispatchOnAccept: false, clock } });
+    h = await createHarness({ options: { dispatchOnAccept: false, runOnNewWork: false, clock } });
   });
   after(() => h.close());
 
@@ -27,14 +27,14 @@ describe('the dispatcher', () => {
     expect(accepted.status).to.equal('accepted');
 
     clock.advance(5);
-    const { token, requests } = await h.services.dispatcher.claim();
-    expect(requests.map((r) => r.id)).to.deep.equal([id]);
+    const claimed = await h.services.dispatcher.claim();
+    expect(claimed.items.map((r) => r.id)).to.deep.equal([id]);
     const dispatched = await poll(t, id);
     expect(dispatched).to.include({ status: 'dispatched', entity_id: null });
     expect(dispatched.updated_at).to.not.equal(accepted.updated_at);
 
     clock.advance(5);
-    await h.services.dispatcher.complete(token, requests);
+    await h.services.dispatcher.work(claimed);
     const fulfilled = await poll(t, id);
     const [task] = await tasksOf(id);
     expect(fulfilled).to.include({ status: 'fulfilled', entity_id: task.id, error_message: null });
@@ -48,9 +48,9 @@ describe('the dispatcher', () => {
     const t = await h.tenant();
     const id = await submit(t);
     const accepted = await poll(t, id);
-    const { token, requests } = await h.services.dispatcher.claim();
+    const claimed = await h.services.dispatcher.claim();
     const dispatched = await poll(t, id);
-    await h.services.dispatcher.complete(token, requests);
+    await h.services.dispatcher.work(claimed);
     const fulfilled = await poll(t, id);
     expect([accepted.status, dispatched.status, fulfilled.status]).to.deep.equal(['accepted', 'dispatched', 'fulfilled']);
     expect(dispatched.updated_at > accepted.updated_at, 'dispatched later than accepted').to.equal(true);
@@ -80,7 +80,7 @@ describe('the dispatcher', () => {
     const id = await submit(t);
     // A process claims the receipt and dies before completing it.
     const crashed = await h.services.dispatcher.claim();
-    expect(crashed.requests.map((r) => r.id)).to.include(id);
+    expect(crashed.items.map((r) => r.id)).to.include(id);
 
     // The restarted process runs its own dispatcher on the same database.
     const restarted = createDispatcher({ db: h.db, clock, logger: createLogger('silent'), createTask: h.services.tasks.createForReceipt });
@@ -94,7 +94,7 @@ describe('the dispatcher', () => {
     expect(await tasksOf(id)).to.have.length(1);
 
     // The old claim wakes up late: it must not create a second task or touch the receipt.
-    await h.services.dispatcher.complete(crashed.token, crashed.requests);
+    await h.services.dispatcher.work(crashed);
     expect(await tasksOf(id)).to.have.length(1);
     expect(await poll(t, id)).to.deep.equal(fulfilled);
     await restarted.tick();

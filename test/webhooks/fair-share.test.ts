@@ -3,20 +3,19 @@ import { createHarness, eventually, staffOf, type Harness, type Tenant } from '.
 import { testDatabaseKind } from '../helpers/databases.js';
 import { startWebhookReceiver, type Answer, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { insertWebhookBacklog } from '../helpers/webhook-backlog.js';
-import { backgroundJobs } from '../../src/jobs/registry.js';
-import { createScheduler } from '../../src/jobs/scheduler.js';
+import { createBackground } from '../../src/work/background.js';
 import { createLogger } from '../../src/logger.js';
 import { openDatabase } from '../../src/db/knex.js';
 import { anyAddress } from '../../src/net/address-policy.js';
 import { createSender } from '../../src/webhooks/send.js';
-import { createWebhookWorker, defaultWebhookWorkerOptions, type WebhookWorkerOptions } from '../../src/webhooks/worker.js';
+import { createWebhookWorker, defaultWebhookWorkerOptions, type WebhookWorkerOptions } from '../../src/webhooks/queue.js';
 
 /** Each event of the backlog goes to every endpoint, as an event all of them subscribe to does. */
 const BACKLOG_EVENTS = 8_000;
 
 /**
  * How deliveries are shared among organizations and endpoints, with real receivers and the
- * worker as a server runs it: the once-a-second job, and a nudge when an event is recorded.
+ * worker as a server runs it: the once-a-second poll, and a nudge when an event is recorded.
  */
 describe('webhook deliveries shared among organizations and endpoints', function () {
   this.timeout(60_000);
@@ -47,16 +46,12 @@ describe('webhook deliveries shared among organizations and endpoints', function
     return probe.port;
   }
   const endpoint = async (h: Harness, t: Tenant, url: string) => (await h.services.webhooks.create(staffOf(t), { url })).endpoint.id;
-  /** The once-a-second job of a server, alone; stopped before the harness closes. */
-  function sendingJob(h: Harness) {
-    const scheduler = createScheduler(
-      backgroundJobs(h.services).filter((job) => job.name === 'send-webhooks'),
-      createLogger('silent'),
-    );
-    scheduler.start();
-    // As a nudge would, rather than at the first whole second.
-    h.services.webhookWorker.fill();
-    return scheduler;
+  /** The worker polled once a second as a server runs it, alone; stopped before the harness closes. */
+  async function sendingJob(h: Harness) {
+    const background = createBackground({ runners: [h.services.webhookWorker], wakeups: h.services.wakeups });
+    // Starting nudges it, rather than waiting for the first poll.
+    await background.start();
+    return background;
   }
   /** How many of these endpoints' deliveries have been attempted. */
   async function attempted(h: Harness, endpointIds: string[]): Promise<number> {
@@ -73,7 +68,7 @@ describe('webhook deliveries shared among organizations and endpoints', function
     const busy = await h.tenant();
     const busyEndpoints = [await endpoint(h, busy, `http://127.0.0.1:${refused}/hook`), await endpoint(h, busy, `${failing.url}/hook`), await endpoint(h, busy, `${holding.url}/hook`)];
     await insertWebhookBacklog(h.db, { organizationId: busy.organizationId, endpointIds: busyEndpoints, events: BACKLOG_EVENTS });
-    const job = sendingJob(h);
+    const job = await sendingJob(h);
     try {
       // Counted at the receivers, not in the database, so that watching costs the worker nothing.
       await eventually(async () => (failing.received.length >= 100 ? true : undefined), 20_000);

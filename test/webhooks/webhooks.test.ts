@@ -5,7 +5,7 @@ import { startWebhookReceiver, type Answer, type WebhookReceiver } from '../help
 import { insertWebhookBacklog } from '../helpers/webhook-backlog.js';
 import type { Agent } from '../../src/agents/agent.js';
 import { EVENT_TYPES } from '../../src/webhooks/events.js';
-import { RETRY_DELAYS_MS, defaultWebhookWorkerOptions } from '../../src/webhooks/worker.js';
+import { RETRY_DELAYS_MS, defaultWebhookWorkerOptions } from '../../src/webhooks/queue.js';
 import { claimInTurn } from '../../src/webhooks/queries.js';
 import { messages } from '../../src/webhooks/service.js';
 
@@ -373,7 +373,7 @@ describe('outbound webhooks', function () {
     await endpoint(r.url, ['request.fulfilled']);
     const ids = await Promise.all(Array.from({ length: 60 }, (_, i) => submit(`Item ${i}`)));
     await h.services.dispatcher.tick();
-    const { createWebhookWorker } = await import('../../src/webhooks/worker.js');
+    const { createWebhookWorker } = await import('../../src/webhooks/queue.js');
     const { createSender } = await import('../../src/webhooks/send.js');
     const { anyAddress } = await import('../../src/net/address-policy.js');
     const { createLogger } = await import('../../src/logger.js');

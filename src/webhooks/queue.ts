@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/knex.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../logger.js';
@@ -6,6 +5,7 @@ import * as queries from './queries.js';
 import type { Attempt, Sender } from './send.js';
 import { signatureHeaders } from './sign.js';
 import type { SecretBox } from '../secrets/secret-box.js';
+import { workQueue, type ClaimTerms, type Queue } from '../work/engine.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -49,10 +49,11 @@ export function retryDelay(attempts: number, options: Pick<WebhookWorkerOptions,
 export type WebhookWorker = ReturnType<typeof createWebhookWorker>;
 
 /**
- * Claims due deliveries (any number of processes: db/claims.ts gives each to one), signs and
- * POSTs each, and records what came of it: delivered on a 2xx; on 410 the delivery fails and
- * the endpoint is disabled; anything else is tried again later (honouring `Retry-After`),
- * until the schedule runs out or the endpoint has failed for three days, which disables it.
+ * The deliveries' queue: signs and POSTs each claimed delivery and records what came of it:
+ * delivered on a 2xx; on 410 the delivery fails and the endpoint is disabled; anything else
+ * is tried again later (honouring `Retry-After`), until the schedule runs out or the
+ * endpoint has failed for three days, which disables it. A record that fails is left to
+ * the lease: the delivery is tried again, with the same webhook-id.
  *
  * Slots are shared: each claim fills the free ones with a share for each organization whose
  * turn has come, from the endpoint whose turn has come (queries.ts, "Whose turn"), passing
@@ -75,65 +76,41 @@ export function createWebhookWorker({
   secrets: SecretBox;
   options: WebhookWorkerOptions;
 }) {
-  const inFlight = new Set<Promise<void>>();
-  const byEndpoint = new Map<string, number>();
-  const byOrganization = new Map<string, number>();
-  let claiming: Promise<void> = Promise.resolve();
-  /** A claim waits behind the running one: later calls join it rather than queue more. */
-  let queued = false;
-  let stopped = false;
-  let attempted = 0;
-  /**
-   * What claims found nothing for (by what they passed over) since the last look for new
-   * work: a finished attempt refills its slot without asking again. New deliveries (a
-   * nudge) and the once-a-second fill clear it.
-   */
-  const foundEmpty = new Set<string>();
-  /** Counts the looks anew, so that a claim that started before one does not mark its finding as still current. */
-  let looks = 0;
-
-  const under = (counts: Map<string, number>, id: string) => counts.get(id) ?? 0;
-  const count = (counts: Map<string, number>, id: string, by: number) => {
-    const n = under(counts, id) + by;
-    if (n > 0) counts.set(id, n);
-    else counts.delete(id);
+  const queue: Queue<queries.ClaimedDelivery, 'attempted'> = {
+    name: 'webhooks',
+    channel: 'scribe_webhooks',
+    // Not renewed: an attempt ends within the send timeout, well inside the lease.
+    options: { slots: options.concurrency, leaseMs: options.leaseMs },
+    outcomes: ['attempted'],
+    caps: { endpoint: options.perEndpoint, organization: options.perOrganization },
+    keysOf: (delivery) => ({ endpoint: delivery.endpoint_id, organization: delivery.organization_id }),
+    claim: ({ now, token, leaseUntil, limit, full, room }) => {
+      const skipEndpoints = full.endpoint!;
+      const terms = {
+        now: now.toISOString(),
+        leaseUntil,
+        token,
+        // An organization whose due endpoints all have their fill here comes without one: room for as many.
+        limit: limit + skipEndpoints.length,
+        skipOrganizations: full.organization!,
+        skipEndpoints,
+      };
+      return queries.claimInTurn(db, terms, (turns) => shareOut(limit, turns, room));
+    },
+    run: async (delivery, { token }) => {
+      await deliver(delivery, token);
+      return 'attempted';
+    },
   };
-  const full = (counts: Map<string, number>, cap: number) => [...counts].filter(([, n]) => n >= cap).map(([id]) => id);
-
-  /** One claim into the free slots; how many deliveries it started. */
-  async function claimOnce(): Promise<number> {
-    const free = options.concurrency - inFlight.size;
-    if (free <= 0 || stopped) return 0;
-    const skipEndpoints = full(byEndpoint, options.perEndpoint).sort();
-    const skipOrganizations = full(byOrganization, options.perOrganization).sort();
-    const asked = `${skipOrganizations.join()}|${skipEndpoints.join()}`;
-    if (foundEmpty.has(asked)) return 0;
-    const look = looks;
-    const now = clock();
-    const token = randomUUID();
-    const terms = {
-      now: now.toISOString(),
-      leaseUntil: new Date(now.getTime() + options.leaseMs).toISOString(),
-      token,
-      // An organization whose due endpoints all have their fill here comes without one: room for as many.
-      limit: free + skipEndpoints.length,
-      skipOrganizations,
-      skipEndpoints,
-    };
-    const claimed = await queries.claimInTurn(db, terms, (turns) => shareOut(free, turns));
-    for (const delivery of claimed) start(delivery, token);
-    if (claimed.length === 0 && look === looks) foundEmpty.add(asked);
-    return claimed.length;
-  }
 
   /** The free slots shared among the endpoints whose turn it is, each within what it and its organization may still take. */
-  function shareOut(free: number, turns: readonly queries.Turn[]): Array<[endpointId: string, count: number]> {
+  function shareOut(free: number, turns: readonly queries.Turn[], room: ClaimTerms['room']): Array<[endpointId: string, count: number]> {
     const offered = turns.filter((turn): turn is queries.Turn & { endpoint_id: string } => turn.endpoint_id !== null);
     const each = Math.max(1, Math.floor(free / Math.max(1, offered.length)));
     const shares: Array<[endpointId: string, count: number]> = [];
     let left = free;
     for (const turn of offered) {
-      const share = Math.min(each, left, options.perEndpoint - under(byEndpoint, turn.endpoint_id), options.perOrganization - under(byOrganization, turn.organization_id));
+      const share = Math.min(each, left, room('endpoint', turn.endpoint_id), room('organization', turn.organization_id));
       if (share <= 0) continue;
       shares.push([turn.endpoint_id, share]);
       left -= share;
@@ -141,63 +118,12 @@ export function createWebhookWorker({
     return shares;
   }
 
-  function start(delivery: queries.ClaimedDelivery, token: string): void {
-    count(byEndpoint, delivery.endpoint_id, 1);
-    count(byOrganization, delivery.organization_id, 1);
-    const running = deliver(delivery, token)
-      .catch((err) => logger.error({ err, delivery: delivery.id }, 'could not attempt a webhook delivery'))
-      .finally(() => {
-        inFlight.delete(running);
-        count(byEndpoint, delivery.endpoint_id, -1);
-        count(byOrganization, delivery.organization_id, -1);
-        attempted++;
-        // A slot is free: the next claim need not wait for the tick.
-        void refill();
-      });
-    inFlight.add(running);
-  }
-
-  /** Claims into the free slots until a claim finds nothing or no slot is left. Never throws. */
-  function refill(): Promise<void> {
-    if (stopped || queued) return claiming;
-    queued = true;
-    claiming = claiming.then(async () => {
-      queued = false;
-      try {
-        while ((await claimOnce()) > 0);
-      } catch (err) {
-        logger.error({ err }, 'could not claim webhook deliveries');
-      }
-    });
-    return claiming;
-  }
-
-  /** Resolves once no claim is running or queued. */
-  async function claimsSettled(): Promise<void> {
-    for (let last = claiming; ; last = claiming) {
-      await last;
-      if (last === claiming) return;
-    }
-  }
-
-  /** Looks for due deliveries anew: new ones were recorded, or the once-a-second job. */
-  function fill(): void {
-    looks++;
-    foundEmpty.clear();
-    void refill();
-  }
-
   async function deliver(delivery: queries.ClaimedDelivery, token: string): Promise<void> {
     const at = clock();
     const signingSecrets = [delivery.secret];
     if (delivery.previous_secret && delivery.previous_secret_until && delivery.previous_secret_until > at.toISOString()) signingSecrets.push(delivery.previous_secret);
     const attempt = await sender.post(delivery.url, signatureHeaders(delivery.event_id, delivery.body, signingSecrets.map(secrets.open), at), delivery.body);
-    try {
-      await record(delivery, token, attempt);
-    } catch (err) {
-      // The lease runs out and the delivery is tried again: at least once, with the same webhook-id.
-      logger.error({ err, delivery: delivery.id }, 'could not record a webhook attempt');
-    }
+    await record(delivery, token, attempt);
   }
 
   async function record(delivery: queries.ClaimedDelivery, token: string, attempt: Attempt): Promise<void> {
@@ -239,36 +165,5 @@ export function createWebhookWorker({
     });
   }
 
-  return {
-    /**
-     * Sends every due delivery, slot by slot, and resolves once none is left in flight; how
-     * many were attempted meanwhile (tests drive the worker with it). Never throws.
-     */
-    async tick(): Promise<number> {
-      const before = attempted;
-      looks++;
-      foundEmpty.clear();
-      for (;;) {
-        await refill();
-        await claimsSettled();
-        if (inFlight.size === 0) break;
-        await Promise.race([...inFlight]);
-      }
-      return attempted - before;
-    },
-    /** Claims due deliveries into the free slots without waiting for them (the once-a-second job). */
-    fill,
-    /** New deliveries were recorded: send them now rather than at the next fill. */
-    nudge: fill,
-    /** Deliveries in flight in this process. */
-    get running(): number {
-      return inFlight.size;
-    },
-    /** Stops claiming and waits for the attempts in flight (each ends within the send timeout). */
-    async stop(): Promise<void> {
-      stopped = true;
-      await claimsSettled();
-      await Promise.all([...inFlight]);
-    },
-  };
+  return workQueue(queue, { clock, logger });
 }

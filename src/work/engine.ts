@@ -1,0 +1,350 @@
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../logger.js';
+import type { WakeupChannel, Wakeups } from '../db/wakeups.js';
+import { keepLeases } from '../db/claims.js';
+import { settledWithin } from '../lib/settled-within.js';
+
+/**
+ * The work engine: every kind of background work (receipts to dispatch, schedules to fire,
+ * webhook deliveries, maintenance jobs) is a queue, a short declaration that this engine
+ * works. A queue says what is due (`claim`: one statement in its feature's queries module,
+ * which takes due rows under a lease and a token), how to run one item (`run`), what its
+ * finishing writes (`retry`, `giveUp`, `handBack`), and its options. Each declaration
+ * lives next to its feature, as `queue.ts` in the feature's folder (requests/, webhooks/,
+ * schedules/, jobs/), because it is made of that feature's rules and queries; this file
+ * and background.ts hold everything that is the same for all of them.
+ *
+ * The engine alone:
+ * - claims into free slots: a claim takes up to as many items as slots are free (or, for a
+ *   queue that works a batch in one slot, up to `batchSize`), passing over keys (an
+ *   endpoint, an organization) that already have their cap of items running here;
+ * - renews the leases of what runs, so that only a process that died loses its work;
+ * - finishes: a run that fails is retried after its back-off, or given up after
+ *   `maxAttempts`; work stopped by `stop()` is handed back and the other processes told;
+ * - coalesces: one claim at a time; calls made while one runs share a single follow-up.
+ *   A claim that finds nothing is remembered (by what it passed over), so that a finished
+ *   item refills its slot without asking again; a nudge or the poll clears that, and a
+ *   claim that started before the nudge does not record its empty finding;
+ * - cancels one run by id, through its own AbortSignal;
+ * - stops: claiming ends at once, running work may finish for `drainMs`, then its signal
+ *   aborts, and `stop()` waits for it to end.
+ * Wake-ups (NOTIFY, and the poll that backs them up) are background.ts's.
+ */
+
+export interface QueueOptions {
+  /** Units worked at once in this process: an item each, or a claimed batch each (`batchSize`). */
+  slots: number;
+  /** When set, a claim takes up to this many items and works them in one slot, together (`runBatch`) or one after another. */
+  batchSize?: number;
+  /** How long a claim is exclusive unless renewed; a lapsed one is taken over (crash recovery). */
+  leaseMs: number;
+  /** How often running work renews its lease (a third of the lease unless given). */
+  renewMs?: number;
+  /** Claims of an item before a failure gives it up rather than retrying it. */
+  maxAttempts?: number;
+  /** The wait before the next try after a failure on try `attempt` (1-based). */
+  backoffMs?: (attempt: number) => number;
+}
+
+/** What a claim is asked to take. */
+export interface ClaimTerms {
+  token: string;
+  now: Date;
+  leaseUntil: string;
+  /** How many items to take at most. */
+  limit: number;
+  /** By kind of key, those at their cap here: pass them over. */
+  full: Readonly<Record<string, readonly string[]>>;
+  /** How many more items with `key` (of `kind`) may start here now. */
+  room(kind: string, key: string): number;
+}
+
+export interface ClaimRef {
+  id: string;
+  token: string;
+}
+
+/** What a run gets: its claim's token, and a signal that aborts when it is cancelled or the engine stops. */
+export interface RunContext {
+  token: string;
+  signal: AbortSignal;
+}
+
+export interface Queue<Item extends { id: string }, Outcome extends string> {
+  /** For logs. */
+  name: string;
+  /** Where other processes are told of work handed back (db/wakeups.ts). */
+  channel?: WakeupChannel;
+  options: QueueOptions;
+  /** The outcomes `tick()` counts: what `run` answers, and `retried` / `failed` for the engine's retries and give-ups. */
+  outcomes: readonly Outcome[];
+  /** Caps by kind of key (e.g. `{ endpoint: 4 }`) of items running here at once. */
+  caps?: Readonly<Record<string, number>>;
+  /** The keys an item counts under, by kind. */
+  keysOf?(item: Item): Record<string, string>;
+  /** Takes due items under `terms.token` and a lease to `terms.leaseUntil`. */
+  claim(terms: ClaimTerms): Promise<Item[]>;
+  /** Works one claimed item; what came of it. Throwing is a failure (below). */
+  run(item: Item, context: RunContext): Promise<Outcome | void>;
+  /** Works a claimed batch in one go; when it throws, each item is run alone, so one bad item cannot hold up the rest. */
+  runBatch?(items: readonly Item[], context: RunContext): Promise<Array<Outcome | void>>;
+  /** Extends the lease of the items still held by the token. */
+  renew?(claim: { ids: readonly string[]; token: string; items: readonly Item[] }, leaseUntil: string): Promise<unknown>;
+  /** Gives a failed item back for another try at `retryAt`. Without it, a failure is given up (or left to its lease). */
+  retry?(claim: ClaimRef, item: Item, retryAt: string): Promise<unknown>;
+  /** Records that a failed item will not be tried again. Without it (and `retry`), a failed item is left for its lease to run out. */
+  giveUp?(claim: ClaimRef, item: Item, err: unknown): Promise<unknown>;
+  /** Clears the claim of an item stopped unfinished, so another process takes it at once. */
+  handBack?(claim: ClaimRef, item: Item): Promise<unknown>;
+  /** How many times the item has been claimed, this claim included (its `attempts` column unless given). */
+  attemptsOf?(item: Item): number;
+}
+
+/** A claim as it was taken: its token and items. */
+export interface Claim<Item> {
+  token: string;
+  items: Item[];
+}
+
+export type QueueWorker<Item extends { id: string }, Outcome extends string> = ReturnType<typeof workQueue<Item, Outcome>>;
+
+/** Works `queue` in this process: nothing happens until a `tick`, `fill` or `nudge` (background.ts polls). */
+export function workQueue<Item extends { id: string }, Outcome extends string>(queue: Queue<Item, Outcome>, { clock, logger, wakeups }: { clock: Clock; logger: Logger; wakeups?: Wakeups }) {
+  const options = queue.options;
+  const renewMs = options.renewMs ?? options.leaseMs / 3;
+  const inFlight = new Set<Promise<void>>();
+  /** Each running item's own abort, by its id: a cancel stops that one alone. */
+  const runs = new Map<string, AbortController>();
+  const counts = new Map<string, Map<string, number>>(Object.keys(queue.caps ?? {}).map((kind) => [kind, new Map()]));
+  const stopping = new AbortController();
+  let closing = false;
+  let stopped: Promise<void> | undefined;
+  let claiming: Promise<void> = Promise.resolve();
+  /** A claim waits behind the running one: later calls join it rather than queue more. */
+  let queued = false;
+  let lastTickAt: Date | null = null;
+  /** What claims found nothing for (by what they passed over) since the last look for new work. */
+  const foundEmpty = new Set<string>();
+  /** Counts the looks anew, so that a claim that started before one does not mark its finding as still current. */
+  let looks = 0;
+  const tally = Object.fromEntries(queue.outcomes.map((outcome) => [outcome, 0])) as Record<Outcome, number>;
+
+  const count = (outcome: string | void) => {
+    if (outcome && outcome in tally) tally[outcome as Outcome]++;
+  };
+  const running = (kind: string, key: string) => counts.get(kind)?.get(key) ?? 0;
+  function countKeys(item: Item, by: number): void {
+    for (const [kind, key] of Object.entries(queue.keysOf?.(item) ?? {})) {
+      const of = counts.get(kind);
+      if (!of) continue;
+      const n = (of.get(key) ?? 0) + by;
+      if (n > 0) of.set(key, n);
+      else of.delete(key);
+    }
+  }
+  function full(): Record<string, string[]> {
+    const caps = queue.caps ?? {};
+    return Object.fromEntries([...counts].map(([kind, of]) => [kind, [...of].filter(([, n]) => n >= caps[kind]!).map(([key]) => key).sort()]));
+  }
+
+  async function claim(limit = options.batchSize ?? options.slots, passOver = full()): Promise<Claim<Item>> {
+    const now = clock();
+    const token = randomUUID();
+    const terms: ClaimTerms = {
+      token,
+      now,
+      leaseUntil: new Date(now.getTime() + options.leaseMs).toISOString(),
+      limit,
+      full: passOver,
+      room: (kind, key) => (queue.caps?.[kind] ?? Infinity) - running(kind, key),
+    };
+    return { token, items: await queue.claim(terms) };
+  }
+
+  /** One claim into the free slots; how many items it started. */
+  async function claimOnce(): Promise<number> {
+    const free = options.slots - inFlight.size;
+    if (free <= 0 || closing) return 0;
+    const passOver = full();
+    const asked = JSON.stringify(passOver);
+    if (foundEmpty.has(asked)) return 0;
+    const look = looks;
+    const claimed = await claim(options.batchSize ?? free, passOver);
+    if (claimed.items.length === 0) {
+      if (look === looks) foundEmpty.add(asked);
+      return 0;
+    }
+    if (options.batchSize) start(claimed);
+    else for (const item of claimed.items) start({ token: claimed.token, items: [item] });
+    return claimed.items.length;
+  }
+
+  /** Works a claim in one slot, renewing its lease meanwhile; the slot refills when it ends. */
+  function start({ token, items }: Claim<Item>): Promise<void> {
+    for (const item of items) {
+      countKeys(item, 1);
+      runs.set(item.id, new AbortController());
+    }
+    const held = { ids: items.map((item) => item.id), token, items };
+    const lease = queue.renew && keepLeases(() => queue.renew!(held, new Date(clock().getTime() + options.leaseMs).toISOString()), renewMs);
+    const unit = workClaim(token, items).finally(() => {
+      lease?.stop();
+      for (const item of items) {
+        countKeys(item, -1);
+        runs.delete(item.id);
+      }
+      inFlight.delete(unit);
+      // A slot is free: the next claim need not wait for the poll.
+      void refill();
+    });
+    inFlight.add(unit);
+    return unit;
+  }
+
+  async function workClaim(token: string, items: readonly Item[]): Promise<void> {
+    if (queue.runBatch && items.length > 1 && !stopping.signal.aborted) {
+      try {
+        (await queue.runBatch(items, { token, signal: stopping.signal })).forEach(count);
+        return;
+      } catch (err) {
+        logger.debug({ err, queue: queue.name }, 'a batch failed; working its items one by one');
+      }
+    }
+    for (const item of items) await workItem(token, item);
+  }
+
+  /** Runs one item; a failure is retried, given up or left to its lease; work stopped unfinished is handed back. Never throws. */
+  async function workItem(token: string, item: Item): Promise<void> {
+    const claimRef = { id: item.id, token };
+    const cancelled = runs.get(item.id)?.signal ?? new AbortController().signal;
+    try {
+      // Stopped before it began: hand it back untouched.
+      if (stopping.signal.aborted) return await handBack(claimRef, item);
+      count(await queue.run(item, { token, signal: AbortSignal.any([stopping.signal, cancelled]) }));
+    } catch (err) {
+      if (stopping.signal.aborted) return await handBack(claimRef, item);
+      // Cancelled: the cancel took the claim, so there is nothing to record or release.
+      if (cancelled.aborted) return;
+      await failed(claimRef, item, err);
+    }
+  }
+
+  async function failed(claimRef: ClaimRef, item: Item, err: unknown): Promise<void> {
+    const attempts = queue.attemptsOf?.(item) ?? (item as { attempts?: number }).attempts ?? 1;
+    const log = { err, queue: queue.name, id: item.id, attempts };
+    try {
+      if (queue.retry && attempts < (options.maxAttempts ?? Infinity)) {
+        logger.warn(log, 'background work failed; will retry');
+        await queue.retry(claimRef, item, new Date(clock().getTime() + (options.backoffMs?.(attempts) ?? 0)).toISOString());
+        count('retried');
+      } else if (queue.giveUp) {
+        logger.error(log, 'background work failed; giving up');
+        await queue.giveUp(claimRef, item, err);
+        count('failed');
+      } else {
+        // Left claimed: its lease runs out and it is tried again.
+        logger.error(log, 'background work failed');
+      }
+    } catch (recordErr) {
+      logger.error({ err: recordErr, queue: queue.name, id: item.id }, 'could not record a failure; the lease will run out');
+    }
+  }
+
+  async function handBack(claimRef: ClaimRef, item: Item): Promise<void> {
+    if (!queue.handBack) return;
+    try {
+      await queue.handBack(claimRef, item);
+      if (queue.channel) await wakeups?.notify(queue.channel, item.id);
+    } catch (err) {
+      logger.error({ err, queue: queue.name, id: item.id }, 'could not hand work back; the lease will run out');
+    }
+  }
+
+  /** Claims into the free slots until a claim finds nothing or no slot is left. Never throws. */
+  function refill(): Promise<void> {
+    if (closing || queued) return claiming;
+    queued = true;
+    claiming = claiming.then(async () => {
+      queued = false;
+      lastTickAt = clock();
+      try {
+        while ((await claimOnce()) > 0);
+      } catch (err) {
+        logger.error({ err, queue: queue.name }, 'could not claim background work');
+      }
+    });
+    return claiming;
+  }
+
+  /** Resolves once no claim is running or queued. */
+  async function claimsSettled(): Promise<void> {
+    for (let last = claiming; ; last = claiming) {
+      await last;
+      if (last === claiming) return;
+    }
+  }
+
+  function cancel(id: string): void {
+    runs.get(id)?.abort(new Error('cancelled'));
+  }
+
+  /** Forgets what earlier claims found nothing for: new work arrived, or the poll. */
+  function lookAnew(): void {
+    looks++;
+    foundEmpty.clear();
+  }
+
+  function fill(): void {
+    lookAnew();
+    void refill();
+  }
+
+  return {
+    name: queue.name,
+    channel: queue.channel,
+    /** Works everything due, slot by slot, and resolves once nothing is left running; what came of it meanwhile. Never throws. */
+    async tick(): Promise<Record<Outcome, number>> {
+      const before = { ...tally };
+      lookAnew();
+      for (;;) {
+        await refill();
+        await claimsSettled();
+        if (inFlight.size === 0) break;
+        await Promise.race([...inFlight]);
+      }
+      return Object.fromEntries(queue.outcomes.map((outcome) => [outcome, tally[outcome] - before[outcome]])) as Record<Outcome, number>;
+    },
+    /** Claims due work into the free slots without waiting for it (the poll). */
+    fill,
+    /** New work was recorded: claim it now rather than at the next poll. */
+    nudge: fill,
+    /** Stops the run of `id` if it runs here: its signal aborts and nothing is recorded for it. */
+    cancel,
+    /** When this process last looked for this work (health pages). */
+    get lastTickAt(): Date | null {
+      return lastTickAt;
+    },
+    /** Items running in this process. */
+    get running(): number {
+      return runs.size;
+    },
+    // Exposed so tests can leave work claimed, as a crashed process would, and finish it late.
+    claim: () => claim(),
+    work: (claimed: Claim<Item>) => start(claimed),
+    /**
+     * Stops claiming at once; lets running work finish for up to `drainMs`, then aborts its
+     * signal (work that ends for it is handed back), and waits for all of it.
+     */
+    stop({ drainMs = 0 }: { drainMs?: number } = {}): Promise<void> {
+      stopped ??= (async () => {
+        closing = true;
+        await claimsSettled();
+        if (drainMs > 0 && inFlight.size > 0) await settledWithin([...inFlight], drainMs);
+        stopping.abort(new Error('stopping'));
+        await Promise.all([...inFlight]);
+      })();
+      return stopped;
+    },
+  };
+}

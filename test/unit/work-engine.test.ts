@@ -1,0 +1,215 @@
+import { expect } from 'chai';
+import { createLogger } from '../../src/logger.js';
+import { workQueue, type Queue, type QueueOptions } from '../../src/work/engine.js';
+
+type Outcome = 'done' | 'retried' | 'failed';
+
+interface Item {
+  id: string;
+  key: string;
+  attempts: number;
+}
+
+/**
+ * A queue held in memory, so that the engine's own rules show without a database: `due`
+ * items are claimed in order (passing over keys at their cap), and what each step wrote is
+ * in `log`. `run` is the test's.
+ */
+function memoryQueue(run: Queue<Item, Outcome>['run'], { options, ...declared }: { options?: Partial<QueueOptions> } & Pick<Partial<Queue<Item, Outcome>>, 'caps' | 'runBatch'> = {}) {
+  const due: Item[] = [];
+  /** Items given back for a retry: due once the test says their back-off is over. */
+  const retrying: Item[] = [];
+  const log: string[] = [];
+  let claims = 0;
+  /** Holds the next claim until released, with what it will find fixed at its start. */
+  let gate: Promise<void> | undefined;
+  const queue: Queue<Item, Outcome> = {
+    name: 'memory',
+    options: { slots: 2, leaseMs: 60_000, maxAttempts: 3, backoffMs: (attempt) => attempt * 1000, ...options },
+    outcomes: ['done', 'retried', 'failed'],
+    ...declared,
+    keysOf: (item) => ({ key: item.key }),
+    async claim({ limit, full, room }) {
+      claims++;
+      const taken: Item[] = [];
+      for (const item of due.filter((d) => !(full.key ?? []).includes(d.key))) {
+        if (taken.length < limit && taken.filter((t) => t.key === item.key).length < room('key', item.key)) taken.push(item);
+      }
+      for (const item of taken) due.splice(due.indexOf(item), 1);
+      await gate;
+      return taken.map((item) => ({ ...item, attempts: item.attempts + 1 }));
+    },
+    run,
+    retry: async (claim, item, retryAt) => {
+      log.push(`retry ${claim.id} at ${retryAt}`);
+      retrying.push(item);
+    },
+    giveUp: async (claim) => void log.push(`gave up ${claim.id}`),
+    handBack: async (claim, item) => {
+      log.push(`handed back ${claim.id}`);
+      due.push({ ...item, attempts: item.attempts - 1 });
+    },
+  };
+  const worker = workQueue(queue, { clock: () => new Date(0), logger: createLogger('silent') });
+  return {
+    worker,
+    due,
+    log,
+    backOffOver: () => due.push(...retrying.splice(0)),
+    add: (id: string, key = 'a') => due.push({ id, key, attempts: 0 }),
+    get claims() {
+      return claims;
+    },
+    hold() {
+      let release!: () => void;
+      gate = new Promise((resolve) => (release = resolve));
+      return () => {
+        gate = undefined;
+        release();
+      };
+    },
+  };
+}
+
+const later = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('the work engine', () => {
+  it('works everything due in a tick, never more than its slots at once, and counts what came of it', async () => {
+    let running = 0;
+    let most = 0;
+    const q = memoryQueue(async () => {
+      most = Math.max(most, ++running);
+      await later(5);
+      running--;
+      return 'done';
+    });
+    for (let i = 0; i < 7; i++) q.add(`item ${i}`, `key ${i}`);
+    expect(await q.worker.tick()).to.deep.equal({ done: 7, retried: 0, failed: 0 });
+    expect(most).to.equal(2);
+    expect(q.due).to.have.length(0);
+  });
+
+  it('passes over a key at its cap and gives the free slot to another key meanwhile', async () => {
+    const order: string[] = [];
+    const q = memoryQueue(
+      async (item) => {
+        order.push(`start ${item.id}`);
+        await later(item.key === 'slow' ? 30 : 1);
+        return 'done';
+      },
+      { options: { slots: 2 }, caps: { key: 1 } },
+    );
+    q.add('slow 1', 'slow');
+    q.add('slow 2', 'slow');
+    q.add('quick 1', 'quick');
+    q.add('quick 2', 'quick');
+    await q.worker.tick();
+    // The second slow item waits for the first; both quick ones go in the other slot meanwhile.
+    expect(order).to.deep.equal(['start slow 1', 'start quick 1', 'start quick 2', 'start slow 2']);
+  });
+
+  it('retries a failure after its back-off, and gives it up after its attempts', async () => {
+    const q = memoryQueue(async () => {
+      throw new Error('boom');
+    });
+    q.add('bad');
+    expect(await q.worker.tick()).to.deep.equal({ done: 0, retried: 1, failed: 0 });
+    expect(await q.worker.tick(), 'not before its back-off').to.deep.equal({ done: 0, retried: 0, failed: 0 });
+    q.backOffOver();
+    expect(await q.worker.tick()).to.deep.equal({ done: 0, retried: 1, failed: 0 });
+    q.backOffOver();
+    expect(await q.worker.tick()).to.deep.equal({ done: 0, retried: 0, failed: 1 });
+    expect(q.log).to.deep.equal(['retry bad at 1970-01-01T00:00:01.000Z', 'retry bad at 1970-01-01T00:00:02.000Z', 'gave up bad']);
+  });
+
+  it('runs a claimed batch item by item when the batch fails, so one bad item does not hold up the rest', async () => {
+    const batches: string[][] = [];
+    const run = async (item: Item) => {
+      if (item.id === 'bad') throw new Error('boom');
+      return 'done' as const;
+    };
+    const q = memoryQueue(run, {
+      options: { batchSize: 10 },
+      runBatch: async (items) => {
+        batches.push(items.map((item) => item.id));
+        return Promise.all(items.map(run));
+      },
+    });
+    q.add('good 1');
+    q.add('bad');
+    q.add('good 2');
+    expect(await q.worker.tick()).to.deep.equal({ done: 2, retried: 1, failed: 0 });
+    expect(batches).to.deep.equal([['good 1', 'bad', 'good 2']]);
+  });
+
+  it('shares one follow-up claim among the fills made while a claim runs', async () => {
+    const q = memoryQueue(async () => 'done');
+    const release = q.hold();
+    q.worker.fill();
+    await later(1);
+    for (let i = 0; i < 5; i++) q.worker.nudge();
+    release();
+    await later(5);
+    // The held claim, and one follow-up for the five nudges.
+    expect(q.claims).to.equal(2);
+  });
+
+  it('remembers a claim that found nothing until a nudge, and does not let a claim that started before the nudge record its finding', async () => {
+    const q = memoryQueue(async () => 'done');
+    await q.worker.tick();
+    const looked = q.claims;
+    q.worker.fill();
+    await later(1);
+    expect(q.claims - looked, 'a fill looks anew').to.equal(1);
+
+    // A claim starts, finding nothing; the item arrives, and its nudge, before the claim ends.
+    const release = q.hold();
+    q.worker.fill();
+    await later(1);
+    q.add('late');
+    q.worker.nudge();
+    release();
+    await later(5);
+    expect(q.due, 'the follow-up claim took it without waiting for the poll').to.have.length(0);
+  });
+
+  it('stops claiming at once, lets running work finish for drainMs, then aborts the rest and hands it back', async () => {
+    const q = memoryQueue(
+      (item, { signal }) =>
+        new Promise((resolve, reject) => {
+          if (item.id === 'quick') setTimeout(() => resolve('done'), 10);
+          signal.addEventListener('abort', () => reject(signal.reason));
+        }),
+    );
+    q.add('quick');
+    q.add('stuck');
+    q.add('waiting');
+    q.worker.fill();
+    await later(2);
+    expect(q.worker.running).to.equal(2);
+    await q.worker.stop({ drainMs: 50 });
+    expect(q.worker.running).to.equal(0);
+    expect(q.log).to.deep.equal(['handed back stuck']);
+    expect(q.due.map((item) => item.id)).to.deep.equal(['waiting', 'stuck']);
+    q.worker.nudge();
+    await later(5);
+    expect(q.due, 'nothing claimed after stop').to.have.length(2);
+  });
+
+  it('cancels one run by id: its signal aborts and nothing is recorded for it', async () => {
+    const q = memoryQueue(
+      (_item, { signal }) =>
+        new Promise((resolve, reject) => {
+          setTimeout(() => resolve('done'), 30);
+          signal.addEventListener('abort', () => reject(signal.reason));
+        }),
+    );
+    q.add('kept');
+    q.add('cancelled');
+    const ticked = q.worker.tick();
+    await later(2);
+    q.worker.cancel('cancelled');
+    expect(await ticked).to.deep.equal({ done: 1, retried: 0, failed: 0 });
+    expect(q.log).to.deep.equal([]);
+  });
+});
