@@ -18,6 +18,7 @@ import { requestRoutes } from './requests/routes.js';
 import { entryRoutes } from './entries/routes.js';
 import { chatRoutes } from './sessions/routes.js';
 import { taskRoutes } from './tasks/routes.js';
+import { streamRoutes } from './streams/routes.js';
 import { inboundRoutes } from './channels/routes.js';
 
 /** Builds the HTTP app from its dependencies; opens, listens and schedules nothing. */
@@ -59,6 +60,7 @@ export function createApp({
   api.use(requestRoutes({ auth, scribes: services.scribes, requests: services.requests, idempotency: services.idempotency }));
   api.use(chatRoutes({ auth, scribes: services.scribes, sessions: services.sessions, idempotency: services.idempotency }));
   api.use(taskRoutes({ auth, scribes: services.scribes, tasks: services.tasks, idempotency: services.idempotency }));
+  api.use(streamRoutes({ auth, db: services.db, tasks: services.tasks, sessions: services.sessions, feed: services.streams, logger }));
   api.use(entryRoutes({ auth, entryTypes: services.entryTypes, entries: services.entries }));
   api.use(apiNotFound());
   api.use(apiErrors(logger));

@@ -36,6 +36,7 @@ import { createConsoleReads } from './console/queries.js';
 import { ConnectSessionKnexStore } from 'connect-session-knex';
 import { DatabaseRateLimitStore } from './http/rate-limit-store.js';
 import { createWakeups } from './db/wakeups.js';
+import { createStreamFeed, defaultFeedOptions, type FeedOptions } from './streams/feed.js';
 import { createJobs } from './jobs/queue.js';
 import { maintenanceJobs } from './jobs/registry.js';
 import { createBackground } from './work/background.js';
@@ -70,6 +71,8 @@ export interface ServiceOptions {
   webhooks?: Partial<WebhookWorkerOptions & SendOptions>;
   /** Shorter MCP timeouts and caps (tests). */
   mcp?: Partial<McpLimits>;
+  /** The API's event streams: how often they look for new events (tests shorten it). */
+  streams?: Partial<FeedOptions>;
   dispatcher?: Partial<DispatcherOptions>;
   /** False leaves accepted receipts for an explicit tick (tests that watch each state). */
   dispatchOnAccept?: boolean;
@@ -208,6 +211,7 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
   });
 
   const sessionStores: ConnectSessionKnexStore[] = [];
+  const streams = createStreamFeed({ db, url: config.databaseUrl, logger, options: { ...defaultFeedOptions, ...options.streams } });
 
   return {
     db,
@@ -252,6 +256,8 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
     attachmentStore: store,
     /** Wakes the processes on this database when work arrives (PostgreSQL's LISTEN/NOTIFY; db/wakeups.ts). */
     wakeups,
+    /** Wakes the API's open event streams when their task or session has new events (streams/feed.ts). */
+    streams,
     /** The queues and jobs a process that does background work runs (work/background.ts). */
     background,
     /** Stops background work and releases sockets; the caller closes the database. */
@@ -259,6 +265,7 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
       // A store checks its table when made; closing the pool under that query fails it noisily.
       await Promise.allSettled(sessionStores.map((store) => store.ready));
       await wakeups.close();
+      await streams.close();
       await background.stop();
       await connectMcp.close();
       await scribeEndpointFetch.close();

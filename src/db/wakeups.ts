@@ -11,7 +11,7 @@ import type { Logger } from '../logger.js';
  * to a dropped connection or never delivered (PgBouncer in transaction mode). SQLite has
  * no notifications: its processes poll, and the process that took the work wakes itself.
  */
-export type WakeupChannel = 'scribe_requests' | 'scribe_work' | 'scribe_webhooks' | 'scribe_cancel';
+export type WakeupChannel = 'scribe_requests' | 'scribe_work' | 'scribe_webhooks' | 'scribe_cancel' | 'scribe_stream';
 export type WakeupHandlers = Partial<Record<WakeupChannel, (id: string) => void>>;
 
 export interface Wakeups {

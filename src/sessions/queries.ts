@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import { appendDelta, appendStreamEvent, insertedId } from '../streams/queries.js';
 
 export const SESSION_STATES = ['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled'] as const;
 export type SessionState = (typeof SESSION_STATES)[number];
@@ -36,6 +37,19 @@ export interface MessageRow {
 /** A message as it is added: whole. */
 export type NewMessage = Omit<MessageRow, 'id' | 'session_id' | 'partial'>;
 
+/** Adds a message to a transcript, and its event for the API's streams unless it is a system note; its id. */
+export async function insertMessage(trx: Db, sessionId: string, message: NewMessage & { partial?: boolean }): Promise<number> {
+  const id = insertedId(await trx('session_messages').insert({ ...message, session_id: sessionId }).returning('id'));
+  if (message.author !== 'system' && !message.partial) await appendStreamEvent(trx, sessionId, { kind: 'message', data: { message_id: id } }, message.created_at);
+  return id;
+}
+
+/** The session's state as its stream tells it: recorded after each change of state (and after each answer). */
+export async function recordSessionStatus(trx: Db, sessionId: string, at: string): Promise<void> {
+  const { state } = (await trx('sessions').where({ id: sessionId }).first('state')) as { state: SessionState };
+  await appendStreamEvent(trx, sessionId, { kind: 'status', data: { status: state } }, at);
+}
+
 export async function insertSession(
   db: Db,
   session: SessionRow,
@@ -44,7 +58,8 @@ export async function insertSession(
 ): Promise<void> {
   await db.transaction(async (trx) => {
     await trx('sessions').insert(session);
-    await trx('session_messages').insert({ ...message, session_id: session.id });
+    await recordSessionStatus(trx, session.id, message.created_at);
+    await insertMessage(trx, session.id, message);
     await alongside?.(trx);
   });
 }
@@ -82,7 +97,8 @@ export async function appendMessageAwaitingReply(
       .where({ id: sessionId, state: from })
       .update({ state: 'queued', reply_due: true, error_message: null, discarded_at: null, updated_at: message.created_at });
     if (updated === 0) return false;
-    await trx('session_messages').insert({ ...message, session_id: sessionId });
+    await recordSessionStatus(trx, sessionId, message.created_at);
+    await insertMessage(trx, sessionId, message);
     return true;
   });
 }
@@ -100,7 +116,8 @@ export async function addUserMessage(db: Db, sessionId: string, message: NewMess
       .whereIn('state', OPEN_SESSION_STATES)
       .update({ state: trx.raw("case when state = 'waiting' then 'queued' else state end"), reply_due: true, updated_at: message.created_at });
     if (updated === 0) return false;
-    await trx('session_messages').insert({ ...message, session_id: sessionId });
+    await insertMessage(trx, sessionId, message);
+    await recordSessionStatus(trx, sessionId, message.created_at);
     await alongside?.(trx);
     return true;
   });
@@ -134,7 +151,8 @@ export async function cancelSession(db: Db, id: string, message: { text: string;
     if (updated === 0) return false;
     // The answer under way is not recorded: what the model had written of it goes.
     await trx('session_messages').where({ session_id: id, partial: true }).delete();
-    await trx('session_messages').insert({ session_id: id, author: 'system', ...message });
+    await insertMessage(trx, id, { author: 'system', ...message });
+    await recordSessionStatus(trx, id, message.created_at);
     await alongside?.(trx);
     return true;
   });
@@ -152,8 +170,11 @@ export async function saveDraftMessage(db: Db, claim: { id: string; token: strin
     const held = await trx('sessions').where({ id: claim.id, claim_token: claim.token }).update({ claim_token: claim.token });
     if (held === 0) return false;
     const draft = () => trx('session_messages').where({ session_id: claim.id, partial: true });
+    const before = (await draft().first('id', 'text')) as { id: number; text: string } | undefined;
     if (text === '') await draft().delete();
-    else if ((await draft().update({ text })) === 0) await trx('session_messages').insert({ session_id: claim.id, author: 'scribe', text, partial: true, created_at: at });
+    else if (before) await draft().update({ text });
+    const messageId = before ? Number(before.id) : text === '' ? 0 : await insertMessage(trx, claim.id, { author: 'scribe', text, partial: true, created_at: at });
+    await appendDelta(trx, claim.id, messageId, before?.text ?? '', text, at);
     return true;
   });
 }

@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import { appendDelta, appendStreamEvent, insertedId } from '../streams/queries.js';
 import type { Position } from '../http/cursor.js';
 
 export const TASK_STATUSES = ['open', 'in_progress', 'done', 'waiting', 'cancelled'] as const;
@@ -52,8 +53,15 @@ export interface WorkedTaskRow extends TaskRow {
   attempts: number;
 }
 
+/** Records a move of a task, and its events for the API's streams: the status, and its text unless a system note. */
 export async function insertTaskEvent(db: Db, event: NewTaskEvent): Promise<void> {
-  await db('task_events').insert(event);
+  const id = insertedId(await db('task_events').insert(event).returning('id'));
+  await streamMove(db, id, event);
+}
+
+async function streamMove(db: Db, eventId: number, event: NewTaskEvent): Promise<void> {
+  await appendStreamEvent(db, event.task_id, { kind: 'status', data: { status: event.to_status } }, event.created_at);
+  if (event.text !== null && event.author !== 'system') await appendStreamEvent(db, event.task_id, { kind: 'message', data: { message_id: eventId } }, event.created_at);
 }
 
 export async function findTask(db: Db, organizationId: string, id: string): Promise<WorkedTaskRow | undefined> {
@@ -124,10 +132,14 @@ export async function moveTask(
     const event = { task_id: move.id, from_status: move.from, to_status: move.to, author: move.author, text: move.text, created_at: move.at };
     // The scribe's move out of work completes its event under way, if it was written as it came; any other move drops it.
     const draft = () => trx('task_events').where({ task_id: move.id, partial: true });
-    let completed = 0;
-    if (move.author === 'scribe' && move.from === 'in_progress') completed = await draft().update({ ...event, partial: false });
-    else await draft().delete();
-    if (completed === 0) await insertTaskEvent(trx, event);
+    const before = (await draft().first('id')) as { id: number } | undefined;
+    if (before && move.author === 'scribe' && move.from === 'in_progress') {
+      await draft().update({ ...event, partial: false });
+      await streamMove(trx, Number(before.id), event);
+    } else {
+      await draft().delete();
+      await insertTaskEvent(trx, event);
+    }
     await alongside?.(trx);
     return true;
   });
@@ -164,10 +176,11 @@ export async function saveDraftEvent(db: Db, claim: { id: string; token: string 
     const held = await trx('tasks').where({ id: claim.id, claim_token: claim.token, status: 'in_progress' }).update({ claim_token: claim.token });
     if (held === 0) return false;
     const draft = () => trx('task_events').where({ task_id: claim.id, partial: true });
+    const before = (await draft().first('id', 'text')) as { id: number; text: string } | undefined;
     if (text === '') await draft().delete();
-    else if ((await draft().update({ text })) === 0) {
-      await trx('task_events').insert({ task_id: claim.id, from_status: 'in_progress', to_status: 'done', author: 'scribe', text, partial: true, created_at: at });
-    }
+    else if (before) await draft().update({ text });
+    const eventId = before ? Number(before.id) : text === '' ? 0 : insertedId(await trx('task_events').insert({ task_id: claim.id, from_status: 'in_progress', to_status: 'done', author: 'scribe', text, partial: true, created_at: at }).returning('id'));
+    await appendDelta(trx, claim.id, eventId, before?.text ?? '', text, at);
     return true;
   });
 }

@@ -1,0 +1,71 @@
+import type { Db } from '../db/knex.js';
+import { dialectOf } from '../db/dialect.js';
+
+export const STREAM_EVENT_KINDS = ['status', 'message', 'delta'] as const;
+export type StreamEventKind = (typeof STREAM_EVENT_KINDS)[number];
+
+export interface StreamEventRow {
+  id: number | string;
+  subject_id: string;
+  seq: number;
+  kind: StreamEventKind;
+  data: string;
+  created_at: string;
+}
+
+/** What each kind of event records: the status it moved to, the message completed, or text added to a reply under way. */
+export type StreamEventData =
+  | { kind: 'status'; data: { status: string } }
+  | { kind: 'message'; data: { message_id: number } }
+  | { kind: 'delta'; data: { message_id: number; text: string } };
+
+/** The channel on which PostgreSQL tells listening processes which task or session has new events. */
+export const STREAM_CHANNEL = 'scribe_stream';
+
+/**
+ * Records an event of a task or a session, numbered after its last one, in the caller's
+ * transaction, which must already have written the task's or session's row: that holds it
+ * until the commit, so its events are numbered and committed in order. On PostgreSQL the
+ * notification goes out with the commit, and only if it commits.
+ */
+export async function appendStreamEvent(trx: Db, subjectId: string, event: StreamEventData, at: string): Promise<void> {
+  await trx.raw(
+    `insert into stream_events (subject_id, seq, kind, data, created_at)
+     select ?, coalesce(max(seq), 0) + 1, ?, ?, ? from stream_events where subject_id = ?`,
+    [subjectId, event.kind, JSON.stringify(event.data), at, subjectId],
+  );
+  if (dialectOf(trx).kind === 'postgres') await trx.raw('select pg_notify(?, ?)', [STREAM_CHANNEL, subjectId]);
+}
+
+/** A task's or a session's events after `afterSeq`, in order, at most `limit`. */
+export async function readStreamEvents(db: Db, subjectId: string, afterSeq: number, limit: number): Promise<StreamEventRow[]> {
+  return db<StreamEventRow>('stream_events').where('subject_id', subjectId).where('seq', '>', afterSeq).orderBy('seq').limit(limit);
+}
+
+/** The newest event's id (0 when there is none): where a poller starts. */
+export async function lastStreamEventId(db: Db): Promise<number> {
+  const row = await db('stream_events').max({ id: 'id' }).first();
+  return Number(row?.id ?? 0);
+}
+
+/** Which tasks and sessions have events after `afterId`, and the newest id read. */
+export async function subjectsChangedSince(db: Db, afterId: number, limit = 1000): Promise<{ subjects: string[]; lastId: number }> {
+  const rows: Array<{ id: number | string; subject_id: string }> = await db('stream_events').where('id', '>', afterId).orderBy('id').limit(limit).select('id', 'subject_id');
+  return { subjects: [...new Set(rows.map((row) => row.subject_id))], lastId: rows.length ? Number(rows.at(-1)!.id) : afterId };
+}
+
+/** Deletes the events of work that ended before `before` (a maintenance job): streams replay a day of history. */
+export async function pruneStreamEvents(db: Db, before: string): Promise<number> {
+  return db('stream_events').where('created_at', '<', before).delete();
+}
+
+/** Text added to a reply under way, as a delta event: what `text` adds to `before` (nothing when it does not extend it: the draft began again). */
+export async function appendDelta(trx: Db, subjectId: string, messageId: number, before: string, text: string, at: string): Promise<void> {
+  if (text.length > before.length && text.startsWith(before)) await appendStreamEvent(trx, subjectId, { kind: 'delta', data: { message_id: messageId, text: text.slice(before.length) } }, at);
+}
+
+/** The id of the row just inserted with `returning('id')`, as both databases give it. */
+export function insertedId(rows: Array<{ id: number | string } | number | string>): number {
+  const row = rows[0]!;
+  return Number(typeof row === 'object' ? row.id : row);
+}
