@@ -168,7 +168,7 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
     // Work given back as this process stops: another process takes it at once (PostgreSQL) or on its next look.
     onHandedBack: (id) => void wakeups.notify('scribe_work', id),
     attachmentsOf: async (task) => (task.request_id ? storedAttachments(await listAttachments(db, task.request_id), (sha256) => store.pathFor(sha256)) : []),
-    options: { ...defaultRuntimeOptions, ...options.runtime },
+    options: { ...defaultRuntimeOptions, concurrency: config.agentConcurrency, ...options.runtime },
   });
 
   const requests = createRequestService({

@@ -1,4 +1,6 @@
 import type { Db } from '../db/knex.js';
+import { claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
+import { bringRunTurnsForward, lapsed, runEnded } from '../scribes/queries.js';
 
 export const SESSION_STATES = ['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled'] as const;
 export type SessionState = (typeof SESSION_STATES)[number];
@@ -39,6 +41,7 @@ export async function insertSession(
 ): Promise<void> {
   await db.transaction(async (trx) => {
     await trx('sessions').insert(session);
+    if (session.reply_due) await bringRunTurnsForward(trx, [session.scribe_id], session.created_at);
     await trx('session_messages').insert({ ...message, session_id: session.id });
     await alongside?.(trx);
   });
@@ -73,10 +76,12 @@ export async function appendMessageAwaitingReply(
   message: Omit<MessageRow, 'id' | 'session_id'>,
 ): Promise<boolean> {
   return db.transaction(async (trx) => {
-    const updated = await trx('sessions')
+    const [queued] = await trx('sessions')
       .where({ id: sessionId, state: from })
-      .update({ state: 'queued', reply_due: true, error_message: null, discarded_at: null, updated_at: message.created_at });
-    if (updated === 0) return false;
+      .update({ state: 'queued', reply_due: true, error_message: null, discarded_at: null, updated_at: message.created_at })
+      .returning(['scribe_id']);
+    if (!queued) return false;
+    await bringRunTurnsForward(trx, [queued.scribe_id], message.created_at);
     await trx('session_messages').insert({ ...message, session_id: sessionId });
     return true;
   });
@@ -102,14 +107,72 @@ export async function findMessagesOfSessions(db: Db, sessionIds: readonly string
  * it was closed already.
  */
 export async function cancelSession(db: Db, id: string, message: { text: string; created_at: string }, alongside?: (trx: Db) => Promise<unknown>): Promise<boolean> {
+  for (;;) {
+    const session = await db<SessionRow>('sessions').where({ id }).first('state', 'claim_token');
+    if (!session || !(OPEN_SESSION_STATES as readonly string[]).includes(session.state)) return false;
+    const cancelled = await db.transaction(async (trx) => {
+      // Guarded by the claim read too, so a claimed session's run is counted as ended exactly once.
+      const [row] = await trx('sessions')
+        .where({ id, state: session.state, claim_token: session.claim_token })
+        .update({ state: 'cancelled', reply_due: false, claim_token: null, lease_until: null, updated_at: message.created_at })
+        .returning(['scribe_id']);
+      if (!row) return false;
+      if (session.claim_token !== null) await runEnded(trx, row.scribe_id, message.created_at);
+      await trx('session_messages').insert({ session_id: id, author: 'system', ...message });
+      await alongside?.(trx);
+      return true;
+    });
+    if (cancelled) return true;
+  }
+}
+
+/** Sessions owing an answer and waiting for a claim, by scribe (sessions_unclaimed_by_scribe). */
+const unclaimedSessions: Queue = { table: 'sessions', due: (q) => q.whereRaw('reply_due').whereNull('claim_token'), order: ['created_at', 'id'], leaseColumn: 'lease_until' };
+/** Claimed sessions whose lease ran out (sessions_claimed). */
+const lapsedSessions: Queue = { table: 'sessions', due: lapsed('sessions'), order: ['lease_until', 'id'], leaseColumn: 'lease_until' };
+
+/** Claims the sessions `pick` names for answers (runtime/queries.ts), in the caller's transaction: `running`, unless one was ended at once (it stays `completed`). */
+export async function claimSessions(trx: Db, terms: LeaseTerms, pick: ClaimPick): Promise<SessionRow[]> {
+  return claimPicked<SessionRow>(trx, { unclaimed: unclaimedSessions, lapsed: lapsedSessions }, pick, {
+    now: terms.now,
+    set: {
+      claim_token: terms.token,
+      lease_until: terms.leaseUntil,
+      attempts: trx.raw('attempts + 1'),
+      state: trx.raw("case when state = 'queued' then 'running' else state end"),
+      updated_at: trx.raw('case when updated_at < ? then ? else updated_at end', [terms.now, terms.now]),
+    },
+  });
+}
+
+/** Ends a claimed session's turn: the scribe's message, then `waiting` (or `completed`, or `failed` with `errorMessage`); false if the claim was lost. */
+export async function finishSession(
+  db: Db,
+  claim: { id: string; token: string },
+  outcome: { author: 'scribe' | 'system'; text: string; end: boolean; errorMessage: string | null },
+  at: string,
+  /** More writes that belong to the answer (its webhook event), in its transaction, given the state it left. */
+  alongside?: (trx: Db, state: 'waiting' | 'completed' | 'failed') => Promise<unknown>,
+): Promise<boolean> {
+  const next = outcome.errorMessage !== null ? 'failed' : outcome.end ? 'completed' : 'waiting';
   return db.transaction(async (trx) => {
-    const updated = await trx('sessions')
-      .where({ id })
-      .whereIn('state', OPEN_SESSION_STATES)
-      .update({ state: 'cancelled', reply_due: false, claim_token: null, lease_until: null, updated_at: message.created_at });
-    if (updated === 0) return false;
-    await trx('session_messages').insert({ session_id: id, author: 'system', ...message });
-    await alongside?.(trx);
+    const [row] = await trx('sessions')
+      .where({ id: claim.id, claim_token: claim.token })
+      .update({
+        reply_due: false,
+        claim_token: null,
+        lease_until: null,
+        attempts: 0,
+        // A session ended at once stays completed, even if answering it failed.
+        state: trx.raw("case when state = 'completed' then 'completed' else ? end", [next]),
+        error_message: outcome.errorMessage,
+        updated_at: at,
+      })
+      .returning(['scribe_id', 'state']);
+    if (!row) return false;
+    await runEnded(trx, row.scribe_id, at);
+    await trx('session_messages').insert({ session_id: claim.id, author: outcome.author, text: outcome.text, created_at: at });
+    await alongside?.(trx, row.state);
     return true;
   });
 }

@@ -85,7 +85,7 @@ describe('the admin CLI', function () {
     }
     expect(await json('scribe', 'set-agent', '--org', orgId, '--slug', 'oracle', '--agent', 'builtin')).to.deep.equal({
       id: scribe.id, slug: 'oracle', agent: 'builtin', instructions: 'Be brief.',
-      model: null, base_url: null, api_key_set: false, vision: false, max_tool_rounds: null, token_budget: null,
+      model: null, base_url: null, api_key_set: false, vision: false, max_tool_rounds: null, token_budget: null, max_concurrency: null,
     });
     expect(await json('scribe', 'set-agent', '--org', orgId, '--slug', 'oracle', '--instructions', '')).to.include({ agent: 'builtin', instructions: '' });
   });
