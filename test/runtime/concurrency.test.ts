@@ -63,13 +63,16 @@ describe('agent runs at scale', function () {
     const t = await h.tenant({ slug: 'capped-a' });
     const a = await openAiScribe(h, t, 'capped-a', 'model-a', 3);
     const b = await openAiScribe(h, t, 'capped-b', 'model-b', 3);
-    // A second process: its own pool on the same database, its own runtime with 4 slots.
-    const db2 = openDatabase(h.config.databaseUrl, { poolSize: h.config.databasePoolSize });
+    // A second process: its own runtime with 4 slots, on its own pool on PostgreSQL. SQLite's
+    // driver waits for the one write lock synchronously, so two pools in one Node process would
+    // stall each other's event loop; on one pool the runtimes meet the same one writer at a time.
+    const ownPool = h.config.databaseKind === 'postgres';
+    const db2 = ownPool ? openDatabase(h.config.databaseUrl, { poolSize: h.config.databasePoolSize }) : h.db;
     const other = createServices({ config: h.config, db: db2, logger: createLogger('silent'), options: { runOnNewWork: false, dispatchOnAccept: false, runtime: { concurrency: 4 } } });
     try {
       const ids: string[] = [];
       for (let i = 0; i < 12; i++) ids.push((await chat(h, a as never, `a${i}`)).id, (await chat(h, b as never, `b${i}`)).id);
-      fake.script(...ids.map((_, i) => ({ reply: `Answer ${i}`, delayMs: 60 })));
+      fake.script(...ids.map((_, i) => ({ reply: `Answer ${i}`, delayMs: 200 })));
       // Both look for work often, as processes woken by each other's notifications would.
       const looking = setInterval(() => {
         h.services.runtime.fill();
@@ -87,7 +90,7 @@ describe('agent runs at scale', function () {
       expect(await countRunsInFlight(h.db, [a.id, b.id])).to.deep.equal([a.id, b.id].sort().map((id) => ({ id, counted: 0, claimed: 0 })));
     } finally {
       await other.stop();
-      await db2.destroy();
+      if (ownPool) await db2.destroy();
     }
   });
 
@@ -106,7 +109,8 @@ describe('agent runs at scale', function () {
     const ahead = fake.seen.slice(before).findIndex((call) => call.body.model === 'model-newcomer');
     // At most one run of the backlog per slot started between the newcomer's arrival and its own run (of 56 still waiting).
     expect(ahead).to.be.at.most(4);
-    await eventually(async () => ((await answered(h, [...backlog, newcomer.id])) === 61 ? true : undefined), 20_000);
+    await eventually(async () => ((await answered(h, [newcomer.id])) === 1 ? true : undefined));
+    expect(await answered(h, backlog), 'the backlog is still being worked').to.be.below(30);
   });
 
   it('counts runs in flight exactly through finish, failure, cancel, hand-back and the takeover of a lapsed lease', async () => {
