@@ -52,11 +52,11 @@ export interface Dialect {
   /**
    * Makes `trx` a writer from its first statement, for a transaction that reads before it
    * writes. On SQLite such a transaction fails, unwaited, when another process wrote between
-   * its read and its first write; a write that changes nothing (to `table`) takes the
+   * its read and its first write; a write that changes nothing (to `table`'s `column`, not a key) takes the
    * database's one write lock first, waiting its turn. PostgreSQL locks the rows it reads
    * where it must (`holdRows`), so nothing is done there.
    */
-  writeFirst(trx: Knex, table: string): Promise<void>;
+  writeFirst(trx: Knex, table: string, column: string): Promise<void>;
   /** Runs `fn` while no other process runs migrations on this database. */
   withMigrationLock<T>(db: Knex, fn: () => Promise<T>): Promise<T>;
   /** Keeps the query planner's statistics current as data grows. Run daily, once per database. */
@@ -111,8 +111,8 @@ const sqlite: Dialect = {
   async holdRows(_trx, _table, ids) {
     return [...ids];
   },
-  async writeFirst(trx, table) {
-    await trx.raw('update ?? set id = id where 0', [table]);
+  async writeFirst(trx, table, column) {
+    await trx.raw('update ?? set ?? = ?? where 0', [table, column, column]);
   },
   /**
    * An exclusive SQLite lock on a sidecar file next to the database. The operating system

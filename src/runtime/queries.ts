@@ -58,7 +58,7 @@ export interface ClaimedRuns {
 export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number }, shareOut: ShareOut): Promise<ClaimedRuns> {
   return db.transaction(async (trx) => {
     const dialect = dialectOf(trx);
-    await dialect.writeFirst(trx, 'scribes');
+    await dialect.writeFirst(trx, 'scribes', 'run_turn_at');
     const runs: Run[] = [];
     const add = (kind: Run['kind'], rows: Array<SessionRow | WorkedTaskRow>) => runs.push(...rows.map((row) => ({ kind, row }) as Run));
     add('session', await claimSessions(trx, terms, { lapsed: terms.slots }));

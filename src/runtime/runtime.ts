@@ -171,9 +171,14 @@ export function createAgentRuntime({
     return running;
   }
 
+  /** A claim waiting behind the running one: later calls join it rather than queue more (it fills every free slot). */
+  let queued: Promise<Array<Promise<void>>> | undefined;
+
   /** Claims and starts work; resolves, once claimed, with what it started. Never throws. */
   function claimAndStart(): Promise<Array<Promise<void>>> {
+    if (queued) return queued;
     const started = claiming.then(async () => {
+      queued = undefined;
       try {
         return (await claimWork()).map(start);
       } catch (err) {
@@ -181,6 +186,7 @@ export function createAgentRuntime({
         return [];
       }
     });
+    queued = started;
     claiming = started;
     return started;
   }
