@@ -52,8 +52,10 @@ type Work = queries.Run;
 export type AgentRuntime = ReturnType<typeof createAgentRuntime>;
 
 /**
- * Works chat sessions and tasks of active scribes in the background. `fill()` claims as
- * much due work as there are free slots and starts it; `tick()` also waits for what it
+ * Works chat sessions and tasks of active scribes in the background, up to `concurrency`
+ * runs at once. `fill()` claims as much due work as there are free slots, shared among
+ * scribes in turn and within each scribe's cap across processes (queries.ts, "Slots and
+ * turns"), and starts it; `tick()` also waits for what it
  * started (tests drive it). Claims are leased, so work held by a crashed process is taken
  * up again once its lease runs out; finishing is guarded by the claim token, so work
  * taken over is never recorded twice.

@@ -116,10 +116,13 @@ describe('agent runs at scale', function () {
   it('counts runs in flight exactly through finish, failure, cancel, hand-back and the takeover of a lapsed lease', async () => {
     let release = () => {};
     let fail = false;
+    let asked = 0;
     const held: Agent = {
       answer: ({ signal }) =>
         new Promise((resolve, reject) => {
+          asked++;
           if (fail) return reject(new Error('the model endpoint answered HTTP 500'));
+          if (signal.aborted) return reject(new Error('aborted'));
           release = () => resolve({ reply: 'held reply' });
           signal.addEventListener('abort', () => reject(new Error('aborted')));
         }),
@@ -134,7 +137,7 @@ describe('agent runs at scale', function () {
     // Finished: claimed (1 in flight), then answered (0).
     const finished = (await chat(h, t.scribe as never, 'finish me')).id;
     h.services.runtime.fill();
-    await eventually(async () => ((await count()).counted === 1 ? true : undefined));
+    await eventually(async () => (asked === 1 ? true : undefined));
     expect(await count()).to.deep.include({ counted: 1, claimed: 1 });
     release();
     await eventually(async () => ((await state(finished)) === 'waiting' ? true : undefined));
