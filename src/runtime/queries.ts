@@ -37,7 +37,8 @@ export interface ClaimedRuns {
  * forward). One claim, in one transaction:
  *
  * 1. takes over runs whose lease ran out (a dead process's), oldest lease first, from the
- *    indexes of claimed rows by lease end; they are counted in flight already;
+ *    indexes of claimed rows by lease end; they are counted in flight already (those of a
+ *    scribe powered off meanwhile are let go, to wait unclaimed);
  * 2. reads the scribes that have a turn (`run_turn_at`), longest waiting first, and locks
  *    them, passing over those another claim holds; with the rows locked (on SQLite, with the
  *    one write lock) it reads how many runs each may still start;
@@ -63,6 +64,7 @@ export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number }, s
     const add = (kind: Run['kind'], rows: Array<SessionRow | WorkedTaskRow>) => runs.push(...rows.map((row) => ({ kind, row }) as Run));
     add('session', await claimSessions(trx, terms, { lapsed: terms.slots }));
     add('task', await claimTasks(trx, terms, { lapsed: terms.slots - runs.length }));
+    if (runs.length > 0) await letGoOfPoweredOff(trx, runs, terms);
     const free = terms.slots - runs.length;
     if (free <= 0) return { runs, passed: 0, skipped: 0 };
 
@@ -104,6 +106,21 @@ export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number }, s
   });
 }
 
+/**
+ * Of lapsed runs just taken over, lets go of those whose scribe was powered off meanwhile
+ * (removing them from `runs`): they wait unclaimed, as handed-back work does, until the
+ * scribe is powered on. Taking them over first keeps them from piling up where every
+ * claim looks for lapsed leases.
+ */
+async function letGoOfPoweredOff(trx: Db, runs: Run[], terms: ClaimTerms): Promise<void> {
+  const off = new Set<string>(await trx('scribes').whereIn('id', [...new Set(runs.map((run) => run.row.scribe_id))]).whereNot('state', 'active').pluck('id'));
+  for (const run of runs.filter((r) => off.has(r.row.scribe_id))) {
+    // This claim was no attempt at the work: the attempt the dead process made stays counted.
+    await clearClaim(trx, run.kind === 'session' ? 'sessions' : 'tasks', { id: run.row.id, token: terms.token }, terms.now, { attempts: trx.raw('attempts - 1') });
+    runs.splice(runs.indexOf(run), 1);
+  }
+}
+
 /** How many of the rows are of each scribe. */
 function countBy(rows: ReadonlyArray<{ scribe_id: string }>): Map<string, number> {
   const counts = new Map<string, number>();
@@ -118,10 +135,13 @@ export async function renewWorkLease(db: Db, table: 'sessions' | 'tasks', claim:
 
 /** Gives claimed work back at `at`, untouched (the process is stopping), so that another process takes it up at once. */
 export async function releaseClaim(db: Db, table: 'sessions' | 'tasks', claim: { id: string; token: string }, at: string): Promise<void> {
-  await db.transaction(async (trx) => {
-    const [row] = await trx(table).where({ id: claim.id, claim_token: claim.token }).update({ claim_token: null, lease_until: null }).returning(['scribe_id']);
-    if (row) await runEnded(trx, row.scribe_id, at, { handedBack: true });
-  });
+  await db.transaction((trx) => clearClaim(trx, table, claim, at, {}, { handedBack: true }));
+}
+
+/** Clears a claim still held by `token` (with `columns` more), one run fewer in flight for its scribe. */
+async function clearClaim(trx: Db, table: 'sessions' | 'tasks', claim: { id: string; token: string }, at: string, columns: Record<string, unknown>, ended: { handedBack?: boolean } = {}): Promise<void> {
+  const [row] = await trx(table).where({ id: claim.id, claim_token: claim.token }).update({ claim_token: null, lease_until: null, ...columns }).returning(['scribe_id']);
+  if (row) await runEnded(trx, row.scribe_id, at, ended);
 }
 
 /** Which of the ids are of work cancelled meanwhile: a task `cancelled`, a session `cancelled`. */

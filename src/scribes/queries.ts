@@ -114,9 +114,5 @@ export async function runEnded(db: Db, scribeId: string, at: string, { handedBac
     .update({ runs_in_flight: db.raw('runs_in_flight - 1'), run_turn_at: db.raw(`case when ${comes} then ? else run_turn_at end`, [at, at]) });
 }
 
-/** Rows of `table` whose scribe is on: a powered-off scribe's work waits. */
-export const ofActiveScribe = (table: string) => (q: Knex.QueryBuilder) =>
-  q.whereExists((scribes) => scribes.select(scribes.client.raw('1')).from('scribes as c').whereRaw('c.id = ??', [`${table}.scribe_id`]).where('c.state', 'active'));
-
-/** Claimed rows of `table` whose lease ran out at `now` (their process died, or its event loop stopped), of scribes that are on. */
-export const lapsed = (table: string) => (q: Knex.QueryBuilder, now: string) => q.whereNotNull(`${table}.claim_token`).where(`${table}.lease_until`, '<=', now).where(ofActiveScribe(table));
+/** Claimed rows of `table` whose lease ran out at `now`: their process died, or its event loop stopped. */
+export const lapsed = (table: string) => (q: Knex.QueryBuilder, now: string) => q.whereNotNull(`${table}.claim_token`).where(`${table}.lease_until`, '<=', now);

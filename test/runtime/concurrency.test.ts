@@ -113,6 +113,22 @@ describe('agent runs at scale', function () {
     expect(await answered(h, backlog), 'the backlog is still being worked').to.be.below(30);
   });
 
+  it('lets go of a lapsed run of a scribe powered off meanwhile: it waits unclaimed, counted out, and runs once the scribe is on', async () => {
+    const h = await harness({ options: { runOnNewWork: false, dispatchOnAccept: false } });
+    const t = await h.tenant({ slug: 'sleeper' });
+    const { id } = await chat(h, t.scribe as never, 'hello');
+    // A process claims it and dies; the scribe is powered off before anyone takes it over.
+    const now = new Date().toISOString();
+    await claimRuns(h.db, { token: randomUUID(), now, leaseUntil: now, slots: 1 }, (turns) => turns.map((turn) => [turn.id, 1]));
+    await h.services.scribes.setState(t.organizationId, 'sleeper', 'powered_off');
+    expect(await h.services.runtime.tick()).to.deep.equal({ sessions: 0, tasks: 0 });
+    expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'running', claim_token: null, lease_until: null, attempts: 1 });
+    expect(await countRunsInFlight(h.db, [t.scribe.id])).to.deep.equal([{ id: t.scribe.id, counted: 0, claimed: 0 }]);
+    await h.services.scribes.setState(t.organizationId, 'sleeper', 'active');
+    expect(await h.services.runtime.tick()).to.deep.equal({ sessions: 1, tasks: 0 });
+    expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'waiting', claim_token: null });
+  });
+
   it('counts runs in flight exactly through finish, failure, cancel, hand-back and the takeover of a lapsed lease', async () => {
     let release = () => {};
     let fail = false;
