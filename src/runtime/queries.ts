@@ -40,8 +40,9 @@ export interface ClaimedRuns {
  *    indexes of claimed rows by lease end; they are counted in flight already (those of a
  *    scribe powered off meanwhile are let go, to wait unclaimed);
  * 2. reads the scribes that have a turn (`run_turn_at`), longest waiting first, and locks
- *    them, passing over those another claim holds; with the rows locked (on SQLite, with the
- *    one write lock) it reads how many runs each may still start;
+ *    them, passing over those another transaction holds (waiting for the first when all
+ *    are held); with the rows locked (on SQLite, with the one write lock) it reads how
+ *    many runs each may still start;
  * 3. shares the free slots among them (`shareOut`), and claims each one's share of its
  *    oldest unclaimed sessions, then tasks, from the indexes that hold only unclaimed due
  *    rows: no claim reads past work in flight or finished work;
@@ -72,6 +73,10 @@ export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number }, s
     // moment it exists, so a turn is never for later: one set by another process's clock, a little ahead, counts at once.
     const due: string[] = await trx('scribes').whereNotNull('run_turn_at').orderBy(['run_turn_at', 'id']).limit(free).pluck('id');
     const held = new Set(await dialect.holdRows(trx, 'scribes', due, { skipLocked: true }));
+    // All held by others (a busy scribe's runs finishing, each a short write to its row): wait
+    // for the first rather than find nothing. Holding no other scribe meanwhile, this claim
+    // is in no lock cycle with one that holds it.
+    if (held.size === 0 && due.length > 0) for (const id of await dialect.holdRows(trx, 'scribes', due.slice(0, 1))) held.add(id);
     const rows: Array<{ id: string; state: string; max_concurrency: number | null; runs_in_flight: number }> =
       held.size > 0 ? await trx('scribes').whereIn('id', [...held]).select('id', 'state', 'max_concurrency', 'runs_in_flight') : [];
     const byId = new Map(rows.map((row) => [row.id, row]));

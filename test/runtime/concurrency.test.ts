@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { createHarness, eventually, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
 import { startFakeOpenAi } from '../helpers/fake-openai.js';
+import { itOnlyOn } from '../helpers/databases.js';
 import { openDatabase } from '../../src/db/knex.js';
 import { createLogger } from '../../src/logger.js';
 import { createServices } from '../../src/services.js';
@@ -127,6 +128,20 @@ describe('agent runs at scale', function () {
     await h.services.scribes.setState(t.organizationId, 'sleeper', 'active');
     expect(await h.services.runtime.tick()).to.deep.equal({ sessions: 1, tasks: 0 });
     expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'waiting', claim_token: null });
+  });
+
+  itOnlyOn('postgres')('waits for the scribe whose turn it is when another transaction holds its row, rather than finding nothing', async () => {
+    const h = await harness({ options: { runOnNewWork: false, dispatchOnAccept: false } });
+    const t = await h.tenant({ slug: 'hot' });
+    const { id } = await chat(h, t.scribe as never, 'hello');
+    // A run of the scribe finishing: its transaction holds the scribe's row until it commits.
+    const finishing = await h.db.transaction();
+    await finishing('scribes').where({ id: t.scribe.id }).update({ runs_in_flight: finishing.raw('runs_in_flight') });
+    const now = new Date().toISOString();
+    const claiming = claimRuns(h.db, { token: randomUUID(), now, leaseUntil: new Date(Date.now() + 30_000).toISOString(), slots: 1 }, (turns) => turns.map((turn) => [turn.id, 1]));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await finishing.commit();
+    expect((await claiming).runs.map((run) => run.row.id)).to.deep.equal([id]);
   });
 
   it('counts runs in flight exactly through finish, failure, cancel, hand-back and the takeover of a lapsed lease', async () => {
