@@ -80,8 +80,6 @@ export async function updateScribeAgent(db: Db, id: string, change: AgentSetting
 
 export type AgentSettings = Partial<Pick<ScribeRow, 'agent' | 'instructions' | 'model' | 'model_base_url' | 'model_api_key' | 'model_vision' | 'max_tool_rounds' | 'token_budget' | 'max_concurrency'>>;
 
-
-
 /*
  * Run slots. `scribes.runs_in_flight` is the number of the scribe's tasks and sessions that
  * hold a claim (claim_token not null): every statement that sets or clears a claim changes
@@ -89,8 +87,8 @@ export type AgentSettings = Partial<Pick<ScribeRow, 'agent' | 'instructions' | '
  * runtime's claim (runtime/queries.ts) reads it with the scribe's row locked and claims no
  * more than `max_concurrency` allows. `run_turn_at` is when the scribe's turn for a slot
  * comes: whatever makes its work due, or frees a slot under its cap, brings it forward here.
- * Both are written before anything else of the scribe's in a transaction (webhook events
- * come after), so that transactions lock a scribe and the rows they record in one order.
+ * Both are written before the change's webhook events in its transaction, so that
+ * transactions that lock a scribe's row and a webhook endpoint's lock them in one order.
  */
 
 /** Work of these scribes became due at `at` (created, reopened, queued, handed back, powered on): their turn comes by then. */
