@@ -58,6 +58,8 @@ const envSchema = z.object({
   // How long a client may take to send its headers, and its whole request (docs/deploy.md).
   HTTP_HEADERS_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(100).default(20_000),
   HTTP_REQUEST_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(100).default(30_000),
+  // Agent runs (tasks and session answers) in flight at once in one process: sized by model time, not CPU (docs/deploy.md).
+  AGENT_CONCURRENCY: z.coerce.number({ error: 'must be a whole number' }).int('must be a whole number').min(1, 'must be from 1 to 10000').max(10_000, 'must be from 1 to 10000').default(100),
   // On SIGTERM, how long running agent work may go on before it is stopped and handed back (docs/deploy.md).
   SHUTDOWN_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(0).max(600_000).default(10_000),
   // The email channels' SMTP listener (channels/smtp.ts): none unless SMTP_PORT is set.
@@ -105,6 +107,8 @@ export interface Config {
   /** Worker threads that read entry pages; 0 reads them in the server's thread (always, on PostgreSQL, whose reads do not block it). */
   readonly readThreads: number;
   readonly http: HttpConfig;
+  /** Agent runs in flight at once in this process. */
+  readonly agentConcurrency: number;
   /** On SIGTERM: how long running work may go on, after claiming stops, before it is stopped and handed back. */
   readonly shutdownTimeoutMs: number;
   /** Where the SMTP listener of email channels listens, and how many connections it takes at once; undefined (SMTP_PORT unset): no listener. */
@@ -177,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Node wants the headers' limit no larger than the request's.
     smtp: e.SMTP_PORT === undefined ? undefined : Object.freeze({ port: e.SMTP_PORT, host: e.SMTP_HOST, maxConnections: e.SMTP_MAX_CONNECTIONS }),
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    agentConcurrency: e.AGENT_CONCURRENCY,
     http: Object.freeze({ headersTimeoutMs: Math.min(e.HTTP_HEADERS_TIMEOUT_MS, e.HTTP_REQUEST_TIMEOUT_MS), requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS }),
     openai: Object.freeze({
       baseUrl: e.OPENAI_BASE_URL,

@@ -177,7 +177,7 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
     onHandedBack: (id) => void wakeups.notify('scribe_work', id),
     onDraftSaved: options.onDraftSaved,
     attachmentsOf: async (task) => (task.request_id ? storedAttachments(await listAttachments(db, task.request_id), (sha256) => store.pathFor(sha256)) : []),
-    options: { ...defaultRuntimeOptions, ...options.runtime },
+    options: { ...defaultRuntimeOptions, concurrency: config.agentConcurrency, ...options.runtime },
   });
 
   const requests = createRequestService({

@@ -52,7 +52,7 @@ export const commands: Record<string, Command> = {
     usage: 'scribe list --org ORG_ID',
     async run(flags, s) {
       const org = await s.organizations.getOrganization(required(flags, 'org'));
-      return { scribes: (await s.scribes.list(org.id)).map(({ id, slug, name, state, agent, created_at }) => ({ id, slug, name, state, agent, created_at })) };
+      return { scribes: (await s.scribes.list(org.id)).map(({ id, slug, name, state, agent, max_concurrency, created_at }) => ({ id, slug, name, state, agent, max_concurrency, created_at })) };
     },
   },
   'key create': {
@@ -81,7 +81,7 @@ export const commands: Record<string, Command> = {
   'scribe set-agent': {
     usage:
       'scribe set-agent --org ORG_ID --slug SLUG [--agent builtin|openai] [--instructions TEXT] [--model NAME] [--base-url URL] [--api-key KEY]\n' +
-      '  [--vision true|false] [--max-tool-rounds N] [--token-budget N]   (an empty value goes back to the environment\'s; `none` lifts a budget)',
+      '  [--vision true|false] [--max-tool-rounds N] [--token-budget N] [--max-concurrency N|none]   (an empty value goes back to the environment\'s; `none` lifts a budget or cap)',
     async run(flags, s) {
       const org = await s.organizations.getOrganization(required(flags, 'org'));
       const scribe = await s.scribes.setAgent(org.id, required(flags, 'slug'), {
@@ -93,6 +93,7 @@ export const commands: Record<string, Command> = {
         vision: booleanFlag(flags, 'vision'),
         maxToolRounds: wholeFlag(flags, 'max-tool-rounds'),
         tokenBudget: wholeFlag(flags, 'token-budget'),
+        maxConcurrency: wholeFlag(flags, 'max-concurrency'),
       });
       return presentAgent(scribe);
     },
@@ -409,8 +410,8 @@ function presentChannel(channel: ChannelListRow) {
 
 /** A scribe's agent settings as the CLI prints them: whether a key is set, never the key. */
 function presentAgent(scribe: ScribeRow) {
-  const { id, slug, agent, instructions, model, model_base_url, model_api_key, model_vision, max_tool_rounds, token_budget } = scribe;
-  return { id, slug, agent, instructions, model, base_url: model_base_url, api_key_set: model_api_key !== null, vision: model_vision, max_tool_rounds, token_budget };
+  const { id, slug, agent, instructions, model, model_base_url, model_api_key, model_vision, max_tool_rounds, token_budget, max_concurrency } = scribe;
+  return { id, slug, agent, instructions, model, base_url: model_base_url, api_key_set: model_api_key !== null, vision: model_vision, max_tool_rounds, token_budget, max_concurrency };
 }
 
 /** The thing named by --id (a schedule, channel, webhook or MCP server), and the operator acting on its organization. */
@@ -516,6 +517,7 @@ export const FLAGS = {
   vision: { type: 'string' },
   'max-tool-rounds': { type: 'string' },
   'token-budget': { type: 'string' },
+  'max-concurrency': { type: 'string' },
   header: { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
 } as const;

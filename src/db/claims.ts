@@ -66,8 +66,28 @@ export async function claimDueInShares<Row extends object>(
   return dialectOf(db).claimRows(db, queue.table, picks, (claim) => queue.due(claim, now), set) as Promise<Row[]>;
 }
 
+/** A claim's token, when it is made and when its lease ends unless renewed. */
+export interface LeaseTerms {
+  token: string;
+  now: string;
+  leaseUntil: string;
+}
+
+/**
+ * Which rows of a queue kept by scribe a claim takes: of each `[scribeId, count]` share, up to
+ * `count` of the scribe's oldest rows waiting for a claim; or up to `lapsed` rows whose
+ * lease ran out, oldest lease first.
+ */
+export type ClaimPick = { shares: ReadonlyArray<readonly [scribeId: string, count: number]> } | { lapsed: number };
+
+/** Claims the rows `pick` names, from `queues.unclaimed` (kept by `scribe_id`) or `queues.lapsed`. */
+export async function claimPicked<Row extends object>(db: Db, queues: { unclaimed: Queue; lapsed: Queue }, pick: ClaimPick, { now, set }: Pick<ClaimOptions, 'now' | 'set'>): Promise<Row[]> {
+  if ('lapsed' in pick) return pick.lapsed > 0 ? claimDue<Row>(db, queues.lapsed, { now, limit: pick.lapsed, set }) : [];
+  return claimDueInShares<Row>(db, queues.unclaimed, { now, column: 'scribe_id', shares: pick.shares, set });
+}
+
 /** Extends the leases of rows still held by `token`; how many it still holds. */
-export async function renewLeases(db: Db, queue: Queue, claim: { ids: readonly string[]; token: string }, leaseUntil: string): Promise<number> {
+export async function renewLeases(db: Db, queue: Pick<Queue, 'table' | 'leaseColumn'>, claim: { ids: readonly string[]; token: string }, leaseUntil: string): Promise<number> {
   if (claim.ids.length === 0) return 0;
   return db(queue.table)
     .whereIn('id', claim.ids)

@@ -49,6 +49,14 @@ export interface Dialect {
    * first write); `where` is then for the caller's write to check.
    */
   holdRows(trx: Knex, table: string, ids: readonly string[], options?: { exclusive?: boolean; skipLocked?: boolean; where?: (query: Knex.QueryBuilder) => void }): Promise<string[]>;
+  /**
+   * Makes `trx` a writer from its first statement, for a transaction that reads before it
+   * writes. On SQLite such a transaction fails, unwaited, when another process wrote between
+   * its read and its first write; a write that changes nothing (to `table`'s `column`, not a key) takes the
+   * database's one write lock first, waiting its turn. PostgreSQL locks the rows it reads
+   * where it must (`holdRows`), so nothing is done there.
+   */
+  writeFirst(trx: Knex, table: string, column: string): Promise<void>;
   /** Runs `fn` while no other process runs migrations on this database. */
   withMigrationLock<T>(db: Knex, fn: () => Promise<T>): Promise<T>;
   /** Keeps the query planner's statistics current as data grows. Run daily, once per database. */
@@ -102,6 +110,9 @@ const sqlite: Dialect = {
   },
   async holdRows(_trx, _table, ids) {
     return [...ids];
+  },
+  async writeFirst(trx, table, column) {
+    await trx.raw('update ?? set ?? = ?? where 0', [table, column, column]);
   },
   /**
    * An exclusive SQLite lock on a sidecar file next to the database. The operating system
@@ -217,6 +228,7 @@ const postgres: Dialect = {
     const rows: Array<{ id: string }> = await (skipLocked ? locked.skipLocked() : locked);
     return rows.map((row) => row.id);
   },
+  async writeFirst() {},
   /**
    * A session advisory lock on a connection of its own: the server releases it when that
    * connection closes, so a crashed migrator never leaves it behind.

@@ -1,145 +1,161 @@
-import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
-import { claimDue, renewLeases, type Queue } from '../db/claims.js';
-import { atOrAfter } from '../lib/clock.js';
-import type { SessionRow } from '../sessions/queries.js';
-import { insertTaskEvent, type WorkedTaskRow } from '../tasks/queries.js';
+import { renewLeases, type LeaseTerms } from '../db/claims.js';
+import { dialectOf } from '../db/dialect.js';
+import { runEnded } from '../scribes/queries.js';
+import { claimSessions, type SessionRow } from '../sessions/queries.js';
+import { claimTasks, type WorkedTaskRow } from '../tasks/queries.js';
 
 /** A claim: exclusive until `leaseUntil` unless renewed, after which another worker may take the work over. */
-export interface ClaimTerms {
-  token: string;
-  now: string;
-  leaseUntil: string;
+export type ClaimTerms = LeaseTerms;
+
+/** One piece of agent work claimed: a session to answer or a task to work. */
+export type Run = { kind: 'session'; row: SessionRow } | { kind: 'task'; row: WorkedTaskRow };
+
+/** A scribe whose turn has come, as its row is while the claim holds it; `room`: runs it may still start (Infinity: no cap). */
+export interface Turn {
+  id: string;
+  max_concurrency: number | null;
+  runs_in_flight: number;
+  room: number;
 }
 
-/** Free, or claimed by a worker whose lease ran out (it died, or its event loop stopped). */
-const unclaimed = (table: string, now: string) => (q: Knex.QueryBuilder) => q.whereNull(`${table}.claim_token`).orWhere(`${table}.lease_until`, '<=', now);
+/** How many runs each scribe whose turn it is (each with room) gets from the claim's slots. */
+export type ShareOut = (turns: readonly Turn[]) => Array<[scribeId: string, count: number]>;
 
-/** Work of scribes that are on: a powered-off scribe's work waits. */
-const ofActiveScribe = (table: string) => (q: Knex.QueryBuilder) =>
-  q.whereExists((scribes) => scribes.select(scribes.client.raw('1')).from('scribes as c').whereRaw('c.id = ??', [`${table}.scribe_id`]).where('c.state', 'active'));
+export interface ClaimedRuns {
+  runs: Run[];
+  /** Scribes whose turn the claim passed on: another claim may find more whose turn has come. */
+  passed: number;
+  /** Scribes whose turn had come but that another claim held: their work may be due still. */
+  skipped: number;
+}
 
-/** Each kind of work's queue (db/claims.ts); the due conditions match their table's partial index exactly. */
-export const workQueues = {
-  sessions: {
-    table: 'sessions',
-    // sessions_reply_queue: (created_at, id), where reply_due.
-    due: (q, now) => q.whereRaw('reply_due').where(unclaimed('sessions', now)).where(ofActiveScribe('sessions')),
-    order: ['created_at', 'id'],
-    leaseColumn: 'lease_until',
-  },
-  tasks: {
-    table: 'tasks',
-    // tasks_work_queue: (created_at, id), where status in ('open', 'in_progress') (in_progress: left by a crash).
-    due: (q, now) => q.whereRaw("status in ('open', 'in_progress')").where(unclaimed('tasks', now)).where(ofActiveScribe('tasks')),
-    order: ['created_at', 'id'],
-    leaseColumn: 'lease_until',
-  },
-} satisfies Record<string, Queue>;
+/*
+ * Slots and turns. Free slots go to scribes in turn, so that no scribe's backlog holds up
+ * another's work, and no scribe has more runs in flight than its `max_concurrency`, across
+ * every process on the database (scribes/queries.ts keeps `runs_in_flight` and brings turns
+ * forward). One claim, in one transaction:
+ *
+ * 1. takes over runs whose lease ran out (a dead process's), oldest lease first, from the
+ *    indexes of claimed rows by lease end; they are counted in flight already (those of a
+ *    scribe powered off meanwhile are let go, to wait unclaimed);
+ * 2. reads the scribes that have a turn (`run_turn_at`), longest waiting first, and locks
+ *    them, passing over those another transaction holds (waiting for the first when all
+ *    are held); with the rows locked (on SQLite, with the one write lock) it reads how
+ *    many runs each may still start;
+ * 3. shares the free slots among them (`shareOut`), and claims each one's share of its
+ *    oldest unclaimed sessions, then tasks, from the indexes that hold only unclaimed due
+ *    rows: no claim reads past work in flight or finished work;
+ * 4. counts what each scribe got into `runs_in_flight`, and passes its turn on: to the back of
+ *    the line (now) when it got its whole share; null when it got less (nothing of it is
+ *    waiting: new work brings the turn back), when it is at its cap (a run that ends brings
+ *    it back) or powered off (powering on does). A scribe left without a share for want of
+ *    slots keeps its turn.
+ *
+ * Each step is a few index seeks per scribe served, however many runs are in flight and
+ * however long any backlog is.
+ */
+
+/** One claim of up to `slots` runs (see "Slots and turns"). */
+export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number }, shareOut: ShareOut): Promise<ClaimedRuns> {
+  return db.transaction(async (trx) => {
+    const dialect = dialectOf(trx);
+    await dialect.writeFirst(trx, 'scribes', 'run_turn_at');
+    const runs: Run[] = [];
+    const add = (kind: Run['kind'], rows: Array<SessionRow | WorkedTaskRow>) => runs.push(...rows.map((row) => ({ kind, row }) as Run));
+    add('session', await claimSessions(trx, terms, { lapsed: terms.slots }));
+    add('task', await claimTasks(trx, terms, { lapsed: terms.slots - runs.length }));
+    if (runs.length > 0) await letGoOfPoweredOff(trx, runs, terms);
+    const free = terms.slots - runs.length;
+    if (free <= 0) return { runs, passed: 0, skipped: 0 };
+
+    // scribes_run_turns: (run_turn_at, id) where run_turn_at is not null. Work is due from the
+    // moment it exists, so a turn is never for later: one set by another process's clock, a little ahead, counts at once.
+    const due: string[] = await trx('scribes').whereNotNull('run_turn_at').orderBy(['run_turn_at', 'id']).limit(free).pluck('id');
+    const held = new Set(await dialect.holdRows(trx, 'scribes', due, { skipLocked: true }));
+    // All held by others (a busy scribe's runs finishing, each a short write to its row): wait
+    // for the first rather than find nothing. Holding no other scribe meanwhile, this claim
+    // is in no lock cycle with one that holds it.
+    if (held.size === 0 && due.length > 0) for (const id of await dialect.holdRows(trx, 'scribes', due.slice(0, 1))) held.add(id);
+    const rows: Array<{ id: string; state: string; max_concurrency: number | null; runs_in_flight: number }> =
+      held.size > 0 ? await trx('scribes').whereIn('id', [...held]).select('id', 'state', 'max_concurrency', 'runs_in_flight') : [];
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    const turns: Turn[] = due
+      .filter((id) => byId.has(id))
+      .map((id) => {
+        const row = byId.get(id)!;
+        const room = row.state !== 'active' ? 0 : row.max_concurrency === null ? Infinity : row.max_concurrency - row.runs_in_flight;
+        return { id, max_concurrency: row.max_concurrency, runs_in_flight: row.runs_in_flight, room };
+      });
+    const shares = new Map(shareOut(turns.filter((turn) => turn.room > 0)));
+    const sessions = await claimSessions(trx, terms, { shares: [...shares] });
+    const got = countBy(sessions);
+    const tasks = await claimTasks(trx, terms, { shares: [...shares].map(([id, share]) => [id, share - (got.get(id) ?? 0)] as const).filter(([, left]) => left > 0) });
+    for (const [id, n] of countBy(tasks)) got.set(id, (got.get(id) ?? 0) + n);
+    add('session', sessions);
+    add('task', tasks);
+
+    let passed = 0;
+    for (const turn of turns) {
+      const share = shares.get(turn.id);
+      if (turn.room > 0 && share === undefined) continue;
+      const n = got.get(turn.id) ?? 0;
+      const atCap = turn.max_concurrency !== null && turn.runs_in_flight + n >= turn.max_concurrency;
+      const next = share === undefined || n < share || atCap ? null : terms.now;
+      await trx('scribes')
+        .where({ id: turn.id })
+        .update({ runs_in_flight: trx.raw('runs_in_flight + ?', [n]), run_turn_at: next });
+      passed++;
+    }
+    return { runs, passed, skipped: due.length - held.size };
+  });
+}
 
 /**
- * Passes over the work of scribes that already have enough under way (`scribeIds`): takes only
- * the oldest due piece of each other active scribe, one seek per scribe in the queue's
- * `_by_scribe` index, since a filter on the whole queue would read past every due row of
- * the busy scribes, on each claim.
+ * Of lapsed runs just taken over, lets go of those whose scribe was powered off meanwhile
+ * (removing them from `runs`): they wait unclaimed, as handed-back work does, until the
+ * scribe is powered on. Taking them over first keeps them from piling up where every
+ * claim looks for lapsed leases.
  */
-const notOf = (db: Db, queue: Queue, scribeIds: readonly string[], now: string) => (q: Knex.QueryBuilder) => {
-  if (scribeIds.length === 0) return;
-  const next = db(queue.table).select('id').whereRaw('??.scribe_id = s.id', [queue.table]).orderBy([...queue.order]).limit(1);
-  queue.due(next, now);
-  q.whereIn('id', db('scribes as s').where('s.state', 'active').whereNotIn('s.id', scribeIds).select(next.as('next_id')));
-};
-
-/** Takes the oldest due session, `running` unless it was ended at once (it stays `completed`); undefined when none is due. */
-export async function claimNextSession(db: Db, terms: ClaimTerms, skipScribes: readonly string[] = []): Promise<SessionRow | undefined> {
-  const [row] = await claimDue<SessionRow>(db, workQueues.sessions, {
-    now: terms.now,
-    limit: 1,
-    only: notOf(db, workQueues.sessions, skipScribes, terms.now),
-    set: {
-      claim_token: terms.token,
-      lease_until: terms.leaseUntil,
-      attempts: db.raw('attempts + 1'),
-      state: db.raw("case when state = 'queued' then 'running' else state end"),
-      updated_at: db.raw('case when updated_at < ? then ? else updated_at end', [terms.now, terms.now]),
-    },
-  });
-  return row;
+async function letGoOfPoweredOff(trx: Db, runs: Run[], terms: ClaimTerms): Promise<void> {
+  const off = new Set<string>(await trx('scribes').whereIn('id', [...new Set(runs.map((run) => run.row.scribe_id))]).whereNot('state', 'active').pluck('id'));
+  for (const run of runs.filter((r) => off.has(r.row.scribe_id))) {
+    // This claim was no attempt at the work: the attempt the dead process made stays counted.
+    await clearClaim(trx, run.kind === 'session' ? 'sessions' : 'tasks', { id: run.row.id, token: terms.token }, terms.now, { attempts: trx.raw('attempts - 1') });
+    runs.splice(runs.indexOf(run), 1);
+  }
 }
 
-/** Takes the oldest due task and moves it to `in_progress` (recording the move when it was `open`); undefined when none is due. */
-export async function claimNextTask(db: Db, terms: ClaimTerms, skipScribes: readonly string[] = []): Promise<WorkedTaskRow | undefined> {
-  return db.transaction(async (trx) => {
-    const [claimed] = await claimDue<WorkedTaskRow>(trx, workQueues.tasks, {
-      now: terms.now,
-      limit: 1,
-      only: notOf(trx, workQueues.tasks, skipScribes, terms.now),
-      set: { claim_token: terms.token, lease_until: terms.leaseUntil, attempts: trx.raw('attempts + 1') },
-    });
-    if (!claimed || claimed.status === 'in_progress') return claimed;
-    const at = atOrAfter(new Date(terms.now), claimed.updated_at);
-    const [row] = await trx<WorkedTaskRow>('tasks').where({ id: claimed.id }).update({ status: 'in_progress', updated_at: at }).returning('*');
-    await insertTaskEvent(trx, { task_id: claimed.id, from_status: 'open', to_status: 'in_progress', author: 'scribe', text: null, created_at: at });
-    return row;
-  });
+/** How many of the rows are of each scribe. */
+function countBy(rows: ReadonlyArray<{ scribe_id: string }>): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const row of rows) counts.set(row.scribe_id, (counts.get(row.scribe_id) ?? 0) + 1);
+  return counts;
 }
 
 /** Extends the lease of work still claimed by `token`; false when the claim was taken over. */
-export async function renewWorkLease(db: Db, table: keyof typeof workQueues, claim: { id: string; token: string }, leaseUntil: string): Promise<boolean> {
-  return (await renewLeases(db, workQueues[table], { ids: [claim.id], token: claim.token }, leaseUntil)) === 1;
-}
-
-/** Ends a claimed session's turn: the scribe's message, then `waiting` (or `completed`); false if the claim was lost. */
-export async function finishSession(
-  db: Db,
-  claim: { id: string; token: string },
-  outcome: { author: 'scribe' | 'system'; text: string; end: boolean; errorMessage: string | null },
-  at: string,
-  /** More writes that belong to the answer (its webhook event), in its transaction, given the state it left. */
-  alongside?: (trx: Db, state: 'waiting' | 'completed' | 'failed') => Promise<unknown>,
-): Promise<boolean> {
-  const next = outcome.errorMessage !== null ? 'failed' : outcome.end ? 'completed' : 'waiting';
-  return db.transaction(async (trx) => {
-    const updated = await trx('sessions')
-      .where({ id: claim.id, claim_token: claim.token })
-      .update({
-        reply_due: false,
-        claim_token: null,
-        lease_until: null,
-        attempts: 0,
-        // A session ended at once stays completed, even if answering it failed.
-        state: trx.raw("case when state = 'completed' then 'completed' else ? end", [next]),
-        error_message: outcome.errorMessage,
-        updated_at: at,
-      });
-    if (updated === 0) return false;
-    // The scribe's answer completes its message under way, if it was written as it came; a failure note replaces it.
-    const draft = () => trx('session_messages').where({ session_id: claim.id, partial: true });
-    let completed = 0;
-    if (outcome.author === 'scribe') completed = await draft().update({ text: outcome.text, partial: false, created_at: at });
-    else await draft().delete();
-    if (completed === 0) await trx('session_messages').insert({ session_id: claim.id, author: outcome.author, text: outcome.text, created_at: at });
-    if (alongside) {
-      const { state } = (await trx('sessions').where({ id: claim.id }).first('state')) as { state: 'waiting' | 'completed' | 'failed' };
-      await alongside(trx, state);
-    }
-    return true;
-  });
+export async function renewWorkLease(db: Db, table: 'sessions' | 'tasks', claim: { id: string; token: string }, leaseUntil: string): Promise<boolean> {
+  return (await renewLeases(db, { table, leaseColumn: 'lease_until' }, { ids: [claim.id], token: claim.token }, leaseUntil)) === 1;
 }
 
 /** Where each kind of work keeps the answer under way: its one partial row. */
 const drafts = { sessions: ['session_messages', 'session_id'], tasks: ['task_events', 'task_id'] } as const;
 
+/** Gives claimed work back at `at` (the process is stopping), so that another process takes it up at once, afresh. */
+export async function releaseClaim(db: Db, table: 'sessions' | 'tasks', claim: { id: string; token: string }, at: string): Promise<void> {
+  await db.transaction((trx) => clearClaim(trx, table, claim, at, {}, { handedBack: true }));
+}
+
 /**
- * Gives claimed work back at once (the process is stopping), so the next start picks it up,
- * afresh: what the run had written of its answer goes.
+ * Clears a claim still held by `token` (with `columns` more), one run fewer in flight for its
+ * scribe; what the run had written of its answer goes, so the next run writes it afresh.
  */
-export async function releaseClaim(db: Db, table: 'sessions' | 'tasks', claim: { id: string; token: string }): Promise<void> {
-  await db.transaction(async (trx) => {
-    const released = await trx(table).where({ id: claim.id, claim_token: claim.token }).update({ claim_token: null, lease_until: null });
-    const [drafted, of] = drafts[table];
-    if (released > 0) await trx(drafted).where({ [of]: claim.id, partial: true }).delete();
-  });
+async function clearClaim(trx: Db, table: 'sessions' | 'tasks', claim: { id: string; token: string }, at: string, columns: Record<string, unknown>, ended: { handedBack?: boolean } = {}): Promise<void> {
+  const [row] = await trx(table).where({ id: claim.id, claim_token: claim.token }).update({ claim_token: null, lease_until: null, ...columns }).returning(['scribe_id']);
+  if (!row) return;
+  const [drafted, of] = drafts[table];
+  await trx(drafted).where({ [of]: claim.id, partial: true }).delete();
+  await runEnded(trx, row.scribe_id, at, ended);
 }
 
 /** Which of the ids are of work cancelled meanwhile: a task `cancelled`, a session `cancelled`. */
@@ -149,4 +165,17 @@ export async function findCancelled(db: Db, ids: { sessions: readonly string[]; 
     ids.tasks.length > 0 ? db('tasks').whereIn('id', ids.tasks).where({ status: 'cancelled' }).pluck('id') : [],
   ]);
   return [...sessions, ...tasks] as string[];
+}
+
+/**
+ * Each scribe's runs in flight as counted (`runs_in_flight`) and as its claimed tasks and
+ * sessions are (tests and the operator's check that the two agree).
+ */
+export async function countRunsInFlight(db: Db, scribeIds: readonly string[]): Promise<Array<{ id: string; counted: number; claimed: number }>> {
+  const claimed = (table: string) => db(table).count('*').whereRaw('??.scribe_id = scribes.id', [table]).whereNotNull(`${table}.claim_token`);
+  const rows: Array<{ id: string; counted: number; tasks: number | string; sessions: number | string }> = await db('scribes')
+    .whereIn('id', scribeIds)
+    .orderBy('id')
+    .select('id', 'runs_in_flight as counted', claimed('tasks').as('tasks'), claimed('sessions').as('sessions'));
+  return rows.map((row) => ({ id: row.id, counted: Number(row.counted), claimed: Number(row.tasks) + Number(row.sessions) }));
 }

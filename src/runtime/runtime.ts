@@ -8,7 +8,7 @@ import { noTrace, type Trace } from '../agents/trace.js';
 import type { AgentAttachment } from '../agents/attachments.js';
 import type { McpServerRow } from '../agents/queries.js';
 import type { AgentKind, ScribeRow } from '../scribes/service.js';
-import { findMessages, saveDraftMessage, type SessionRow } from '../sessions/queries.js';
+import { finishSession, findMessages, saveDraftMessage, type SessionRow } from '../sessions/queries.js';
 import { findTaskEvents, moveTask, saveDraftEvent, type WorkedTaskRow } from '../tasks/queries.js';
 import { createReplyWriter, type ReplyWriter } from '../agents/reply-writer.js';
 import { keepLeases } from '../db/claims.js';
@@ -17,10 +17,8 @@ import * as queries from './queries.js';
 import { settledWithin } from '../lib/settled-within.js';
 
 export interface RuntimeOptions {
-  /** Sessions and tasks worked at once by this process. */
+  /** Runs (sessions and tasks worked) in flight at once in this process (AGENT_CONCURRENCY). */
   concurrency: number;
-  /** Of those, at most this many for one scribe. */
-  perScribe: number;
   /** How long a claim is exclusive unless renewed; work renews it every `renewMs` while it runs, so only a dead process loses its work. */
   leaseMs: number;
   /** How often running work renews its lease (a third of the lease by default). */
@@ -32,8 +30,7 @@ export interface RuntimeOptions {
 }
 
 export const defaultRuntimeOptions: RuntimeOptions = {
-  concurrency: 4,
-  perScribe: 2,
+  concurrency: 100,
   leaseMs: 30_000,
   renewMs: 10_000,
   maxAttempts: 3,
@@ -51,13 +48,15 @@ export interface RuntimeTickResult {
   tasks: number;
 }
 
-type Work = { kind: 'session'; row: SessionRow } | { kind: 'task'; row: WorkedTaskRow };
+type Work = queries.Run;
 
 export type AgentRuntime = ReturnType<typeof createAgentRuntime>;
 
 /**
- * Works chat sessions and tasks of active scribes in the background. `fill()` claims as
- * much due work as there are free slots and starts it; `tick()` also waits for what it
+ * Works chat sessions and tasks of active scribes in the background, up to `concurrency`
+ * runs at once. `fill()` claims as much due work as there are free slots, shared among
+ * scribes in turn and within each scribe's cap across processes (queries.ts, "Slots and
+ * turns"), and starts it; `tick()` also waits for what it
  * started (tests drive it). Claims are leased, so work held by a crashed process is taken
  * up again once its lease runs out; finishing is guarded by the claim token, so work
  * taken over is never recorded twice.
@@ -98,63 +97,63 @@ export function createAgentRuntime({
   options?: RuntimeOptions;
 }) {
   const inFlight = new Set<Promise<void>>();
-  const busyByScribe = new Map<string, number>();
   const abort = new AbortController();
   /** Stopping: no more claims, while running work may still finish (`stop`'s drain). */
   let closing = false;
   /** Each running piece of work's own abort, by its id: a cancel stops that one alone. */
-  const runs = new Map<string, { kind: Work['kind']; cancel: AbortController }>();
+  const runs = new Map<string, { kind: Work['kind']; cancel: AbortController; capped?: boolean }>();
   const cancelWatch = watchForCancels();
   let claiming: Promise<unknown> = Promise.resolve();
   let lastTickAt: Date | null = null;
   const finished: RuntimeTickResult = { sessions: 0, tasks: 0 };
   /**
-   * Claims that found nothing (queue, and the scribes passed over) since the last look for new
-   * work: a finished piece of work refills its slot without asking them again, so a backlog
-   * costs one claim per piece. New work (a nudge) and the once-a-second tick clear it.
+   * Counts the looks anew for work (a nudge, the once-a-second tick). A claim that found
+   * nothing records the look it started in (`foundEmptyIn`), and a finished piece of work
+   * refills its slot only if a look came since, so that an idle runtime does not ask again
+   * after each run; a claim that started before a look does not mark that look as empty.
    */
-  const foundEmpty = new Set<string>();
-
-  const busy = (scribeId: string) => busyByScribe.get(scribeId) ?? 0;
+  let looks = 0;
+  let foundEmptyIn = -1;
 
   /**
-   * Claims due work, oldest first, into the free slots: one piece per claim, passing over
-   * scribes that already have `perScribe` pieces under way here, so one busy scribe's backlog
-   * does not hold up the others'.
+   * Claims due work into the free slots (queries.ts, "Slots and turns"): each claim shares
+   * them among the scribes whose turn it is, and claims follow while they find work or pass
+   * turns on, until the slots are full or nothing is due.
    */
   async function claimWork(): Promise<Work[]> {
     lastTickAt = clock();
-    const free = options.concurrency - inFlight.size;
-    if (free <= 0 || closing) return [];
-    const now = clock();
-    const terms = { token: randomUUID(), now: now.toISOString(), leaseUntil: new Date(now.getTime() + options.leaseMs).toISOString() };
-    const taken = new Map<string, number>();
-    const full = () => [...new Set([...busyByScribe.keys(), ...taken.keys()])].filter((id) => busy(id) + (taken.get(id) ?? 0) >= options.perScribe);
     const work: Work[] = [];
-    const sources = [
-      (skip: string[]) => queries.claimNextSession(db, terms, skip).then((row) => row && ({ kind: 'session', row }) as Work),
-      (skip: string[]) => queries.claimNextTask(db, terms, skip).then((row) => row && ({ kind: 'task', row }) as Work),
-    ];
-    for (const [queue, claimNext] of sources.entries()) {
-      while (work.length < free && !closing) {
-        const skip = full();
-        const asked = `${queue}:${skip.sort().join(',')}`;
-        if (foundEmpty.has(asked)) break;
-        const claimed = await claimNext(skip);
-        if (!claimed) {
-          foundEmpty.add(asked);
-          break;
-        }
-        taken.set(claimed.row.scribe_id, (taken.get(claimed.row.scribe_id) ?? 0) + 1);
-        work.push(claimed);
-      }
+    while (!closing && foundEmptyIn !== looks) {
+      const slots = options.concurrency - inFlight.size - work.length;
+      if (slots <= 0) break;
+      const look = looks;
+      const now = clock();
+      const terms = { token: randomUUID(), now: now.toISOString(), leaseUntil: new Date(now.getTime() + options.leaseMs).toISOString(), slots };
+      const claimed = await queries.claimRuns(db, terms, (turns) => shareOut(slots, turns));
+      work.push(...claimed.runs);
+      if (claimed.runs.length > 0 || claimed.passed > 0) continue;
+      // Nothing due, unless a scribe another claim held has work: that claim's runtime takes it.
+      if (claimed.skipped === 0 && look === looks) foundEmptyIn = look;
+      break;
     }
     return work;
   }
 
+  /** The free slots shared among the scribes whose turn it is: as many each, within what each may still start. */
+  function shareOut(free: number, turns: readonly queries.Turn[]): Array<[scribeId: string, count: number]> {
+    const each = Math.max(1, Math.floor(free / Math.max(1, turns.length)));
+    const shares: Array<[scribeId: string, count: number]> = [];
+    let left = free;
+    for (const turn of turns) {
+      const share = Math.min(each, left, turn.room);
+      if (share <= 0) break;
+      shares.push([turn.id, share]);
+      left -= share;
+    }
+    return shares;
+  }
+
   function start(work: Work): Promise<void> {
-    const scribeId = work.row.scribe_id;
-    busyByScribe.set(scribeId, busy(scribeId) + 1);
     const cancel = new AbortController();
     runs.set(work.row.id, { kind: work.kind, cancel });
     cancelWatch.started();
@@ -165,22 +164,27 @@ export function createAgentRuntime({
       .catch((err) => logger.error({ err, [work.kind]: work.row.id }, 'agent runtime could not record its work'))
       .finally(() => {
         lease.stop();
+        const capped = runs.get(work.row.id)?.capped;
         runs.delete(work.row.id);
         finished[table]++;
         inFlight.delete(running);
-        const left = busy(scribeId) - 1;
-        if (left > 0) busyByScribe.set(scribeId, left);
-        else busyByScribe.delete(scribeId);
-        // A slot is free: take the next piece of work without waiting for the cron tick.
-        refill();
+        // A slot is free: take the next piece of work without waiting for the cron tick. A
+        // capped scribe's turn came back with it (scribes/queries.ts, `runEnded`): look anew.
+        if (capped) fill();
+        else refill();
       });
     inFlight.add(running);
     return running;
   }
 
+  /** A claim waiting behind the running one: later calls join it rather than queue more (it fills every free slot). */
+  let queued: Promise<Array<Promise<void>>> | undefined;
+
   /** Claims and starts work; resolves, once claimed, with what it started. Never throws. */
   function claimAndStart(): Promise<Array<Promise<void>>> {
+    if (queued) return queued;
     const started = claiming.then(async () => {
+      queued = undefined;
       try {
         return (await claimWork()).map(start);
       } catch (err) {
@@ -188,6 +192,7 @@ export function createAgentRuntime({
         return [];
       }
     });
+    queued = started;
     claiming = started;
     return started;
   }
@@ -209,7 +214,7 @@ export function createAgentRuntime({
       return;
     }
     const handBack = async () => {
-      await queries.releaseClaim(db, claim.table, claim);
+      await queries.releaseClaim(db, claim.table, claim, clock().toISOString());
       onHandedBack(claim.id);
     };
     try {
@@ -225,13 +230,24 @@ export function createAgentRuntime({
     }
   }
 
+  /** The scribe of a piece of work, noting whether its runs are capped. */
+  async function scribeOf(row: { id: string; scribe_id: string }): Promise<ScribeRow | undefined> {
+    const scribe = await findScribe(row.scribe_id);
+    const run = runs.get(row.id);
+    if (run) run.capped = scribe?.max_concurrency != null;
+    return scribe;
+  }
+
   async function answerSession(session: SessionRow, cancelled: AbortSignal): Promise<void> {
     const claim = { table: 'sessions' as const, id: session.id, token: session.claim_token!, attempts: session.attempts };
-    const scribe = await findScribe(session.scribe_id);
+    const scribe = await scribeOf(session);
     const at = () => laterThan(clock, session.updated_at);
-    const event = (trx: Db, state: 'waiting' | 'completed' | 'failed') => recordEvents(trx, [sessionEvent(session, scribe?.slug ?? '', state)]);
+    // The answer's webhook event, with the scribe's reply; none while a newer message is still owed an answer (queued).
+    const event = (reply: string | null) => async (trx: Db, state: 'waiting' | 'completed' | 'failed' | 'queued') => {
+      if (state !== 'queued') await recordEvents(trx, [sessionEvent(session, scribe?.slug ?? '', state, reply)]);
+    };
     const fail = (reason: string) =>
-      queries.finishSession(db, claim, { author: 'system', text: messages.sessionFailed(reason), end: false, errorMessage: reason }, at(), event);
+      finishSession(db, claim, { author: 'system', text: messages.sessionFailed(reason), end: false, errorMessage: reason }, at(), event(null));
     if (!scribe) return;
     const signal = AbortSignal.any([abort.signal, cancelled]);
     await runClaimed(claim, cancelled, fail, async () => {
@@ -240,13 +256,14 @@ export function createAgentRuntime({
       const outcome = await writing({ kind: 'session', id: session.id }, (text) => saveDraftMessage(db, claim, text, at()), (draft) =>
         agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: () => mcpServersOf(scribe.id), signal, draft }),
       );
-      await queries.finishSession(db, claim, { author: 'scribe', text: outcome.reply, end: outcome.end ?? false, errorMessage: null }, at(), event);
+      const answeredUpTo = transcript.length ? Number(transcript.at(-1)!.id) : undefined;
+      await finishSession(db, claim, { author: 'scribe', text: outcome.reply, end: outcome.end ?? false, errorMessage: null, answeredUpTo }, at(), event(outcome.reply));
     }, { log: { session: session.id }, message: 'agent failed to answer a session' });
   }
 
   async function workTask(task: WorkedTaskRow, cancelled: AbortSignal): Promise<void> {
     const claim = { table: 'tasks' as const, id: task.id, token: task.claim_token!, attempts: task.attempts };
-    const scribe = await findScribe(task.scribe_id);
+    const scribe = await scribeOf(task);
     /** Moves the task out of in_progress, releasing the claim, if the claim is still ours. */
     const finish = (to: 'done' | 'waiting', author: 'scribe' | 'system', text: string, columns: Pick<WorkedTaskRow, 'last_error'> & Partial<Pick<WorkedTaskRow, 'result'>>) =>
       moveTask(
@@ -333,7 +350,7 @@ export function createAgentRuntime({
 
   /** Looks for work anew: new work arrived, or the once-a-second tick. */
   function fill(): void {
-    foundEmpty.clear();
+    looks++;
     refill();
   }
 
@@ -341,7 +358,7 @@ export function createAgentRuntime({
     /** Works everything due, slot by slot, and resolves with what was finished meanwhile (tests drive the runtime with it). */
     async tick(): Promise<RuntimeTickResult> {
       const before = { ...finished };
-      foundEmpty.clear();
+      looks++;
       for (;;) {
         await claimAndStart();
         // Work that finished meanwhile queued claims of its own (fill): let them start theirs first.

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
 
 export const SCRIBE_STATES = ['active', 'powered_off', 'unprovisioned'] as const;
@@ -25,6 +26,8 @@ export interface ScribeRow {
   max_tool_rounds: number | null;
   /** Input and output tokens a task or a session answer may use; null: no budget. */
   token_budget: number | null;
+  /** Runs (tasks and session answers) in flight at once, across all processes; null: no cap. */
+  max_concurrency: number | null;
   created_at: string;
   updated_at: string;
 }
@@ -63,12 +66,51 @@ export async function findScribeById(db: Db, id: string): Promise<ScribeRow | un
   return row && withBoolean(row);
 }
 
+/** Sets the scribe's state; one powered on has its turn for a run at once (its work may wait). */
 export async function updateScribeState(db: Db, id: string, state: ScribeState, at: string): Promise<void> {
   await db('scribes').where({ id }).update({ state, updated_at: at });
+  if (state === 'active') await bringRunTurnsForward(db, [id], at);
 }
 
-export type AgentSettings = Partial<Pick<ScribeRow, 'agent' | 'instructions' | 'model' | 'model_base_url' | 'model_api_key' | 'model_vision' | 'max_tool_rounds' | 'token_budget'>>;
-
+/** Changes agent settings; a change of the cap brings the scribe's turn for a run (there may be room now). */
 export async function updateScribeAgent(db: Db, id: string, change: AgentSettings, at: string): Promise<void> {
   await db('scribes').where({ id }).update({ ...change, updated_at: at });
+  if (change.max_concurrency !== undefined) await bringRunTurnsForward(db, [id], at);
 }
+
+export type AgentSettings = Partial<Pick<ScribeRow, 'agent' | 'instructions' | 'model' | 'model_base_url' | 'model_api_key' | 'model_vision' | 'max_tool_rounds' | 'token_budget' | 'max_concurrency'>>;
+
+/*
+ * Run slots. `scribes.runs_in_flight` is the number of the scribe's tasks and sessions that
+ * hold a claim (claim_token not null): every statement that sets or clears a claim changes
+ * it in its own transaction (a takeover of a lapsed lease, token to token, leaves it). The
+ * runtime's claim (runtime/queries.ts) reads it with the scribe's row locked and claims no
+ * more than `max_concurrency` allows. `run_turn_at` is when the scribe's turn for a slot
+ * comes: whatever makes its work due, or frees a slot under its cap, brings it forward here.
+ * Both are written before the change's webhook events in its transaction, so that
+ * transactions that lock a scribe's row and a webhook endpoint's lock them in one order.
+ */
+
+/** Work of these scribes became due at `at` (created, reopened, queued, handed back, powered on): their turn comes by then. */
+export async function bringRunTurnsForward(db: Db, scribeIds: readonly string[], at: string): Promise<void> {
+  if (scribeIds.length === 0) return;
+  // One UPDATE, which on PostgreSQL waits for a claim that holds the row and then reads the turn it left.
+  await db('scribes')
+    .whereIn('id', [...new Set(scribeIds)].sort())
+    .update({ run_turn_at: db.raw('case when run_turn_at is null or run_turn_at > ? then ? else run_turn_at end', [at, at]) });
+}
+
+/**
+ * A run of the scribe let go of its claim at `at` (finished, failed, cancelled or handed back):
+ * one run fewer in flight. A capped scribe's turn comes (a slot under its cap is free), as
+ * does the turn of one whose work was handed back (`handedBack`: it is due again).
+ */
+export async function runEnded(db: Db, scribeId: string, at: string, { handedBack = false }: { handedBack?: boolean } = {}): Promise<void> {
+  const comes = handedBack ? 'run_turn_at is null or run_turn_at > ?' : 'max_concurrency is not null and (run_turn_at is null or run_turn_at > ?)';
+  await db('scribes')
+    .where({ id: scribeId })
+    .update({ runs_in_flight: db.raw('runs_in_flight - 1'), run_turn_at: db.raw(`case when ${comes} then ? else run_turn_at end`, [at, at]) });
+}
+
+/** Claimed rows of `table` whose lease ran out at `now`: their process died, or its event loop stopped. */
+export const lapsed = (table: string) => (q: Knex.QueryBuilder, now: string) => q.whereNotNull(`${table}.claim_token`).where(`${table}.lease_until`, '<=', now);

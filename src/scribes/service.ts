@@ -19,6 +19,7 @@ export const messages = {
   privateBaseUrl: 'Base URL must not point at a private or local address (MODELS_ALLOW_PRIVATE=true allows it)',
   invalidToolRounds: 'Tool rounds must be a whole number from 1 to 50',
   invalidTokenBudget: 'Token budget must be a whole number from 100 to 10000000',
+  invalidMaxConcurrency: 'Max concurrency must be a whole number from 1 to 10000',
   scribeNotFound: 'Scribe not found',
   scribeNotActive: 'Scribe is not active',
   invalidSlug: 'Slug must match ^[a-z0-9][a-z0-9-]{0,62}$',
@@ -52,6 +53,8 @@ export interface AgentSettingsInput {
   vision?: boolean;
   maxToolRounds?: number | null;
   tokenBudget?: number | null;
+  /** Runs in flight at once across all processes; null: no cap. */
+  maxConcurrency?: number | null;
 }
 
 function checkText(value: string | null, max: number, message: string): string | null {
@@ -123,6 +126,7 @@ export function createScribeService({
         model_vision: false,
         max_tool_rounds: null,
         token_budget: null,
+        max_concurrency: null,
         created_at: now,
         updated_at: now,
       };
@@ -175,8 +179,11 @@ export function createScribeService({
       if (change.vision !== undefined) settings.model_vision = change.vision;
       if (change.maxToolRounds !== undefined) settings.max_tool_rounds = checkWhole(change.maxToolRounds, 1, 50, messages.invalidToolRounds);
       if (change.tokenBudget !== undefined) settings.token_budget = checkWhole(change.tokenBudget, 100, 10_000_000, messages.invalidTokenBudget);
+      if (change.maxConcurrency !== undefined) settings.max_concurrency = checkWhole(change.maxConcurrency, 1, 10_000, messages.invalidMaxConcurrency);
       const scribe = await this.getBySlug(organizationId, slug);
       await queries.updateScribeAgent(db, scribe.id, settings, isoNow(clock));
+      // A cap raised or lifted may leave room for work that waited: the scribe's turn comes now.
+      if (change.maxConcurrency !== undefined) onActivated(scribe.id);
       return (await queries.findScribeById(db, scribe.id))!;
     },
   };

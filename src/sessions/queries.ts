@@ -1,5 +1,7 @@
 import type { Db } from '../db/knex.js';
 import { appendDelta, appendStreamEvent, insertedId } from '../streams/queries.js';
+import { claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
+import { bringRunTurnsForward, lapsed, runEnded } from '../scribes/queries.js';
 
 export const SESSION_STATES = ['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled'] as const;
 export type SessionState = (typeof SESSION_STATES)[number];
@@ -58,6 +60,7 @@ export async function insertSession(
 ): Promise<void> {
   await db.transaction(async (trx) => {
     await trx('sessions').insert(session);
+    if (session.reply_due) await bringRunTurnsForward(trx, [session.scribe_id], session.created_at);
     await recordSessionStatus(trx, session.id, message.created_at);
     await insertMessage(trx, session.id, message);
     await alongside?.(trx);
@@ -93,10 +96,12 @@ export async function appendMessageAwaitingReply(
   message: NewMessage,
 ): Promise<boolean> {
   return db.transaction(async (trx) => {
-    const updated = await trx('sessions')
+    const [queued] = await trx('sessions')
       .where({ id: sessionId, state: from })
-      .update({ state: 'queued', reply_due: true, error_message: null, discarded_at: null, updated_at: message.created_at });
-    if (updated === 0) return false;
+      .update({ state: 'queued', reply_due: true, error_message: null, discarded_at: null, updated_at: message.created_at })
+      .returning(['scribe_id']);
+    if (!queued) return false;
+    await bringRunTurnsForward(trx, [queued.scribe_id], message.created_at);
     await recordSessionStatus(trx, sessionId, message.created_at);
     await insertMessage(trx, sessionId, message);
     return true;
@@ -105,17 +110,18 @@ export async function appendMessageAwaitingReply(
 
 /**
  * Adds a user's message to an open session, owing it an answer: a `waiting` session is
- * `queued` again; a `queued` or `running` one keeps its state, and the answer under way is
- * followed by another (the runtime sees the newer message when it records its answer).
- * False when the session is closed.
+ * `queued` again; a `queued` or `running` one keeps its state, and an answer under way is
+ * followed by another (`finishSession` sees the newer message). False when the session is closed.
  */
 export async function addUserMessage(db: Db, sessionId: string, message: NewMessage, alongside?: (trx: Db) => Promise<unknown>): Promise<boolean> {
   return db.transaction(async (trx) => {
-    const updated = await trx('sessions')
+    const [row] = await trx('sessions')
       .where({ id: sessionId })
       .whereIn('state', OPEN_SESSION_STATES)
-      .update({ state: trx.raw("case when state = 'waiting' then 'queued' else state end"), reply_due: true, updated_at: message.created_at });
-    if (updated === 0) return false;
+      .update({ state: trx.raw("case when state = 'waiting' then 'queued' else state end"), reply_due: true, updated_at: message.created_at })
+      .returning(['scribe_id']);
+    if (!row) return false;
+    await bringRunTurnsForward(trx, [row.scribe_id], message.created_at);
     await insertMessage(trx, sessionId, message);
     await recordSessionStatus(trx, sessionId, message.created_at);
     await alongside?.(trx);
@@ -143,17 +149,102 @@ export async function findMessagesOfSessions(db: Db, sessionIds: readonly string
  * it was closed already.
  */
 export async function cancelSession(db: Db, id: string, message: { text: string; created_at: string }, alongside?: (trx: Db) => Promise<unknown>): Promise<boolean> {
+  for (;;) {
+    const session = await db<SessionRow>('sessions').where({ id }).first('state', 'claim_token');
+    if (!session || !(OPEN_SESSION_STATES as readonly string[]).includes(session.state)) return false;
+    const cancelled = await db.transaction(async (trx) => {
+      // Guarded by the claim read too, so a claimed session's run is counted as ended exactly once.
+      const [row] = await trx('sessions')
+        .where({ id, state: session.state, claim_token: session.claim_token })
+        .update({ state: 'cancelled', reply_due: false, claim_token: null, lease_until: null, updated_at: message.created_at })
+        .returning(['scribe_id']);
+      if (!row) return false;
+      if (session.claim_token !== null) await runEnded(trx, row.scribe_id, message.created_at);
+      // The answer under way is not recorded: what the model had written of it goes.
+      await trx('session_messages').where({ session_id: id, partial: true }).delete();
+      await insertMessage(trx, id, { author: 'system', ...message });
+      await recordSessionStatus(trx, id, message.created_at);
+      await alongside?.(trx);
+      return true;
+    });
+    if (cancelled) return true;
+  }
+}
+
+/** Whether the user or staff wrote in the session after message `id`. */
+async function newerMessage(trx: Db, sessionId: string, id: number): Promise<boolean> {
+  return Boolean(await trx('session_messages').where({ session_id: sessionId, partial: false }).where('id', '>', id).whereIn('author', ['user', 'staff']).first('id'));
+}
+
+/** Sessions owing an answer and waiting for a claim, by scribe (sessions_unclaimed_by_scribe). */
+const unclaimedSessions: Queue = { table: 'sessions', due: (q) => q.whereRaw('reply_due').whereNull('claim_token'), order: ['created_at', 'id'], leaseColumn: 'lease_until' };
+/** Claimed sessions whose lease ran out (sessions_claimed). */
+const lapsedSessions: Queue = { table: 'sessions', due: lapsed('sessions'), order: ['lease_until', 'id'], leaseColumn: 'lease_until' };
+
+/** Claims the sessions `pick` names for answers (runtime/queries.ts), in the caller's transaction: `running`, unless one was ended at once (it stays `completed`). */
+export async function claimSessions(trx: Db, terms: LeaseTerms, pick: ClaimPick): Promise<SessionRow[]> {
+  const rows = await claimPicked<SessionRow>(trx, { unclaimed: unclaimedSessions, lapsed: lapsedSessions }, pick, {
+    now: terms.now,
+    set: {
+      claim_token: terms.token,
+      lease_until: terms.leaseUntil,
+      attempts: trx.raw('attempts + 1'),
+      state: trx.raw("case when state = 'queued' then 'running' else state end"),
+      updated_at: trx.raw('case when updated_at < ? then ? else updated_at end', [terms.now, terms.now]),
+    },
+  });
+  for (const row of rows) await appendStreamEvent(trx, row.id, { kind: 'status', data: { status: row.state } }, terms.now);
+  return rows;
+}
+
+/** Ends a claimed session's turn: the scribe's message, then `waiting` (or `completed`, or `failed` with `errorMessage`); false if the claim was lost. */
+export async function finishSession(
+  db: Db,
+  claim: { id: string; token: string },
+  outcome: {
+    author: 'scribe' | 'system';
+    text: string;
+    end: boolean;
+    errorMessage: string | null;
+    /** The last message the answer saw: a later one from the user or staff is owed an answer of its own. */
+    answeredUpTo?: number;
+  },
+  at: string,
+  /** More writes that belong to the answer (its webhook event), in its transaction, given the state it left. */
+  alongside?: (trx: Db, state: 'waiting' | 'completed' | 'failed' | 'queued') => Promise<unknown>,
+): Promise<boolean> {
+  const next = outcome.errorMessage !== null ? 'failed' : outcome.end ? 'completed' : 'waiting';
   return db.transaction(async (trx) => {
-    const updated = await trx('sessions')
-      .where({ id })
-      .whereIn('state', OPEN_SESSION_STATES)
-      .update({ state: 'cancelled', reply_due: false, claim_token: null, lease_until: null, updated_at: message.created_at });
-    if (updated === 0) return false;
-    // The answer under way is not recorded: what the model had written of it goes.
-    await trx('session_messages').where({ session_id: id, partial: true }).delete();
-    await insertMessage(trx, id, { author: 'system', ...message });
-    await recordSessionStatus(trx, id, message.created_at);
-    await alongside?.(trx);
+    // A message that came while the scribe answered (the API's further messages) is answered next.
+    const more = outcome.errorMessage === null && outcome.answeredUpTo !== undefined && (await newerMessage(trx, claim.id, outcome.answeredUpTo));
+    const [row] = await trx('sessions')
+      .where({ id: claim.id, claim_token: claim.token })
+      .update({
+        reply_due: more,
+        claim_token: null,
+        lease_until: null,
+        attempts: 0,
+        // A session ended at once stays completed, even if answering it failed.
+        state: trx.raw("case when state = 'completed' then 'completed' else ? end", [more ? 'queued' : next]),
+        error_message: outcome.errorMessage,
+        updated_at: at,
+      })
+      .returning(['scribe_id', 'state']);
+    if (!row) return false;
+    await runEnded(trx, row.scribe_id, at);
+    if (more) await bringRunTurnsForward(trx, [row.scribe_id], at);
+    // The scribe's answer completes its message under way, if it was written as it came; a failure note replaces it.
+    const draft = () => trx('session_messages').where({ session_id: claim.id, partial: true });
+    const written = outcome.author === 'scribe' ? ((await draft().first('id')) as { id: number } | undefined) : undefined;
+    if (written) {
+      await draft().update({ text: outcome.text, partial: false, created_at: at });
+      await appendStreamEvent(trx, claim.id, { kind: 'message', data: { message_id: Number(written.id) } }, at);
+    } else {
+      await draft().delete();
+      await insertMessage(trx, claim.id, { author: outcome.author, text: outcome.text, created_at: at });
+    }
+    await recordSessionStatus(trx, claim.id, at);
+    await alongside?.(trx, row.state);
     return true;
   });
 }

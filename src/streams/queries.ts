@@ -37,6 +37,19 @@ export async function appendStreamEvent(trx: Db, subjectId: string, event: Strea
   if (dialectOf(trx).kind === 'postgres') await trx.raw('select pg_notify(?, ?)', [STREAM_CHANNEL, subjectId]);
 }
 
+/** The same status event for several tasks or sessions of `table` at once (a claim of many), on the terms of `appendStreamEvent`. */
+export async function appendStatusEvents(trx: Db, table: 'tasks' | 'sessions', subjectIds: readonly string[], status: string, at: string): Promise<void> {
+  if (subjectIds.length === 0) return;
+  const ids = subjectIds.map(() => '?').join(', ');
+  await trx.raw(
+    `insert into stream_events (subject_id, seq, kind, data, created_at)
+     select s.id, coalesce((select max(e.seq) from stream_events e where e.subject_id = s.id), 0) + 1, 'status', ?, ?
+     from ${table} s where s.id in (${ids})`,
+    [JSON.stringify({ status }), at, ...subjectIds],
+  );
+  if (dialectOf(trx).kind === 'postgres') await trx.raw(`select pg_notify(?, s.id::text) from ${table} s where s.id in (${ids})`, [STREAM_CHANNEL, ...subjectIds]);
+}
+
 /** A task's or a session's events after `afterSeq`, in order, at most `limit`. */
 export async function readStreamEvents(db: Db, subjectId: string, afterSeq: number, limit: number): Promise<StreamEventRow[]> {
   return db<StreamEventRow>('stream_events').where('subject_id', subjectId).where('seq', '>', afterSeq).orderBy('seq').limit(limit);

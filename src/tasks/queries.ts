@@ -1,6 +1,9 @@
 import type { Db } from '../db/knex.js';
-import { appendDelta, appendStreamEvent, insertedId } from '../streams/queries.js';
+import { appendDelta, appendStatusEvents, appendStreamEvent, insertedId } from '../streams/queries.js';
 import type { Position } from '../http/cursor.js';
+import { claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
+import { atOrAfter } from '../lib/clock.js';
+import { bringRunTurnsForward, lapsed, runEnded } from '../scribes/queries.js';
 
 export const TASK_STATUSES = ['open', 'in_progress', 'done', 'waiting', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -20,8 +23,10 @@ export interface TaskRow {
   updated_at: string;
 }
 
+/** Inserts a task; an `open` one brings its scribe's turn for a run forward (scribes/queries.ts). */
 export async function insertTask(db: Db, row: TaskRow): Promise<void> {
   await db('tasks').insert(row);
+  if (row.status === 'open') await bringRunTurnsForward(db, [row.scribe_id], row.created_at);
 }
 
 export type TaskAuthor = 'scribe' | 'staff' | 'system';
@@ -115,20 +120,24 @@ export async function discardTask(db: Db, organizationId: string, id: string, at
 /** Moves a task from `from` to `to` with its event, unless it has moved on; false then. */
 export async function moveTask(
   db: Db,
-  move: { id: string; from: TaskStatus; to: TaskStatus; author: TaskAuthor; text: string | null; at: string; claimToken?: string; failedOnly?: boolean },
-  columns: Partial<Pick<WorkedTaskRow, 'result' | 'last_error' | 'claim_token' | 'lease_until' | 'attempts'>> = {},
+  /** `claimToken`: only if the task's claim is this one (null: only if it has none). */
+  move: { id: string; from: TaskStatus; to: TaskStatus; author: TaskAuthor; text: string | null; at: string; claimToken?: string | null; failedOnly?: boolean },
+  columns: Partial<Pick<WorkedTaskRow, 'result' | 'last_error' | 'lease_until' | 'attempts'>> & { claim_token?: null } = {},
   /** More writes that belong to the move (its webhook event), in its transaction. */
   alongside?: (trx: Db) => Promise<unknown>,
 ): Promise<boolean> {
   return db.transaction(async (trx) => {
     const guard: Record<string, unknown> = { id: move.id, status: move.from };
-    if (move.claimToken) guard.claim_token = move.claimToken;
+    if (move.claimToken !== undefined) guard.claim_token = move.claimToken;
     const query = trx('tasks').where(guard);
     if (move.failedOnly) query.whereNotNull('last_error');
     // Back to work: a discard was of the failure before, not of the next one.
     const reopened = move.to === 'open' ? { discarded_at: null } : {};
-    const updated = await query.update({ ...columns, ...reopened, status: move.to, updated_at: move.at });
-    if (updated === 0) return false;
+    const [moved] = await query.update({ ...columns, ...reopened, status: move.to, updated_at: move.at }).returning(['scribe_id']);
+    if (!moved) return false;
+    // The claim it held is let go: one run fewer in flight for its scribe.
+    if (typeof move.claimToken === 'string' && columns.claim_token === null) await runEnded(trx, moved.scribe_id, move.at);
+    if (move.to === 'open') await bringRunTurnsForward(trx, [moved.scribe_id], move.at);
     const event = { task_id: move.id, from_status: move.from, to_status: move.to, author: move.author, text: move.text, created_at: move.at };
     // The scribe's move out of work completes its event under way, if it was written as it came; any other move drops it.
     const draft = () => trx('task_events').where({ task_id: move.id, partial: true });
@@ -157,9 +166,15 @@ export async function cancelTask(
   alongside?: (trx: Db) => Promise<unknown>,
 ): Promise<TaskStatus | undefined> {
   for (;;) {
-    const task = await db<WorkedTaskRow>('tasks').where({ id: move.id }).first('status', 'updated_at');
+    const task = await db<WorkedTaskRow>('tasks').where({ id: move.id }).first('status', 'claim_token', 'updated_at');
     if (!task || !(CANCELLABLE_TASK_STATUSES as readonly string[]).includes(task.status)) return undefined;
-    const moved = await moveTask(db, { id: move.id, from: task.status, to: 'cancelled', author: move.author, text: move.text, at: move.at(task.updated_at) }, { claim_token: null, lease_until: null }, alongside);
+    // Guarded by the claim read too, so a claimed task's run is counted as ended exactly once.
+    const moved = await moveTask(
+      db,
+      { id: move.id, from: task.status, to: 'cancelled', author: move.author, text: move.text, at: move.at(task.updated_at), claimToken: task.claim_token },
+      { claim_token: null, lease_until: null },
+      alongside,
+    );
     if (moved) return task.status;
   }
 }
@@ -183,4 +198,35 @@ export async function saveDraftEvent(db: Db, claim: { id: string; token: string 
     await appendDelta(trx, claim.id, eventId, before?.text ?? '', text, at);
     return true;
   });
+}
+
+/** Tasks waiting for a claim, by scribe (tasks_unclaimed_by_scribe); one `in_progress` without a claim was handed back. */
+const unclaimedTasks: Queue = {
+  table: 'tasks',
+  due: (q) => q.whereRaw("status in ('open', 'in_progress')").whereNull('claim_token'),
+  order: ['created_at', 'id'],
+  leaseColumn: 'lease_until',
+};
+/** Claimed tasks whose lease ran out (tasks_claimed). */
+const lapsedTasks: Queue = { table: 'tasks', due: lapsed('tasks'), order: ['lease_until', 'id'], leaseColumn: 'lease_until' };
+
+/**
+ * Claims the tasks `pick` names for runs (runtime/queries.ts), in the caller's transaction:
+ * each `open` one moves to `in_progress`, with its event. The tasks as claimed.
+ */
+export async function claimTasks(trx: Db, terms: LeaseTerms, pick: ClaimPick): Promise<WorkedTaskRow[]> {
+  const claimed = await claimPicked<WorkedTaskRow>(trx, { unclaimed: unclaimedTasks, lapsed: lapsedTasks }, pick, {
+    now: terms.now,
+    set: { claim_token: terms.token, lease_until: terms.leaseUntil, attempts: trx.raw('attempts + 1') },
+  });
+  const opened = claimed.filter((task) => task.status === 'open');
+  if (opened.length === 0) return claimed;
+  const now = new Date(terms.now);
+  const moves = new Map(opened.map((task) => [task.id, atOrAfter(now, task.updated_at)]));
+  // One statement for all moved at `now` (nearly all); one each for a task changed later still.
+  const byTime = new Map<string, string[]>();
+  for (const [id, at] of moves) byTime.set(at, [...(byTime.get(at) ?? []), id]);
+  for (const [at, ids] of byTime) await trx('tasks').whereIn('id', ids).update({ status: 'in_progress', updated_at: at });
+  await trx('task_events').insert(opened.map((task) => ({ task_id: task.id, from_status: 'open', to_status: 'in_progress', author: 'scribe', text: null, created_at: moves.get(task.id)! })));
+  return claimed.map((task) => (moves.has(task.id) ? { ...task, status: 'in_progress' as const, updated_at: moves.get(task.id)! } : task));
 }

@@ -57,10 +57,11 @@ export const taskEvent = (
   },
 });
 
-export const sessionEvent = (session: { id: string; organization_id: string }, scribeSlug: string, state: 'waiting' | 'completed' | 'failed' | 'cancelled'): NewEvent => ({
+/** A session's event; `session.waiting` and `session.completed` carry the scribe's reply (its last message). */
+export const sessionEvent = (session: { id: string; organization_id: string }, scribeSlug: string, state: 'waiting' | 'completed' | 'failed' | 'cancelled', reply: string | null = null): NewEvent => ({
   organizationId: session.organization_id,
   type: `session.${state}`,
-  data: { session: { id: session.id, scribe_id: scribeSlug, status: state } },
+  data: { session: { id: session.id, scribe_id: scribeSlug, status: state, ...(state === 'waiting' || state === 'completed' ? { reply } : {}) } },
 });
 
 /**

@@ -85,7 +85,7 @@ describe('the admin CLI', function () {
     }
     expect(await json('scribe', 'set-agent', '--org', orgId, '--slug', 'oracle', '--agent', 'builtin')).to.deep.equal({
       id: scribe.id, slug: 'oracle', agent: 'builtin', instructions: 'Be brief.',
-      model: null, base_url: null, api_key_set: false, vision: false, max_tool_rounds: null, token_budget: null,
+      model: null, base_url: null, api_key_set: false, vision: false, max_tool_rounds: null, token_budget: null, max_concurrency: null,
     });
     expect(await json('scribe', 'set-agent', '--org', orgId, '--slug', 'oracle', '--instructions', '')).to.include({ agent: 'builtin', instructions: '' });
   });
@@ -123,6 +123,24 @@ describe('the admin CLI', function () {
     const usage = await admin('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--vision', 'maybe');
     expect(usage.code).to.equal(2);
     expect(usage.stderr).to.include('--vision must be true or false');
+  });
+
+  it('scribe set-agent --max-concurrency caps a scribe\'s runs in flight, `none` lifts the cap, and scribe list shows it', async () => {
+    expect(await json('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--max-concurrency', '25')).to.include({ slug: 'atlas', max_concurrency: 25 });
+    expect((await json('scribe', 'list', '--org', orgId)).scribes.find((s: { slug: string }) => s.slug === 'atlas')).to.include({ max_concurrency: 25 });
+    for (const [value, message] of [
+      ['0', 'error: Max concurrency must be a whole number from 1 to 10000'],
+      ['10001', 'error: Max concurrency must be a whole number from 1 to 10000'],
+    ]) {
+      const result = await admin('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--max-concurrency', value!);
+      expect(result.stderr.trim(), value).to.equal(message);
+      expect(result.code).to.equal(1);
+    }
+    const usage = await admin('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--max-concurrency', 'lots');
+    expect(usage.code).to.equal(2);
+    expect(usage.stderr).to.include('--max-concurrency must be a whole number');
+    expect(await json('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--max-concurrency', 'none')).to.include({ max_concurrency: null });
+    expect((await json('scribe', 'list', '--org', orgId)).scribes.find((s: { slug: string }) => s.slug === 'atlas')).to.include({ max_concurrency: null });
   });
 
   it('scribe add-mcp prints {id, url} and stores its headers; scribe remove-mcp prints {id, removed: true}', async () => {

@@ -129,6 +129,19 @@ describe('console pages and actions', () => {
       await save({ agent: 'builtin' });
     });
 
+    it('saves the most runs at once of the scribe (empty: no cap), refuses a bad one, and audits the change', async () => {
+      const save = (maxConcurrency: string) => admin.post(`/b/${t.scribe.slug}/agent`, { agent: 'builtin', instructions: '', max_concurrency: maxConcurrency });
+      expect((await save('12')).status).to.equal(303);
+      expect(await h.db('scribes').where({ id: t.scribe.id }).first()).to.include({ max_concurrency: 12 });
+      expect((await admin.get(`/b/${t.scribe.slug}`)).text).to.include('id="max_concurrency" name="max_concurrency" inputmode="numeric" value="12"');
+      expect((await audit()).at(-1)).to.include({ action: 'scribe.agent', subject_id: t.scribe.id, actor_label: admin.email });
+      await save('0');
+      expect((await admin.get(`/b/${t.scribe.slug}`)).text).to.include('Max concurrency must be a whole number from 1 to 10000');
+      expect(await h.db('scribes').where({ id: t.scribe.id }).first()).to.include({ max_concurrency: 12 });
+      await save('');
+      expect(await h.db('scribes').where({ id: t.scribe.id }).first()).to.include({ max_concurrency: null });
+    });
+
     it('adds an MCP server with headers it never shows again, and removes it', async () => {
       await admin.post(`/b/${t.scribe.slug}/mcp`, { url: 'https://tools.example.com/mcp', headers: 'Authorization: Bearer mcp-console-secret\nX-Team: ops' });
       const page = (await admin.get(`/b/${t.scribe.slug}`)).text;

@@ -82,6 +82,29 @@ describe('migrations', () => {
     }
   });
 
+  it('give scribes their runs in flight and turns from the work claimed and waiting when run slots arrive (20261130000100)', async () => {
+    const h = await createHarness({ options: { dispatchOnAccept: false, runOnNewWork: false } });
+    try {
+      const t = await h.tenant();
+      const idle = await h.services.scribes.create({ organizationId: t.organizationId, slug: 'idle', name: 'Idle' });
+      while ((await h.db.migrate.currentVersion(migrationConfig())) >= '20261130000100') await h.db.migrate.down(migrationConfig());
+      const session = (id: string, at: string, extra: object) => ({ id, organization_id: t.organizationId, scribe_id: t.scribe.id, state: 'queued', reply_due: true, attempts: 0, created_at: at, updated_at: at, ...extra });
+      await h.db('sessions').insert([
+        session('01935f00-0000-7000-8000-000000000a01', '2026-11-20T10:00:00.000Z', { state: 'running', claim_token: '01935f00-0000-7000-8000-000000000b01', lease_until: '2026-11-20T10:01:00.000Z' }),
+        session('01935f00-0000-7000-8000-000000000a02', '2026-11-20T11:00:00.000Z', {}),
+        session('01935f00-0000-7000-8000-000000000a03', '2026-11-20T09:00:00.000Z', { state: 'waiting', reply_due: false }),
+      ]);
+      await h.db('tasks').insert({ id: '01935f00-0000-7000-8000-000000000a04', organization_id: t.organizationId, scribe_id: t.scribe.id, status: 'open', title: 'T', summary: 'S', created_at: '2026-11-20T10:30:00.000Z', updated_at: '2026-11-20T10:30:00.000Z' });
+      await migrateToLatest(h.db);
+      expect(await h.db('scribes').orderBy('slug').select('slug', 'runs_in_flight', 'run_turn_at', 'max_concurrency')).to.deep.equal([
+        { slug: 'atlas', runs_in_flight: 1, run_turn_at: '2026-11-20T10:30:00.000Z', max_concurrency: null },
+        { slug: idle.slug, runs_in_flight: 0, run_turn_at: null, max_concurrency: null },
+      ]);
+    } finally {
+      await h.close();
+    }
+  });
+
   it('record names without extension, so the compiled server accepts a database migrated from sources', async () => {
     const install = await createTestInstall(tempDir());
     const db = install.open();

@@ -55,6 +55,9 @@ export async function startFakeOpenAi() {
   let calls = 0;
   /** Every request that reached the server, whatever its path. */
   const hits = { count: 0, /** Held or streaming calls the client gave up on (closed the connection). */ abandoned: 0, /** Streams written to their end. */ streamed: 0 };
+  /** Calls being answered now, and the most at once, by the model asked for. */
+  const open = new Map<string, number>();
+  const peak = new Map<string, number>();
   /** While set and in the future, every call is answered with this status and headers instead of a step. */
   let overload: { until: number; status: number; headers: Record<string, string>; refused: number } | undefined;
 
@@ -74,6 +77,10 @@ export async function startFakeOpenAi() {
       }
       const body = JSON.parse(raw) as SeenRequest['body'];
       seen.push({ headers: req.headers, body });
+      const asked = body.model;
+      open.set(asked, (open.get(asked) ?? 0) + 1);
+      peak.set(asked, Math.max(peak.get(asked) ?? 0, open.get(asked)!));
+      res.on('close', () => open.set(asked, open.get(asked)! - 1));
       if (body.stream && steps[0] && 'refusesStream' in steps[0] && steps[0].refusesStream) {
         res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'stream is not supported' } }));
         return;
@@ -140,6 +147,10 @@ export async function startFakeOpenAi() {
     port,
     seen,
     hits,
+    /** Calls of `model` being answered now. */
+    openCalls: (model: string) => open.get(model) ?? 0,
+    /** The most calls of `model` answered at once so far. */
+    peakCalls: (model: string) => peak.get(model) ?? 0,
     script(...next: Step[]) {
       steps.push(...next);
     },

@@ -15,7 +15,7 @@ describe('back-pressure from model endpoints', function () {
     calm = await startFakeOpenAi();
     h = await createHarness({
       env: { OPENAI_BASE_URL: busy.baseUrl, OPENAI_MODEL: 'm', OPENAI_MAX_RETRIES: '2', OPENAI_TIMEOUT_MS: '5000', MODELS_ALLOW_PRIVATE: 'true' },
-      options: { runOnNewWork: false, dispatchOnAccept: false, runtime: { concurrency: 10, perScribe: 10 } },
+      options: { runOnNewWork: false, dispatchOnAccept: false, runtime: { concurrency: 10 } },
     });
     t = await h.tenant({ slug: 'oracle' });
     await h.services.scribes.setAgent(t.organizationId, 'oracle', { agent: 'openai' });

@@ -7,7 +7,7 @@ describe('the builtin agent', () => {
   let t: Tenant;
   before(async () => {
     // One piece of work per scribe at a time: a session is answered before a task of the same tick starts.
-    h = await createHarness({ options: { runOnNewWork: false, dispatchOnAccept: false, runtime: { perScribe: 1 } } });
+    h = await createHarness({ options: { runOnNewWork: false, dispatchOnAccept: false, runtime: { concurrency: 1 } } });
     t = await h.tenant({ slug: 'helper' });
     const companies = await h.services.entryTypes.create(t.organizationId, { name: 'Companies', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'City', type: 'text' }] });
     const people = await h.services.entryTypes.create(t.organizationId, { name: 'People', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Notes', type: 'text' }] });

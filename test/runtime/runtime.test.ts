@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { createHarness, staffOf, testClock, type Harness, type Tenant } from '../helpers/harness.js';
 import { stored } from '../helpers/databases.js';
 import { createAgentRuntime, defaultRuntimeOptions } from '../../src/runtime/runtime.js';
-import { claimNextSession, claimNextTask } from '../../src/runtime/queries.js';
+import { claimRuns, type ClaimTerms } from '../../src/runtime/queries.js';
 import { createLogger } from '../../src/logger.js';
 import { createToolbox } from '../../src/agents/toolbox.js';
 import type { Agent } from '../../src/agents/agent.js';
@@ -70,6 +70,9 @@ describe('the agent runtime', () => {
     expect(receipt.status).to.equal('fulfilled');
     return receipt.entity_id;
   }
+
+  /** One claim of up to `slots` runs, as a process that then dies would make it. */
+  const claim = async (terms: ClaimTerms, slots = 1) => (await claimRuns(h.db, { ...terms, slots }, (turns) => turns.map((turn) => [turn.id, slots]))).runs;
 
   /** A second runtime on the same database, as another process would be. */
   function otherRuntime(agent: Agent, options = {}) {
@@ -206,8 +209,9 @@ describe('the agent runtime', () => {
       const taskId = await taskFromApi(t, { summary: 'Orphaned work', acceptance_criteria: 'ok' });
       // A process claims both, then dies without finishing (nothing renews its lease).
       const terms = { token: randomUUID(), now: clock().toISOString(), leaseUntil: new Date(clock().getTime() + defaultRuntimeOptions.leaseMs).toISOString() };
-      expect(await claimNextSession(h.db, terms)).to.include({ id: sessionId, state: 'running', attempts: 1 });
-      expect(await claimNextTask(h.db, terms)).to.include({ id: taskId, status: 'in_progress', attempts: 1 });
+      const [claimedSession, claimedTask] = (await claim(terms, 2)).map((run) => run.row);
+      expect(claimedSession).to.include({ id: sessionId, state: 'running', attempts: 1 });
+      expect(claimedTask).to.include({ id: taskId, status: 'in_progress', attempts: 1 });
 
       expect(await h.services.runtime.tick(), 'leases still held').to.deep.equal({ sessions: 0, tasks: 0 });
       clock.advance(defaultRuntimeOptions.leaseMs);
@@ -257,7 +261,7 @@ describe('the agent runtime', () => {
       const t = await h.tenant({ slug: 'crasher' });
       const id = await chat(t, 'hello');
       for (let i = 0; i < defaultRuntimeOptions.maxAttempts; i++) {
-        expect(await claimNextSession(h.db, { token: randomUUID(), now: clock().toISOString(), leaseUntil: clock().toISOString() })).to.include({ id });
+        expect((await claim({ token: randomUUID(), now: clock().toISOString(), leaseUntil: clock().toISOString() }))[0]?.row).to.include({ id });
         clock.advance(1);
       }
       await h.services.runtime.tick();
@@ -286,11 +290,12 @@ describe('the agent runtime', () => {
   });
 
   describe('concurrency', () => {
-    it('works at most perScribe pieces of one scribe and concurrency in all at once', async () => {
+    it('works at most a scribe\'s max_concurrency of its pieces and concurrency in all at once', async () => {
       const held = heldAgent();
-      const runtime = otherRuntime(held.agent, { concurrency: 3, perScribe: 2 });
+      const runtime = otherRuntime(held.agent, { concurrency: 3 });
       const a = await h.tenant({ slug: 'crowd-a' });
       const b = await h.tenant({ slug: 'crowd-b' });
+      for (const t of [a, b]) await h.services.scribes.setAgent(t.organizationId, t.scribe.slug, { maxConcurrency: 2 });
       // Finish what earlier tests left due, so only this test's sessions are claimed.
       await h.services.runtime.tick();
       for (let i = 0; i < 4; i++) await chat(a, `a${i}`);

@@ -31,6 +31,7 @@ describe('loadConfig()', () => {
       retention: { sessionDays: undefined, orphanFiles: false },
       http: { headersTimeoutMs: 20_000, requestTimeoutMs: 30_000 },
       shutdownTimeoutMs: 10_000,
+      agentConcurrency: 100,
       smtp: undefined,
     });
     expect(Object.isFrozen(config)).to.equal(true);
@@ -44,11 +45,11 @@ describe('loadConfig()', () => {
       OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', OPENAI_API_KEY: 'sk-x', OPENAI_MODEL: 'llama3', OPENAI_TIMEOUT_MS: '5000', OPENAI_MAX_RETRIES: '0',
       RETENTION_SESSION_DAYS: '30', RETENTION_ORPHAN_FILES: 'true', LOG_FORMAT: 'pretty', READ_THREADS: '0',
       HTTP_HEADERS_TIMEOUT_MS: '5000', HTTP_REQUEST_TIMEOUT_MS: '15000', DATABASE_POOL_SIZE: '4', WEB_CONCURRENCY: '3', PROCESS_ROLE: 'worker',
-      SMTP_PORT: '2525', SMTP_HOST: '0.0.0.0', SMTP_MAX_CONNECTIONS: '200',
+      SMTP_PORT: '2525', SMTP_HOST: '0.0.0.0', SMTP_MAX_CONNECTIONS: '200', AGENT_CONCURRENCY: '400',
     });
     expect(config).to.deep.equal({
       port: 8080, host: '0.0.0.0', dataDir: '/srv/scribe', databaseUrl: '/srv/db/s.sqlite', databaseKind: 'sqlite', sessionSecret: 'a-very-long-secret-value',
-      secretsKey: KEY, modelsAllowPrivate: true, shutdownTimeoutMs: 2500,
+      secretsKey: KEY, modelsAllowPrivate: true, shutdownTimeoutMs: 2500, agentConcurrency: 400,
       databasePoolSize: 4, webConcurrency: 3, processRole: 'worker',
       attachmentsAllowPrivate: true, webhooksAllowPrivate: true, rateLimitPerMinute: 0, metricsToken: 'tok', trustProxy: 1, logLevel: 'debug', logFormat: 'pretty',
       openai: { baseUrl: 'http://127.0.0.1:11434/v1', apiKey: 'sk-x', model: 'llama3', timeoutMs: 5000, maxRetries: 0 },
@@ -101,6 +102,13 @@ describe('loadConfig()', () => {
   it('keeps TRUST_PROXY lists and names as Express takes them', () => {
     expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8' }).trustProxy).to.equal('loopback, 10.0.0.0/8');
     expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).to.equal(true);
+  });
+
+  it('takes AGENT_CONCURRENCY from 1 to 10000 runs in flight, and refuses others with the allowed range', () => {
+    expect(loadConfig({ AGENT_CONCURRENCY: '1' }).agentConcurrency).to.equal(1);
+    expect(loadConfig({ AGENT_CONCURRENCY: '10000' }).agentConcurrency).to.equal(10_000);
+    for (const value of ['0', '10001', '-5']) expect(() => loadConfig({ AGENT_CONCURRENCY: value })).to.throw('Invalid configuration: AGENT_CONCURRENCY must be from 1 to 10000');
+    for (const value of ['2.5', 'lots']) expect(() => loadConfig({ AGENT_CONCURRENCY: value })).to.throw('Invalid configuration: AGENT_CONCURRENCY must be a whole number');
   });
 
   const bad: Array<[string, string]> = [

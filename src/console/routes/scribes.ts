@@ -67,6 +67,7 @@ export function scribeRoutes(services: Services): Router {
         vision: req.body.vision === 'on',
         maxToolRounds: whole('max_tool_rounds'),
         tokenBudget: whole('token_budget'),
+        maxConcurrency: whole('max_concurrency'),
       });
       await services.audit.record(userActor(req), 'scribe.agent', { type: 'scribe', id: scribe.id }, scribe.agent);
       flash(req, 'notice', 'Agent settings saved.');
