@@ -15,7 +15,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('data').notNullable();
     t.string('created_at', 24).notNullable();
     t.unique(['subject_id', 'seq'], { indexName: 'stream_events_subject_seq' });
-    t.index(['created_at'], 'stream_events_created');
+    t.index(['kind', 'created_at'], 'stream_events_kind_created');
   });
 }
 

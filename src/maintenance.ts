@@ -7,6 +7,7 @@ import { pendingMigrations } from './db/migrate.js';
 import { openDatabase } from './db/knex.js';
 import { checkCopyTarget, copyDatabase } from './db/copy.js';
 import { pruneRateLimitHits } from './http/rate-limit-store.js';
+import { pruneStreamDeltas } from './streams/queries.js';
 
 export type Maintenance = ReturnType<typeof createMaintenance>;
 
@@ -22,6 +23,11 @@ export function createMaintenance({ db, clock }: { db: Db; clock: Clock }) {
     /** Console sign-ins that expired (connect-session-knex's own timer is off, see console/index.ts). */
     pruneConsoleSessions(): Promise<number> {
       return deleteExpiredConsoleSessions(db, clock().toISOString());
+    },
+
+    /** Event-stream deltas of a day ago and more (streams/queries.ts). */
+    pruneStreamDeltas(): Promise<number> {
+      return pruneStreamDeltas(db, new Date(clock().getTime() - 86_400_000).toISOString());
     },
 
     /** Rate-limit counters whose window has ended. */

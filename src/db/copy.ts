@@ -32,6 +32,7 @@ const TABLES = [
   'task_events',
   'sessions',
   'session_messages',
+  'stream_events',
   'agent_calls',
   'channels',
   'channel_deliveries',
@@ -55,7 +56,7 @@ const KEYS: Partial<Record<(typeof TABLES)[number], string[]>> = {
 };
 
 /** Tables whose `id` is a sequence on PostgreSQL, moved past the copied ids. */
-const SERIAL_TABLES = ['task_events', 'session_messages', 'agent_calls', 'entry_values', 'audit_events'];
+const SERIAL_TABLES = ['task_events', 'session_messages', 'stream_events', 'agent_calls', 'entry_values', 'audit_events'];
 
 /** Rows per INSERT: well under PostgreSQL's 65,535 parameters for the widest table. */
 const BATCH_ROWS = 500;

@@ -7,7 +7,7 @@ import type { Job } from './queue.js';
 export function maintenanceJobs(parts: {
   idempotency: { prune(): Promise<unknown> };
   retention: { run(): Promise<unknown> };
-  maintenance: { maintainDatabase(): Promise<unknown>; pruneRateLimits(): Promise<unknown>; pruneConsoleSessions(): Promise<unknown> };
+  maintenance: { maintainDatabase(): Promise<unknown>; pruneRateLimits(): Promise<unknown>; pruneConsoleSessions(): Promise<unknown>; pruneStreamDeltas(): Promise<unknown> };
 }): Job[] {
   return [
     // Idempotency keys are kept 24 hours.
@@ -18,6 +18,8 @@ export function maintenanceJobs(parts: {
     { name: 'maintain-database', schedule: '0 47 4 * * *', run: () => parts.maintenance.maintainDatabase() },
     // Rate-limit counters whose minute (or sign-in window) is over.
     { name: 'prune-rate-limits', schedule: '0 */10 * * * *', run: () => parts.maintenance.pruneRateLimits() },
+    // Event-stream deltas a day old: the replies they built are kept whole in their message events.
+    { name: 'prune-stream-deltas', schedule: '0 27 * * * *', run: () => parts.maintenance.pruneStreamDeltas() },
     // Console sign-ins that expired; connect-session-knex's own timer is off (see console/index.ts).
     { name: 'prune-console-sessions', schedule: '0 */10 * * * *', run: () => parts.maintenance.pruneConsoleSessions() },
   ];

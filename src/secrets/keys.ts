@@ -30,7 +30,8 @@ export function openSecretBox(config: Pick<Config, 'secretsKey' | 'dataDir'>): S
  * failing every webhook and model call that needs a secret.
  */
 export async function checkSecretsKey(db: Db, box: SecretBox, at: string): Promise<void> {
-  await insertSettingIfAbsent(db, KEY_SETTING, box.keyId, at);
+  // Read first: a process on a database that has its key writes nothing (and waits for no writer).
+  if ((await readSetting(db, KEY_SETTING)) === undefined) await insertSettingIfAbsent(db, KEY_SETTING, box.keyId, at);
   const stored = await readSetting(db, KEY_SETTING);
   if (stored !== box.keyId) throw new ConfigError(messages.otherKey(stored ?? 'none', box.keyId));
 }

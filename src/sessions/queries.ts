@@ -235,8 +235,10 @@ export async function finishSession(
     if (more) await bringRunTurnsForward(trx, [row.scribe_id], at);
     // The scribe's answer completes its message under way, if it was written as it came; a failure note replaces it.
     const draft = () => trx('session_messages').where({ session_id: claim.id, partial: true });
-    const written = outcome.author === 'scribe' ? ((await draft().first('id')) as { id: number } | undefined) : undefined;
+    const written = outcome.author === 'scribe' ? ((await draft().first('id', 'text')) as { id: number; text: string } | undefined) : undefined;
     if (written) {
+      // Streams get the rest of the text the last save had not stored, then the message whole.
+      await appendDelta(trx, claim.id, Number(written.id), written.text, outcome.text, at);
       await draft().update({ text: outcome.text, partial: false, created_at: at });
       await appendStreamEvent(trx, claim.id, { kind: 'message', data: { message_id: Number(written.id) } }, at);
     } else {

@@ -9,9 +9,11 @@ export interface FeedOptions {
   pollMs: number;
   /** How often every open stream looks again whatever woke it: covers a notification lost with its connection. */
   sweepMs: number;
+  /** A comment line this often keeps an idle stream open through proxies. */
+  keepAliveMs: number;
 }
 
-export const defaultFeedOptions: FeedOptions = { pollMs: 50, sweepMs: 15_000 };
+export const defaultFeedOptions: FeedOptions = { pollMs: 50, sweepMs: 15_000, keepAliveMs: 15_000 };
 
 export type StreamFeed = ReturnType<typeof createStreamFeed>;
 
@@ -61,6 +63,7 @@ export function createStreamFeed({ db, url, logger, options = defaultFeedOptions
   }
 
   return {
+    keepAliveMs: options.keepAliveMs,
     /** Calls `onNew` whenever `subjectId` may have new events, until the returned function is called. */
     watch(subjectId: string, onNew: () => void): () => void {
       let set = watchers.get(subjectId);

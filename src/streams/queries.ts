@@ -67,9 +67,13 @@ export async function subjectsChangedSince(db: Db, afterId: number, limit = 1000
   return { subjects: [...new Set(rows.map((row) => row.subject_id))], lastId: rows.length ? Number(rows.at(-1)!.id) : afterId };
 }
 
-/** Deletes the events of work that ended before `before` (a maintenance job): streams replay a day of history. */
-export async function pruneStreamEvents(db: Db, before: string): Promise<number> {
-  return db('stream_events').where('created_at', '<', before).delete();
+/**
+ * Deletes the deltas written before `before` (a maintenance job): they are most of the rows,
+ * and each reply they built is in its `message` event. Status and message events are kept, so
+ * a stream still tells a task's or a session's whole story, and still ends.
+ */
+export async function pruneStreamDeltas(db: Db, before: string): Promise<number> {
+  return db('stream_events').where('kind', 'delta').where('created_at', '<', before).delete();
 }
 
 /** Text added to a reply under way, as a delta event: what `text` adds to `before` (nothing when it does not extend it: the draft began again). */

@@ -8,12 +8,6 @@ import type { TaskService } from '../tasks/service.js';
 import type { StreamFeed } from './feed.js';
 import * as queries from './queries.js';
 
-export interface StreamOptions {
-  /** A comment line this often keeps an idle stream open through proxies. */
-  keepAliveMs: number;
-}
-export const defaultStreamOptions: StreamOptions = { keepAliveMs: 15_000 };
-
 /** Events read per look: a long history is sent in pieces, never held whole. */
 const PAGE = 200;
 
@@ -29,14 +23,13 @@ type Kind = 'task' | 'session';
  * exactly once, from whichever process. The stream ends after the event that leaves its
  * work final. An open stream holds only the number of the last event it sent.
  */
-export function streamRoutes({ auth, db, tasks, sessions, feed, logger, options = defaultStreamOptions }: {
+export function streamRoutes({ auth, db, tasks, sessions, feed, logger }: {
   auth: RequestHandler[];
   logger: Logger;
   db: Db;
   tasks: TaskService;
   sessions: SessionService;
   feed: StreamFeed;
-  options?: StreamOptions;
 }) {
   const router = Router();
 
@@ -118,7 +111,7 @@ export function streamRoutes({ auth, db, tasks, sessions, feed, logger, options 
       }
 
       const unwatch = feed.watch(id, look);
-      const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), options.keepAliveMs);
+      const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), feed.keepAliveMs);
       req.on('close', close);
       look();
     };

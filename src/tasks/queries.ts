@@ -141,8 +141,10 @@ export async function moveTask(
     const event = { task_id: move.id, from_status: move.from, to_status: move.to, author: move.author, text: move.text, created_at: move.at };
     // The scribe's move out of work completes its event under way, if it was written as it came; any other move drops it.
     const draft = () => trx('task_events').where({ task_id: move.id, partial: true });
-    const before = (await draft().first('id')) as { id: number } | undefined;
+    const before = (await draft().first('id', 'text')) as { id: number; text: string } | undefined;
     if (before && move.author === 'scribe' && move.from === 'in_progress') {
+      // Streams get the rest of the text the last save had not stored, then the result whole.
+      await appendDelta(trx, move.id, Number(before.id), before.text, move.text ?? '', move.at);
       await draft().update({ ...event, partial: false });
       await streamMove(trx, Number(before.id), event);
     } else {
@@ -228,5 +230,6 @@ export async function claimTasks(trx: Db, terms: LeaseTerms, pick: ClaimPick): P
   for (const [id, at] of moves) byTime.set(at, [...(byTime.get(at) ?? []), id]);
   for (const [at, ids] of byTime) await trx('tasks').whereIn('id', ids).update({ status: 'in_progress', updated_at: at });
   await trx('task_events').insert(opened.map((task) => ({ task_id: task.id, from_status: 'open', to_status: 'in_progress', author: 'scribe', text: null, created_at: moves.get(task.id)! })));
+  await appendStatusEvents(trx, 'tasks', opened.map((task) => task.id), 'in_progress', terms.now);
   return claimed.map((task) => (moves.has(task.id) ? { ...task, status: 'in_progress' as const, updated_at: moves.get(task.id)! } : task));
 }

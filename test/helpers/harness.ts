@@ -57,12 +57,14 @@ export interface HarnessOptions {
   options?: ServiceOptions;
   consoleOptions?: ConsoleOptions;
   database?: DatabaseKind;
+  /** Another harness's database: this one is a second process on it (its own services, app and feeds); it leaves the database to its owner. */
+  sharedDatabaseUrl?: string;
 }
 
 /** The real app on a fresh, migrated database: a SQLite file in a temp folder, or a PostgreSQL database (helpers/databases.ts). */
-export async function createHarness({ env = {}, options = {}, consoleOptions, database }: HarnessOptions = {}): Promise<Harness> {
+export async function createHarness({ env = {}, options = {}, consoleOptions, database, sharedDatabaseUrl }: HarnessOptions = {}): Promise<Harness> {
   const dir = tempDir();
-  const databaseUrl = await createTestDatabase(dir, { kind: database });
+  const databaseUrl = sharedDatabaseUrl ?? (await createTestDatabase(dir, { kind: database }));
   // Limits off unless a test turns them on: suites make thousands of calls with one key.
   const config = loadConfig({ DATA_DIR: dir, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '0', ...env });
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
@@ -88,7 +90,7 @@ export async function createHarness({ env = {}, options = {}, consoleOptions, da
     async close() {
       await services.stop();
       await db.destroy();
-      await dropTestDatabase(databaseUrl);
+      if (!sharedDatabaseUrl) await dropTestDatabase(databaseUrl);
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -111,7 +111,7 @@ describe('agent runs at scale', function () {
     // At most one run of the backlog per slot started between the newcomer's arrival and its own run (of 56 still waiting).
     expect(ahead).to.be.at.most(4);
     await eventually(async () => ((await answered(h, [newcomer.id])) === 1 ? true : undefined));
-    expect(await answered(h, backlog), 'the backlog is still being worked').to.be.below(30);
+    expect(await answered(h, backlog), 'answered before the backlog was worked through').to.be.below(backlog.length);
   });
 
   it('lets go of a lapsed run of a scribe powered off meanwhile: it waits unclaimed, counted out, and runs once the scribe is on', async () => {
