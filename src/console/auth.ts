@@ -41,16 +41,29 @@ export function userActor(req: Request): Actor {
   return { type: 'user', id: user.id, label: user.email, organizationId: user.organization_id };
 }
 
-/** Sets `req.user` from the session; a session whose user is gone is ended. */
+/**
+ * Sets `req.user` from the session. The user's row is read on every request (by primary key),
+ * so a session whose user was deleted or disabled, by any process, ends at its next request.
+ */
 export function loadUser(services: Services): RequestHandler {
   return async (req, _res, next) => {
     const id = req.session.userId;
     if (id) {
-      req.user = await services.users.findById(id);
-      if (!req.user) delete req.session.userId;
+      const user = await services.users.findById(id);
+      if (user && !user.disabled_at) req.user = user;
+      else delete req.session.userId;
     }
     next();
   };
+}
+
+/** Signs `user` in on a new session id (a session fixed before it is worth nothing after) and redirects to `to`. */
+export function signInAs(req: Request, res: Response, next: NextFunction, user: UserRow, to: string): void {
+  req.session.regenerate((err) => {
+    if (err) return next(err);
+    req.session.userId = user.id;
+    res.redirect(303, to);
+  });
 }
 
 /** Every console page needs a signed-in user; others are sent to sign in and come back. */
@@ -106,12 +119,8 @@ export function authRoutes(services: Services, { limit = LOGIN_ATTEMPTS.limit, p
     // The zone the browser reports (public/login.js) is kept once; later sign-ins never change it (the account page does).
     const timeZone = canonicalTimeZone(req.body?.time_zone);
     if (!user.time_zone && timeZone) await services.users.setTimeZoneIfUnset(user.id, timeZone);
-    // A new session id at sign-in, so a session fixed before it is worth nothing after.
-    req.session.regenerate((err) => {
-      if (err) return next(err);
-      req.session.userId = user.id;
-      res.redirect(303, safeNext(req.body?.next));
-    });
+    await services.users.recordSignIn(user.id);
+    signInAs(req, res, next, user, safeNext(req.body?.next));
   });
 
   router.post('/logout', (req, res, next) => {

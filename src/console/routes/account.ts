@@ -8,9 +8,10 @@ import { action, flash } from '../forms.js';
 export const messages = {
   invalidTimeZone: 'Time zone must be an IANA time zone, such as Europe/Zurich or UTC',
   timeZoneSaved: (zone: string) => `Times are now shown in ${zone}.`,
+  passwordSaved: 'Password changed: use the new one from your next sign-in.',
 };
 
-/** The signed-in user's own page: who they are and the zone the console writes times in. Any role may change their own zone. */
+/** The signed-in user's own page: who they are, the zone the console writes times in, and their password. Any role may change their own. */
 export function accountRoutes(services: Services): Router {
   const router = Router();
 
@@ -31,6 +32,19 @@ export function accountRoutes(services: Services): Router {
       await services.users.setTimeZone(req.user!.id, zone);
       await services.audit.record(userActor(req), 'user.time_zone', { type: 'user', id: req.user!.id }, zone);
       flash(req, 'notice', messages.timeZoneSaved(zone));
+      return '/account';
+    }, () => '/account'),
+  );
+
+  router.post(
+    '/account/password',
+    action(async (req) => {
+      await services.users.changePassword(req.user!, {
+        current: String(req.body.current_password ?? ''),
+        password: String(req.body.password ?? ''),
+        confirmation: String(req.body.confirmation ?? ''),
+      });
+      flash(req, 'notice', messages.passwordSaved);
       return '/account';
     }, () => '/account'),
   );
