@@ -305,5 +305,14 @@ describe('console users', () => {
       const audit = JSON.stringify(await h.db('audit_events').where({ action: 'user.password' }));
       expect(audit).to.include(viewer.email).and.not.include('new password 1').and.not.include(PASSWORD);
     });
+
+    it('stops guessing the current password after 10 tries in 15 minutes', async () => {
+      const viewer = await signIn(h, t, 'viewer');
+      for (let i = 0; i < 10; i++) await viewer.post('/account/password', { current_password: `guess ${i}`, password: 'new password 1', confirmation: 'new password 1' });
+      const res = await viewer.post('/account/password', { current_password: PASSWORD, password: 'new password 1', confirmation: 'new password 1' });
+      expect(res.status).to.equal(303);
+      expect((await viewer.get('/account')).text).to.include('Too many password changes. Wait a few minutes and try again.');
+      expect(await signInStatus(h, viewer.email, PASSWORD)).to.equal(303);
+    });
   });
 });

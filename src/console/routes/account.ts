@@ -1,14 +1,16 @@
 import { Router } from 'express';
+import { rateLimit } from 'express-rate-limit';
 import type { Services } from '../../services.js';
 import { ValidationError } from '../../http/errors.js';
 import { canonicalTimeZone, timeZoneChoices } from '../../lib/time-zones.js';
-import { userActor } from '../auth.js';
+import { LOGIN_ATTEMPTS, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
 
 export const messages = {
   invalidTimeZone: 'Time zone must be an IANA time zone, such as Europe/Zurich or UTC',
   timeZoneSaved: (zone: string) => `Times are now shown in ${zone}.`,
   passwordSaved: 'Password changed: use the new one from your next sign-in.',
+  passwordThrottled: 'Too many password changes. Wait a few minutes and try again.',
 };
 
 /** The signed-in user's own page: who they are, the zone the console writes times in, and their password. Any role may change their own. */
@@ -36,8 +38,23 @@ export function accountRoutes(services: Services): Router {
     }, () => '/account'),
   );
 
+  // Each try checks the current password: a session left open must not become a way to guess it.
+  const passwordTries = rateLimit({
+    store: services.rateLimitStore('password-change'),
+    windowMs: LOGIN_ATTEMPTS.windowMs,
+    limit: LOGIN_ATTEMPTS.limit,
+    standardHeaders: 'draft-8',
+    legacyHeaders: false,
+    keyGenerator: (req) => req.user!.id,
+    handler: (req, res) => {
+      flash(req, 'error', messages.passwordThrottled);
+      res.redirect(303, '/account');
+    },
+  });
+
   router.post(
     '/account/password',
+    passwordTries,
     action(async (req) => {
       await services.users.changePassword(req.user!, {
         current: String(req.body.current_password ?? ''),
