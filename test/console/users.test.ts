@@ -282,6 +282,20 @@ describe('console users', () => {
     });
   });
 
+  describe('two admins stepping down at once', () => {
+    it('lets exactly one of them, so the organization keeps an active admin', async () => {
+      const pair = await h.tenant({ slug: 'pair' });
+      const actor = operatorActor(pair.organizationId);
+      const ids: string[] = [];
+      for (const email of ['one@pair.example', 'two@pair.example']) ids.push((await h.services.users.create({ organizationId: pair.organizationId, email, password: PASSWORD, role: 'admin' })).id);
+      const outcomes = await Promise.allSettled([h.services.users.setRole(actor, ids[0]!, 'viewer'), h.services.users.setDisabled(actor, ids[1]!, true)]);
+      expect(outcomes.map((o) => o.status).sort()).to.deep.equal(['fulfilled', 'rejected']);
+      expect((outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult).reason.message).to.equal(LAST_ADMIN);
+      const admins = await h.db('users').where({ organization_id: pair.organizationId, role: 'admin' }).whereNull('disabled_at');
+      expect(admins).to.have.length(1);
+    });
+  });
+
   describe('/account', () => {
     it('changes the password only with the current one, saying what is wrong', async () => {
       const viewer = await signIn(h, t, 'viewer');
