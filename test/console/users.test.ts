@@ -223,6 +223,10 @@ describe('console users', () => {
       expect(await signInStatus(h, viewer.email, PASSWORD)).to.equal(303);
       const actions = (await h.db('audit_events').where({ subject_id: id }).orderBy('id')).map((e) => [e.action, e.detail]);
       expect(actions).to.deep.equal([['user.disable', viewer.email], ['user.enable', viewer.email]]);
+      // The history link of the Users page: the log filtered to this user.
+      const history = await admin.get(`/audit?subject_type=user&subject_id=${id}`);
+      expect(history.text).to.include('<option value="user" selected>user</option>');
+      expect(history.text.match(/<span class="hint">user<\/span>\s+<span title="[^"]+">/g)).to.have.length(2);
     });
 
     it('signs a deleted user out at their next request', async () => {
