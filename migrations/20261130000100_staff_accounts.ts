@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 
 /**
  * Staff accounts run from the console: a user may be disabled (signed out at once, kept for
- * the record) and their last sign-in is shown; invitations and password resets are one-time
+ * the record), a new password ends their other sessions, and their last sign-in is shown; invitations and password resets are one-time
  * links, of which only a hash is kept. An invited user has no password until they follow
  * their link: their `password_hash` is empty, which no password verifies against.
  */
@@ -10,6 +10,8 @@ export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('users', (t) => {
     t.string('disabled_at', 24);
     t.string('last_sign_in_at', 24);
+    // Sessions signed in before this (a password changed or reset) end at their next request.
+    t.string('sessions_valid_from', 24);
   });
 
   await knex.schema.createTable('password_links', (t) => {
@@ -29,5 +31,5 @@ export async function up(knex: Knex): Promise<void> {
 export async function down(knex: Knex): Promise<void> {
   await knex.schema.dropTable('password_links');
   // ALTER TABLE … DROP COLUMN, not Knex's dropColumn: on SQLite that rebuilds the table (see 20261121000800).
-  for (const column of ['disabled_at', 'last_sign_in_at']) await knex.raw(`alter table users drop column ${column}`);
+  for (const column of ['disabled_at', 'last_sign_in_at', 'sessions_valid_from']) await knex.raw(`alter table users drop column ${column}`);
 }

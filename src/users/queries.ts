@@ -18,6 +18,8 @@ export interface UserRow {
   /** Set while the user may not sign in; their console sessions end at their next request. */
   disabled_at: string | null;
   last_sign_in_at: string | null;
+  /** Console sessions signed in before this end at their next request (set when the password changes). */
+  sessions_valid_from: string | null;
   created_at: string;
 }
 

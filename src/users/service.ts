@@ -120,6 +120,7 @@ export function createUserService({ db, clock, audit, publicUrl }: { db: Db; clo
       time_zone: null,
       disabled_at: null,
       last_sign_in_at: null,
+      sessions_valid_from: null,
       created_at: isoNow(clock),
     };
     try {
@@ -226,21 +227,26 @@ export function createUserService({ db, clock, audit, publicUrl }: { db: Db; clo
       return { user, url };
     },
 
-    /** Sets the user's password as the operator (the admin CLI). */
+    /** Sets the user's password as the operator (the admin CLI); the user's console sessions end. */
     async setPassword(actor: Actor, id: string, password: string): Promise<void> {
       checkPassword(password);
       const user = await ofActor(actor, id);
-      await queries.updateUser(db, id, { password_hash: await hashPassword(password) });
+      await queries.updateUser(db, id, { password_hash: await hashPassword(password), sessions_valid_from: isoNow(clock) });
       await audit.record(actor, 'user.password', { type: 'user', id }, user.email);
     },
 
-    /** The signed-in user changes their own password: the current one is required. */
-    async changePassword(user: UserRow, input: { current: string; password: string; confirmation: string }): Promise<void> {
+    /**
+     * The signed-in user changes their own password: the current one is required. Their other
+     * sessions end; the caller keeps the one that asked by marking it signed in at the time returned.
+     */
+    async changePassword(user: UserRow, input: { current: string; password: string; confirmation: string }): Promise<string> {
       if (!(await verifyPassword(input.current, user.password_hash))) throw new ValidationError(messages.currentPasswordWrong);
       checkPassword(input.password);
       if (input.password !== input.confirmation) throw new ValidationError(messages.passwordsDiffer);
-      await queries.updateUser(db, user.id, { password_hash: await hashPassword(input.password) });
+      const now = isoNow(clock);
+      await queries.updateUser(db, user.id, { password_hash: await hashPassword(input.password), sessions_valid_from: now });
       await audit.record({ type: 'user', id: user.id, label: user.email, organizationId: user.organization_id }, 'user.password', { type: 'user', id: user.id }, user.email);
+      return now;
     },
 
     /** What the link with `token` is for, if it can still be used; 410 with the reason otherwise. */
@@ -253,7 +259,7 @@ export function createUserService({ db, clock, audit, publicUrl }: { db: Db; clo
       return { purpose: link.purpose, user };
     },
 
-    /** Sets the password at the link, once: the link is used up in the same transaction. Returns the user, signed in by the caller. */
+    /** Sets the password at the link, once: the link is used up in the same transaction and the user's other sessions end. Returns the user, signed in by the caller. */
     async acceptLink(token: string, input: { password: string; confirmation: string }): Promise<UserRow> {
       const { user } = await this.openLink(token);
       checkPassword(input.password);
@@ -264,7 +270,7 @@ export function createUserService({ db, clock, audit, publicUrl }: { db: Db; clo
         const link = await queries.claimPasswordLink(trx, hashToken(token), now);
         // Used or expired between the page and the form (or by two tabs at once).
         if (!link) return undefined;
-        await queries.updateUser(trx, link.user_id, { password_hash: passwordHash, last_sign_in_at: now });
+        await queries.updateUser(trx, link.user_id, { password_hash: passwordHash, last_sign_in_at: now, sessions_valid_from: now });
         const actor: Actor = { type: 'user', id: user.id, label: user.email, organizationId: user.organization_id };
         await audit.record(actor, link.purpose === 'invite' ? 'user.accept_invite' : 'user.password', { type: 'user', id: user.id }, user.email, trx);
         return link.purpose;
@@ -273,7 +279,7 @@ export function createUserService({ db, clock, audit, publicUrl }: { db: Db; clo
         await this.openLink(token);
         throw new LinkRefusedError(messages.linkUsed);
       }
-      return { ...user, password_hash: passwordHash, last_sign_in_at: now };
+      return { ...user, password_hash: passwordHash, last_sign_in_at: now, sessions_valid_from: now };
     },
 
     /** Sets the user's zone (already checked by the caller). */

@@ -147,16 +147,20 @@ describe('console users', () => {
   });
 
   describe('resets', () => {
-    it('gives a one-time link that sets a new password; the old one works until then', async () => {
+    it('gives a one-time link that sets a new password, ending the user\'s older sessions; the old password works until then', async () => {
       const viewer = await signIn(h, t, 'viewer');
       const { id } = await userByEmail(viewer.email);
       const res = await admin.post(`/users/${id}/reset`);
       expect(res.status).to.equal(200);
       const link = shownLink(res.text);
       expect(await signInStatus(h, viewer.email, PASSWORD)).to.equal(303);
-      const { form, res: set } = await accept(h, link, 'brand new password');
+      clock.advance(1000);
+      const { visitor, form, res: set } = await accept(h, link, 'brand new password');
       expect(form.text).to.include('Set a new password');
       expect(set.status).to.equal(303);
+      // The session the link signed in stays; the one signed in with the old password ends.
+      expect((await visitor.get('/scribes')).status).to.equal(200);
+      expect((await viewer.get('/scribes')).status).to.equal(303);
       expect(await signInStatus(h, viewer.email, PASSWORD)).to.equal(401);
       expect(await signInStatus(h, viewer.email, 'brand new password')).to.equal(303);
       expect((await accept(h, link, 'third password')).res.status).to.equal(410);
@@ -301,7 +305,7 @@ describe('console users', () => {
   });
 
   describe('/account', () => {
-    it('changes the password only with the current one, saying what is wrong', async () => {
+    it('changes the password only with the current one, saying what is wrong, and signs the user\'s other sessions out', async () => {
       const viewer = await signIn(h, t, 'viewer');
       const cases = [
         [{ current_password: 'not my password', password: 'new password 1', confirmation: 'new password 1' }, 'Current password is wrong'],
@@ -316,8 +320,16 @@ describe('console users', () => {
         expect(page.text, message).to.include(`<p class="flash flash-error" role="alert">${message}</p>`);
       }
       expect(await signInStatus(h, viewer.email, PASSWORD)).to.equal(303);
+      const elsewhere = supertest.agent(h.app);
+      const login = csrfTokenOf((await elsewhere.get('/login')).text);
+      await elsewhere.post('/login').type('form').send({ _csrf: login, email: viewer.email, password: PASSWORD });
+      expect((await elsewhere.get('/scribes')).status).to.equal(200);
+      clock.advance(1000);
       await viewer.post('/account/password', { current_password: PASSWORD, password: 'new password 1', confirmation: 'new password 1' });
       expect((await viewer.get('/account')).text).to.include('Password changed');
+      // The user's other session ends; this one stays.
+      expect((await elsewhere.get('/scribes')).status).to.equal(303);
+      expect((await viewer.get('/scribes')).status).to.equal(200);
       expect(await signInStatus(h, viewer.email, PASSWORD)).to.equal(401);
       expect(await signInStatus(h, viewer.email, 'new password 1')).to.equal(303);
       const audit = JSON.stringify(await h.db('audit_events').where({ action: 'user.password' }));

@@ -9,7 +9,7 @@ import { action, flash } from '../forms.js';
 export const messages = {
   invalidTimeZone: 'Time zone must be an IANA time zone, such as Europe/Zurich or UTC',
   timeZoneSaved: (zone: string) => `Times are now shown in ${zone}.`,
-  passwordSaved: 'Password changed: use the new one from your next sign-in.',
+  passwordSaved: 'Password changed: use the new one from your next sign-in. Your other sessions are signed out.',
   passwordThrottled: 'Too many password changes. Wait a few minutes and try again.',
 };
 
@@ -56,7 +56,8 @@ export function accountRoutes(services: Services): Router {
     '/account/password',
     passwordTries,
     action(async (req) => {
-      await services.users.changePassword(req.user!, {
+      // This session stays signed in; the user's others end.
+      req.session.signedInAt = await services.users.changePassword(req.user!, {
         current: String(req.body.current_password ?? ''),
         password: String(req.body.password ?? ''),
         confirmation: String(req.body.confirmation ?? ''),

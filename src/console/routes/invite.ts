@@ -42,7 +42,7 @@ export function inviteRoutes(services: Services): Router {
     }
     try {
       const user = await services.users.acceptLink(token, { password: String(req.body?.password ?? ''), confirmation: String(req.body?.confirmation ?? '') });
-      signInAs(req, res, next, user, '/');
+      signInAs(services, req, res, next, user, '/');
     } catch (err) {
       if (err instanceof HttpError && err.status === 422) return form(res, 422, { purpose: link.purpose, email: link.user.email, token, error: err.message });
       refused(res, err);
