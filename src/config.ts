@@ -40,6 +40,8 @@ const envSchema = z.object({
   RATE_LIMIT_PER_MINUTE: z.coerce.number({ error: 'must be a whole number' }).int().min(0).default(600),
   METRICS_TOKEN: z.string().min(1).optional(),
   TRUST_PROXY: z.string().min(1).default('false'),
+  // The console's address as staff reach it (https://scribe.example.com): invitation and reset links are made absolute with it.
+  PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info'),
   // JSON lines for machines; `pretty` (pino-pretty, a dev dependency) for people, the default under NODE_ENV=development.
   LOG_FORMAT: z.enum(['json', 'pretty'], { error: 'must be json or pretty' }).optional(),
@@ -100,6 +102,8 @@ export interface Config {
   readonly metricsToken: string | undefined;
   /** Passed to Express's `trust proxy` as is: a boolean, a hop count or a list of addresses. */
   readonly trustProxy: boolean | number | string;
+  /** The console's address as staff reach it, without a trailing slash; unset: links are paths (`/invite/<token>`). */
+  readonly publicUrl: string | undefined;
   readonly logLevel: (typeof LOG_LEVELS)[number];
   readonly logFormat: 'json' | 'pretty';
   readonly openai: OpenAiConfig;
@@ -174,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     metricsToken: e.METRICS_TOKEN,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
+    publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT ?? (e.NODE_ENV === 'development' ? 'pretty' : 'json'),
     retention: Object.freeze({ sessionDays: e.RETENTION_SESSION_DAYS, orphanFiles: e.RETENTION_ORPHAN_FILES }),

@@ -220,7 +220,7 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
     secrets,
     organizations: createOrganizationService({ db, clock, logger }),
     scribes,
-    users: createUserService({ db, clock }),
+    users: createUserService({ db, clock, audit, publicUrl: config.publicUrl }),
     entryTypes,
     entries,
     /** Where entry pages are read (undefined: in this thread). */

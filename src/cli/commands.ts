@@ -7,9 +7,17 @@ import type { ScribeRow } from '../scribes/queries.js';
 import { EVENT_TYPES } from '../webhooks/events.js';
 import { presentTrace, traceTotals } from '../agents/trace.js';
 
-/** What a command needs: its parsed flags and the services. */
+/** What a command needs: its parsed flags, the services, and the terminal (passwords, warnings). */
 type Flags = Record<string, string | boolean | string[] | undefined>;
-type Command = { usage: string; run: (flags: Flags, services: Services) => Promise<object> };
+type Command = { usage: string; run: (flags: Flags, services: Services, io: CommandIo) => Promise<object> };
+
+/** What a command may ask of the person or script running it. */
+export interface CommandIo {
+  /** A password: standard input's first line when it is not a terminal, else typed at a prompt that does not echo. */
+  readPassword(): Promise<string>;
+  /** A line on stderr that does not make the command fail. */
+  warn(text: string): void;
+}
 
 export class UsageError extends Error {}
 
@@ -365,15 +373,65 @@ export const commands: Record<string, Command> = {
     },
   },
   'user create': {
-    usage: 'user create --org ORG_ID --email EMAIL --password PASSWORD [--role admin|viewer]',
+    usage: 'user create --org ORG_ID --email EMAIL [--role admin|viewer]   (the password on standard input, or typed at a prompt)',
+    async run(flags, s, io) {
+      const org = await s.organizations.getOrganization(required(flags, 'org'));
+      const email = required(flags, 'email');
+      const role = optional(flags, 'role');
+      let password = optional(flags, 'password');
+      if (password === undefined) password = await io.readPassword();
+      else io.warn('warning: --password puts the password in the shell history and the process list; give it on standard input instead');
+      return s.users.create({ organizationId: org.id, email, password, role }, operatorActor(org.id));
+    },
+  },
+  'user list': {
+    usage: 'user list --org ORG_ID',
     async run(flags, s) {
       const org = await s.organizations.getOrganization(required(flags, 'org'));
-      return s.users.create({
-        organizationId: org.id,
-        email: required(flags, 'email'),
-        password: required(flags, 'password'),
-        role: optional(flags, 'role'),
-      });
+      const users = await s.users.list(org.id);
+      return { users: users.map(({ id, email, role, disabled_at, last_sign_in_at }) => ({ id, email, role, disabled: disabled_at !== null, last_sign_in_at })) };
+    },
+  },
+  'user invite': {
+    usage: 'user invite --org ORG_ID --email EMAIL [--role admin|viewer]   (the link is shown only here)',
+    async run(flags, s) {
+      const org = await s.organizations.getOrganization(required(flags, 'org'));
+      const invited = await s.users.invite(operatorActor(org.id), { email: required(flags, 'email'), role: optional(flags, 'role') });
+      return { id: invited.id, email: invited.email, role: invited.role, invite_url: invited.url };
+    },
+  },
+  'user set-role': {
+    usage: 'user set-role --id USER_ID --role admin|viewer',
+    async run(flags, s) {
+      const { actor, id } = await byId(flags, s.users);
+      const user = await s.users.setRole(actor, id, required(flags, 'role'));
+      return { id, role: user.role };
+    },
+  },
+  'user disable': disablingUser(true),
+  'user enable': disablingUser(false),
+  'user delete': {
+    usage: 'user delete --id USER_ID',
+    async run(flags, s) {
+      const { actor, id } = await byId(flags, s.users);
+      await s.users.remove(actor, id);
+      return { id, deleted: true };
+    },
+  },
+  'user reset': {
+    usage: 'user reset --id USER_ID   (a one-time link to set a new password, shown only here)',
+    async run(flags, s) {
+      const { actor, id } = await byId(flags, s.users);
+      return { id, reset_url: (await s.users.reset(actor, id)).url };
+    },
+  },
+  'user set-password': {
+    usage: 'user set-password --id USER_ID   (the password on standard input, or typed at a prompt)',
+    async run(flags, s, io) {
+      if (flags.password !== undefined) throw new UsageError('--password is not taken here: give the password on standard input');
+      const { actor, id } = await byId(flags, s.users);
+      await s.users.setPassword(actor, id, await io.readPassword());
+      return { id };
     },
   },
 };
@@ -386,6 +444,18 @@ function pausing(verb: 'pause' | 'resume'): Command {
       const { actor, id } = await byId(flags, s.schedules);
       const schedule = await s.schedules[verb](actor, id);
       return { id: schedule.id, paused: schedule.paused, next_run_at: schedule.next_run_at };
+    },
+  };
+}
+
+/** `user disable` and `user enable`: the same command but for the change. */
+function disablingUser(disabled: boolean): Command {
+  return {
+    usage: `user ${disabled ? 'disable' : 'enable'} --id USER_ID`,
+    async run(flags, s) {
+      const { actor, id } = await byId(flags, s.users);
+      await s.users.setDisabled(actor, id, disabled);
+      return { id, disabled };
     },
   };
 }
@@ -414,7 +484,7 @@ function presentAgent(scribe: ScribeRow) {
   return { id, slug, agent, instructions, model, base_url: model_base_url, api_key_set: model_api_key !== null, vision: model_vision, max_tool_rounds, token_budget, max_concurrency };
 }
 
-/** The thing named by --id (a schedule, channel, webhook or MCP server), and the operator acting on its organization. */
+/** The thing named by --id (a schedule, channel, webhook, MCP server or user), and the operator acting on its organization. */
 async function byId(flags: Flags, service: { organizationOf(id: string): Promise<string> }) {
   const id = required(flags, 'id');
   return { id, actor: operatorActor(await service.organizationOf(id)) };

@@ -9,18 +9,21 @@ import { HttpError } from '../http/errors.js';
 import { BackupNotSupportedError } from '../db/dialect.js';
 import { CopyRefusedError } from '../db/copy.js';
 import { FLAGS, UsageError, commands, usage } from './commands.js';
+import { type PasswordInput, readPassword } from './password-input.js';
 
-/** Where a run of the CLI writes: the process's streams, or a test's buffers. */
+/** Where a run of the CLI reads and writes: the process's streams, or a test's. */
 export interface CliOutput {
   stdout: { write(text: string): unknown };
   stderr: { write(text: string): unknown };
+  /** Where passwords come from (`user create`, `user set-password`). */
+  stdin?: PasswordInput;
 }
 
 /**
  * `npm run --silent admin -- <command> [--flags]`: prints exactly one JSON object on stdout
  * and answers 0, or a message on stderr and a non-zero exit code.
  */
-export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv, { stdout, stderr }: CliOutput): Promise<number> {
+export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv, { stdout, stderr, stdin }: CliOutput): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: FLAGS, allowPositionals: true, strict: true });
@@ -62,7 +65,8 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv, { stdout,
   const services = createServices({ config, db, logger, secrets, options: { dispatchOnAccept: false, runOnNewWork: false } });
   try {
     await migrateToLatest(db, { secrets });
-    const output = await command.run(parsed.values, services);
+    const io = { readPassword: () => readPassword(stdin, stderr), warn: (text: string) => void stderr.write(`${text}\n`) };
+    const output = await command.run(parsed.values, services, io);
     stdout.write(`${JSON.stringify(output)}\n`);
     return 0;
   } catch (err) {

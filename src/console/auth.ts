@@ -5,10 +5,13 @@ import { HttpError } from '../http/errors.js';
 import type { UserRow } from '../users/service.js';
 import type { Services } from '../services.js';
 import { canonicalTimeZone } from '../lib/time-zones.js';
+import { isoNow } from '../lib/clock.js';
 
 declare module 'express-session' {
   interface SessionData {
     userId?: string;
+    /** When this session signed in (the services' clock): sessions older than the user's last password change end. */
+    signedInAt?: string;
     flash?: { kind: 'notice' | 'error'; text: string };
   }
 }
@@ -41,16 +44,32 @@ export function userActor(req: Request): Actor {
   return { type: 'user', id: user.id, label: user.email, organizationId: user.organization_id };
 }
 
-/** Sets `req.user` from the session; a session whose user is gone is ended. */
+/**
+ * Sets `req.user` from the session. The user's row is read on every request (by primary key),
+ * so a session whose user was deleted or disabled, or that signed in before their password
+ * last changed, ends at its next request, whichever process made the change.
+ */
 export function loadUser(services: Services): RequestHandler {
   return async (req, _res, next) => {
     const id = req.session.userId;
     if (id) {
-      req.user = await services.users.findById(id);
-      if (!req.user) delete req.session.userId;
+      const user = await services.users.findById(id);
+      const current = user && !user.disabled_at && (!user.sessions_valid_from || (req.session.signedInAt ?? '') >= user.sessions_valid_from);
+      if (current) req.user = user;
+      else delete req.session.userId;
     }
     next();
   };
+}
+
+/** Signs `user` in on a new session id (a session fixed before it is worth nothing after) and redirects to `to`. */
+export function signInAs(services: Services, req: Request, res: Response, next: NextFunction, user: UserRow, to: string): void {
+  req.session.regenerate((err) => {
+    if (err) return next(err);
+    req.session.userId = user.id;
+    req.session.signedInAt = isoNow(services.clock);
+    res.redirect(303, to);
+  });
 }
 
 /** Every console page needs a signed-in user; others are sent to sign in and come back. */
@@ -106,12 +125,8 @@ export function authRoutes(services: Services, { limit = LOGIN_ATTEMPTS.limit, p
     // The zone the browser reports (public/login.js) is kept once; later sign-ins never change it (the account page does).
     const timeZone = canonicalTimeZone(req.body?.time_zone);
     if (!user.time_zone && timeZone) await services.users.setTimeZoneIfUnset(user.id, timeZone);
-    // A new session id at sign-in, so a session fixed before it is worth nothing after.
-    req.session.regenerate((err) => {
-      if (err) return next(err);
-      req.session.userId = user.id;
-      res.redirect(303, safeNext(req.body?.next));
-    });
+    await services.users.recordSignIn(user.id);
+    signInAs(services, req, res, next, user, safeNext(req.body?.next));
   });
 
   router.post('/logout', (req, res, next) => {

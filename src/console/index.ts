@@ -23,6 +23,8 @@ import { searchRoutes } from './routes/search.js';
 import { failureRoutes } from './routes/failures.js';
 import { isLiveRefresh } from './live.js';
 import { accountRoutes } from './routes/account.js';
+import { inviteRoutes } from './routes/invite.js';
+import { userRoutes } from './routes/users.js';
 import { sessionListRoutes } from './routes/session-list.js';
 import { zoneOrUtc } from '../lib/time-zones.js';
 
@@ -99,6 +101,7 @@ export function consoleRouter({
   router.use(csrf.csrfSynchronisedProtection);
 
   router.use(authRoutes(services, { limit: options.loginAttempts, perAddress: options.loginAttemptsPerAddress }));
+  router.use(inviteRoutes(services));
   router.use(requireUser);
   router.use(dashboardRoutes(services));
   router.use(scribeRoutes(services));
@@ -113,6 +116,7 @@ export function consoleRouter({
   router.use(channelRoutes(services));
   router.use(webhookRoutes(services));
   router.use(keyRoutes(services));
+  router.use(userRoutes(services));
   router.use(auditRoutes(services));
   router.use(searchRoutes(services));
   router.use(accountRoutes(services));

@@ -81,6 +81,7 @@ export function tone(status: string): 'ok' | 'busy' | 'wait' | 'bad' | 'idle' {
       return 'busy';
     case 'waiting':
     case 'paused':
+    case 'invited':
       return 'wait';
     case 'failed':
     case 'refused':

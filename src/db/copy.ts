@@ -22,6 +22,7 @@ const TABLES = [
   'organizations',
   'api_keys',
   'users',
+  'password_links',
   'scribes',
   'mcp_servers',
   'requests',

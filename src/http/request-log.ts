@@ -19,7 +19,7 @@ export function requestLog(logger: Logger): RequestHandler {
         {
           requestId: req.id,
           method: req.method,
-          path: req.originalUrl,
+          path: loggedPath(req.originalUrl),
           status: res.statusCode,
           ms: Number(process.hrtime.bigint() - started) / 1e6,
           remoteAddress: req.ip,
@@ -29,4 +29,9 @@ export function requestLog(logger: Logger): RequestHandler {
     });
     next();
   };
+}
+
+/** The path as logged: an invitation or reset link's token is a password's equal, and is never written. */
+export function loggedPath(url: string): string {
+  return url.replace(/^\/invite\/[^/?#]+/, '/invite/[redacted]');
 }

@@ -66,6 +66,10 @@ export async function findScribeById(db: Db, id: string): Promise<ScribeRow | un
   return row && withBoolean(row);
 }
 
+export async function renameScribe(db: Db, id: string, name: string, at: string): Promise<void> {
+  await db('scribes').where({ id }).update({ name, updated_at: at });
+}
+
 /** Sets the scribe's state; one powered on has its turn for a run at once (its work may wait). */
 export async function updateScribeState(db: Db, id: string, state: ScribeState, at: string): Promise<void> {
   await db('scribes').where({ id }).update({ state, updated_at: at });

@@ -11,6 +11,7 @@ import type { SecretBox } from '../secrets/secret-box.js';
 import { AGENT_KINDS, SCRIBE_STATES, type AgentKind, type AgentSettings, type ScribeRef, type ScribeRow, type ScribeState } from './queries.js';
 
 const MAX_INSTRUCTIONS = 20_000;
+const MAX_NAME = 200;
 
 export const messages = {
   modelTooLong: 'Model must be at most 200 characters',
@@ -26,6 +27,7 @@ export const messages = {
   slugTaken: 'Slug is already used by another scribe in this organization',
   invalidState: `State must be one of ${SCRIBE_STATES.join(', ')}`,
   nameRequired: 'Name is required',
+  nameTooLong: `Name must be at most ${MAX_NAME} characters`,
   invalidAgent: `Agent must be one of ${AGENT_KINDS.join(', ')}`,
   instructionsTooLong: `Instructions must be at most ${MAX_INSTRUCTIONS} characters`,
 };
@@ -69,6 +71,13 @@ function checkWhole(value: number | null, min: number, max: number, message: str
   return value;
 }
 
+function checkName(name: string): string {
+  const text = name.trim();
+  if (!text) throw new ValidationError(messages.nameRequired);
+  if (text.length > MAX_NAME) throw new ValidationError(messages.nameTooLong);
+  return text;
+}
+
 function checkInstructions(instructions: string): string {
   if (instructions.length > MAX_INSTRUCTIONS) throw new ValidationError(messages.instructionsTooLong);
   return instructions;
@@ -96,6 +105,23 @@ export function createScribeService({
     value?.trim() ? checkUserUrl(value, modelPolicy, { invalid: messages.invalidBaseUrl, privateAddress: messages.privateBaseUrl }) : null;
   // Every call to a scribe's API asks this: concurrent calls share the lookup.
   const findBySlug = sharedLookup((organizationId: string, slug: string) => `${organizationId}/${slug}`, (organizationId: string, slug: string) => queries.findScribeBySlug(db, organizationId, slug));
+  /** The settings to store for `change`, checked (the messages staff see) and the key sealed. */
+  const agentSettings = (change: AgentSettingsInput): AgentSettings => {
+    if (change.agent !== undefined && !isAgentKind(change.agent)) throw new ValidationError(messages.invalidAgent);
+    if (change.instructions !== undefined) checkInstructions(change.instructions);
+    const settings: AgentSettings = { agent: change.agent as AgentKind | undefined, instructions: change.instructions };
+    if (change.model !== undefined) settings.model = checkText(change.model, 200, messages.modelTooLong);
+    if (change.baseUrl !== undefined) settings.model_base_url = checkBaseUrl(change.baseUrl);
+    if (change.apiKey !== undefined) {
+      const key = checkText(change.apiKey, 500, messages.apiKeyTooLong);
+      settings.model_api_key = key === null ? null : secrets.seal(key);
+    }
+    if (change.vision !== undefined) settings.model_vision = change.vision;
+    if (change.maxToolRounds !== undefined) settings.max_tool_rounds = checkWhole(change.maxToolRounds, 1, 50, messages.invalidToolRounds);
+    if (change.tokenBudget !== undefined) settings.token_budget = checkWhole(change.tokenBudget, 100, 10_000_000, messages.invalidTokenBudget);
+    if (change.maxConcurrency !== undefined) settings.max_concurrency = checkWhole(change.maxConcurrency, 1, 10_000, messages.invalidMaxConcurrency);
+    return settings;
+  };
   return {
     /** The organization's scribe with this slug; 404 `Scribe not found` otherwise, also for other organizations' scribes. */
     async getBySlug(organizationId: string, slug: string): Promise<ScribeRef> {
@@ -104,29 +130,29 @@ export function createScribeService({
       return scribe;
     },
 
-    async create(input: { organizationId: string; slug: string; name: string; state?: string; agent?: string; instructions?: string }): Promise<ScribeRow> {
+    /** A new scribe, `active` and worked by the builtin agent unless said otherwise, with any of the agent settings `setAgent` takes. */
+    async create(input: { organizationId: string; slug: string; name: string; state?: string } & AgentSettingsInput): Promise<ScribeRow> {
       const state = input.state ?? 'active';
-      const agent = input.agent ?? 'builtin';
       if (!SLUG_PATTERN.test(input.slug)) throw new ValidationError(messages.invalidSlug);
       if (!isScribeState(state)) throw new ValidationError(messages.invalidState);
-      if (!isAgentKind(agent)) throw new ValidationError(messages.invalidAgent);
-      if (!input.name.trim()) throw new ValidationError(messages.nameRequired);
+      const settings = agentSettings({ ...input, agent: input.agent ?? 'builtin' });
+      const name = checkName(input.name);
       const now = isoNow(clock);
       const row: ScribeRow = {
         id: newId(),
         organization_id: input.organizationId,
         slug: input.slug,
-        name: input.name.trim(),
+        name,
         state,
-        agent,
-        instructions: checkInstructions(input.instructions ?? ''),
-        model: null,
-        model_base_url: null,
-        model_api_key: null,
-        model_vision: false,
-        max_tool_rounds: null,
-        token_budget: null,
-        max_concurrency: null,
+        agent: settings.agent!,
+        instructions: settings.instructions ?? '',
+        model: settings.model ?? null,
+        model_base_url: settings.model_base_url ?? null,
+        model_api_key: settings.model_api_key ?? null,
+        model_vision: settings.model_vision ?? false,
+        max_tool_rounds: settings.max_tool_rounds ?? null,
+        token_budget: settings.token_budget ?? null,
+        max_concurrency: settings.max_concurrency ?? null,
         created_at: now,
         updated_at: now,
       };
@@ -137,6 +163,14 @@ export function createScribeService({
         throw err;
       }
       return row;
+    },
+
+    /** Gives the scribe another name (its slug, the API's address, stays). */
+    async rename(organizationId: string, slug: string, name: string): Promise<ScribeRow> {
+      const checked = checkName(name);
+      const scribe = await this.getBySlug(organizationId, slug);
+      await queries.renameScribe(db, scribe.id, checked, isoNow(clock));
+      return (await queries.findScribeById(db, scribe.id))!;
     },
 
     async setState(organizationId: string, slug: string, state: string): Promise<ScribeRef> {
@@ -167,19 +201,7 @@ export function createScribeService({
      * to the environment's.
      */
     async setAgent(organizationId: string, slug: string, change: AgentSettingsInput): Promise<ScribeRow> {
-      if (change.agent !== undefined && !isAgentKind(change.agent)) throw new ValidationError(messages.invalidAgent);
-      if (change.instructions !== undefined) checkInstructions(change.instructions);
-      const settings: AgentSettings = { agent: change.agent as AgentKind | undefined, instructions: change.instructions };
-      if (change.model !== undefined) settings.model = checkText(change.model, 200, messages.modelTooLong);
-      if (change.baseUrl !== undefined) settings.model_base_url = checkBaseUrl(change.baseUrl);
-      if (change.apiKey !== undefined) {
-        const key = checkText(change.apiKey, 500, messages.apiKeyTooLong);
-        settings.model_api_key = key === null ? null : secrets.seal(key);
-      }
-      if (change.vision !== undefined) settings.model_vision = change.vision;
-      if (change.maxToolRounds !== undefined) settings.max_tool_rounds = checkWhole(change.maxToolRounds, 1, 50, messages.invalidToolRounds);
-      if (change.tokenBudget !== undefined) settings.token_budget = checkWhole(change.tokenBudget, 100, 10_000_000, messages.invalidTokenBudget);
-      if (change.maxConcurrency !== undefined) settings.max_concurrency = checkWhole(change.maxConcurrency, 1, 10_000, messages.invalidMaxConcurrency);
+      const settings = agentSettings(change);
       const scribe = await this.getBySlug(organizationId, slug);
       await queries.updateScribeAgent(db, scribe.id, settings, isoNow(clock));
       // A cap raised or lifted may leave room for work that waited: the scribe's turn comes now.

@@ -21,7 +21,7 @@ describe('the console in Chromium at 390 px', function () {
     const entry = await c.h.services.entries.create(c.t.organizationId, type.id, { fields: { Name: 'Acme Corporation International Holdings', Website: 'https://acme.example.com/with/a/long/path', Public: true } });
     routes.push(
       '/', '/scribes', '/b/atlas', '/receipts', `/receipts/${request.id}`, '/tasks', `/tasks/${task.id}`, '/sessions', `/sessions/${sessionId}`,
-      '/entry-types', `/entry-types/${type.id}`, `/entries/${entry.id}`, `/entries/${entry.id}/edit`, '/schedules', '/channels', '/webhooks', '/keys', '/audit', '/account', '/search?q=long',
+      '/entry-types', `/entry-types/${type.id}`, `/entries/${entry.id}`, `/entries/${entry.id}/edit`, '/schedules', '/channels', '/webhooks', '/keys', '/users', '/audit', '/account', '/scribes/new', '/search?q=long',
     );
   });
 

@@ -9,7 +9,7 @@ import { openSecretBox } from '../../src/secrets/keys.js';
 describe('the admin CLI', function () {
   this.timeout(60_000);
   const cli = cliInstall();
-  const { admin, json, dir } = cli;
+  const { admin, json, dir, withInput, expectJson } = cli;
   let orgId: string;
 
   it('org create prints {id, name}', async () => {
@@ -199,8 +199,8 @@ describe('the admin CLI', function () {
     }
   });
 
-  it('user create defaults to viewer and hashes the password with scrypt', async () => {
-    const user = await json('user', 'create', '--org', orgId, '--email', 'Staff@Example.com', '--password', 'correct horse');
+  it('user create defaults to viewer, reads the password on standard input and hashes it with scrypt', async () => {
+    const user = expectJson(await withInput('correct horse\n', 'user', 'create', '--org', orgId, '--email', 'Staff@Example.com'), ['user', 'create']);
     expect(user).to.include({ email: 'staff@example.com', role: 'viewer' });
     expect(Object.keys(user)).to.deep.equal(['id', 'email', 'role']);
     const db = await openInstall(dir);
@@ -212,7 +212,7 @@ describe('the admin CLI', function () {
     } finally {
       await db.destroy();
     }
-    const adminUser = await json('user', 'create', '--org', orgId, '--email', 'boss@example.com', '--password', 'password1', '--role', 'admin');
+    const adminUser = expectJson(await withInput('password1', 'user', 'create', '--org', orgId, '--email', 'boss@example.com', '--role', 'admin'), ['user', 'create']);
     expect(adminUser.role).to.equal('admin');
   });
 

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { installEnv } from './databases.js';
@@ -18,22 +19,24 @@ export interface CliResult {
  * with its own argv, environment and streams. Spawning costs a second per command, and the
  * CLI suites run hundreds; `runAdminProcess` is the real binary, for what only a process shows.
  */
-export async function runAdmin(args: string[], env: Record<string, string>): Promise<CliResult> {
+export async function runAdmin(args: string[], env: Record<string, string>, { stdin = '' }: { stdin?: string } = {}): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
-  const code = await runCli(args, { PATH: process.env.PATH ?? '', ...env }, { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) } });
+  const streams = { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) }, stdin: Readable.from([stdin]) };
+  const code = await runCli(args, { PATH: process.env.PATH ?? '', ...env }, streams);
   return { code, stdout, stderr };
 }
 
-/** Runs the admin CLI from source in a real child process. */
-export function runAdminProcess(args: string[], env: Record<string, string>): Promise<CliResult> {
+/** Runs the admin CLI from source in a real child process, with `stdin` as its standard input. */
+export function runAdminProcess(args: string[], env: Record<string, string>, { stdin = '' }: { stdin?: string } = {}): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       ['--import', 'tsx', ADMIN, ...args],
       { env: { PATH: process.env.PATH ?? '', ...env } },
       (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
+    child.stdin!.end(stdin);
   });
 }
 
@@ -50,8 +53,13 @@ export function cliInstall({ scribe }: { scribe?: string } = {}) {
     env: {} as Record<string, string>,
     orgId: '',
     admin: (...args: string[]) => runAdmin(args, cli.env),
+    /** Runs a command with `stdin` as its standard input (a password). */
+    withInput: (stdin: string, ...args: string[]) => runAdmin(args, cli.env, { stdin }),
     async json(...args: string[]) {
-      const result = await cli.admin(...args);
+      return cli.expectJson(await cli.admin(...args), args);
+    },
+    /** The one JSON object a successful run printed. */
+    expectJson(result: CliResult, args: string[]) {
       expect(result.stderr, args.join(' ')).to.equal('');
       expect(result.code).to.equal(0);
       const lines = result.stdout.trim().split('\n');

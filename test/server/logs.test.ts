@@ -41,16 +41,26 @@ describe('logs', () => {
       await agent.get('/');
       // A console page refreshing itself logs at debug, not info.
       await agent.get('/').set('X-Live-Refresh', '1').set('X-Request-Id', 'live-refresh-1');
+      // An invitation's link, opened and used: its token is as good as a password.
+      const invited = await services.users.invite(operatorActor(org.id), { email: 'invitee@example.com' });
+      const token = invited.url.split('/').pop()!;
+      const invitee = supertest.agent(app);
+      const form = await invitee.get(invited.url).expect(200);
+      await invitee.post(invited.url).type('form').send({ _csrf: csrfTokenOf(form.text), password: 'invitee-password-9', confirmation: 'invitee-password-9' }).expect(303);
       // Something goes wrong with details attached, as a failing call would log them.
       logger.error({ req: { headers: { 'x-api-key': key, cookie: `scribe.sid=${cookie}`, authorization: 'Bearer metrics-token-secret' } }, user: { password: 'hunter2-password' } }, 'with secrets attached');
 
       const text = lines.join('');
-      for (const secret of [key, 'sk_not_a_real_key_but_secret', 'hunter2-password', 'metrics-token-secret', cookie]) expect(text, secret).to.not.include(secret);
+      for (const secret of [key, 'sk_not_a_real_key_but_secret', 'hunter2-password', 'metrics-token-secret', cookie, token, 'invitee-password-9']) expect(text, secret).to.not.include(secret);
       const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
       const completed = parsed.find((l) => l.requestId === 'trace-me-123' && l.msg === 'request completed');
       expect(completed).to.include({ method: 'POST', path: '/api/v1/scribes/atlas/requests', status: 202 });
       expect(parsed.find((l) => l.msg === 'with secrets attached')).to.deep.include({ user: { password: '[redacted]' } });
       expect(parsed.find((l) => l.requestId === 'live-refresh-1')).to.include({ level: 20, msg: 'request completed' });
+      expect(parsed.filter((l) => String(l.path).startsWith('/invite/')).map((l) => [l.method, l.path, l.status])).to.deep.equal([
+        ['GET', '/invite/[redacted]', 200],
+        ['POST', '/invite/[redacted]', 303],
+      ]);
     } finally {
       await services.stop();
       await db.destroy();

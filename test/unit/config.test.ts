@@ -25,6 +25,7 @@ describe('loadConfig()', () => {
       rateLimitPerMinute: 600,
       metricsToken: undefined,
       trustProxy: false,
+      publicUrl: undefined,
       logLevel: 'info',
       logFormat: 'json',
       openai: { baseUrl: 'https://api.openai.com/v1', apiKey: undefined, model: undefined, timeoutMs: 60_000, maxRetries: 2 },
@@ -42,6 +43,7 @@ describe('loadConfig()', () => {
       PORT: '8080', HOST: '0.0.0.0', DATA_DIR: '/srv/scribe', DATABASE_URL: '/srv/db/s.sqlite', SESSION_SECRET: 'a-very-long-secret-value',
       SECRETS_KEY: KEY, MODELS_ALLOW_PRIVATE: 'true', SHUTDOWN_TIMEOUT_MS: '2500',
       ATTACHMENTS_ALLOW_PRIVATE: 'true', WEBHOOKS_ALLOW_PRIVATE: 'true', RATE_LIMIT_PER_MINUTE: '0', METRICS_TOKEN: 'tok', TRUST_PROXY: '1', LOG_LEVEL: 'debug',
+      PUBLIC_URL: 'https://scribe.example.com/',
       OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', OPENAI_API_KEY: 'sk-x', OPENAI_MODEL: 'llama3', OPENAI_TIMEOUT_MS: '5000', OPENAI_MAX_RETRIES: '0',
       RETENTION_SESSION_DAYS: '30', RETENTION_ORPHAN_FILES: 'true', LOG_FORMAT: 'pretty', READ_THREADS: '0',
       HTTP_HEADERS_TIMEOUT_MS: '5000', HTTP_REQUEST_TIMEOUT_MS: '15000', DATABASE_POOL_SIZE: '4', WEB_CONCURRENCY: '3', PROCESS_ROLE: 'worker',
@@ -51,7 +53,7 @@ describe('loadConfig()', () => {
       port: 8080, host: '0.0.0.0', dataDir: '/srv/scribe', databaseUrl: '/srv/db/s.sqlite', databaseKind: 'sqlite', sessionSecret: 'a-very-long-secret-value',
       secretsKey: KEY, modelsAllowPrivate: true, shutdownTimeoutMs: 2500, agentConcurrency: 400,
       databasePoolSize: 4, webConcurrency: 3, processRole: 'worker',
-      attachmentsAllowPrivate: true, webhooksAllowPrivate: true, rateLimitPerMinute: 0, metricsToken: 'tok', trustProxy: 1, logLevel: 'debug', logFormat: 'pretty',
+      attachmentsAllowPrivate: true, webhooksAllowPrivate: true, rateLimitPerMinute: 0, metricsToken: 'tok', trustProxy: 1, publicUrl: 'https://scribe.example.com', logLevel: 'debug', logFormat: 'pretty',
       openai: { baseUrl: 'http://127.0.0.1:11434/v1', apiKey: 'sk-x', model: 'llama3', timeoutMs: 5000, maxRetries: 0 },
       retention: { sessionDays: 30, orphanFiles: true },
       readThreads: 0,
@@ -113,7 +115,7 @@ describe('loadConfig()', () => {
 
   const bad: Array<[string, string]> = [
     ['PORT', 'abc'], ['PORT', '70000'], ['ATTACHMENTS_ALLOW_PRIVATE', 'sometimes'], ['WEBHOOKS_ALLOW_PRIVATE', 'yes please'], ['RATE_LIMIT_PER_MINUTE', '1.5'],
-    ['LOG_LEVEL', 'verbose'], ['SESSION_SECRET', 'short'], ['OPENAI_BASE_URL', 'ftp://models.local'], ['OPENAI_BASE_URL', 'not a url'],
+    ['LOG_LEVEL', 'verbose'], ['SESSION_SECRET', 'short'], ['OPENAI_BASE_URL', 'ftp://models.local'], ['OPENAI_BASE_URL', 'not a url'], ['PUBLIC_URL', 'scribe.example.com'], ['PUBLIC_URL', 'ftp://scribe.example.com'],
     ['OPENAI_TIMEOUT_MS', 'soon'], ['OPENAI_MAX_RETRIES', '-1'], ['RETENTION_SESSION_DAYS', '0'], ['RETENTION_ORPHAN_FILES', 'maybe'], ['LOG_FORMAT', 'xml'],
     ['READ_THREADS', '-1'], ['READ_THREADS', '65'], ['READ_THREADS', 'many'], ['HTTP_HEADERS_TIMEOUT_MS', '50'], ['HTTP_REQUEST_TIMEOUT_MS', 'never'],
   ];

@@ -8,7 +8,7 @@ import { filtersScope, pageAt, pagerOf, serialCursor } from '../pager.js';
 
 const PAGE = 50;
 const ACTOR_TYPES = ['user', 'api_key', 'operator', 'schedule', 'channel'] as const;
-const SUBJECT_TYPES = ['request', 'task', 'session', 'scribe', 'schedule', 'channel', 'webhook', 'api_key', 'entry', 'entry_type'] as const;
+const SUBJECT_TYPES = ['request', 'task', 'session', 'scribe', 'schedule', 'channel', 'webhook', 'api_key', 'entry', 'entry_type', 'user'] as const;
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?Z?$/;
 

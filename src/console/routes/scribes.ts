@@ -1,6 +1,7 @@
-import { Router } from 'express';
+import { Router, type Request, type Response } from 'express';
 import type { Services } from '../../services.js';
-import { AGENT_KINDS } from '../../scribes/queries.js';
+import { HttpError } from '../../http/errors.js';
+import { AGENT_KINDS, SCRIBE_STATES } from '../../scribes/queries.js';
 import { presentMcpServer } from '../../agents/mcp-servers.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
@@ -19,6 +20,61 @@ export function scribeRoutes(services: Services): Router {
   router.get('/scribes', async (req, res) => {
     res.render('scribes/index', { title: 'Scribes', scribes: await services.consoleReads.scribesWithCounts(req.user!.organization_id) });
   });
+
+  /** What the New scribe form holds, as typed (the API key is never sent back). */
+  const typed = (body: Record<string, unknown> = {}) => {
+    const field = (name: string) => String(body[name] ?? '').trim();
+    return {
+      name: field('name'), slug: field('slug'), state: field('state') || 'active', agent: field('agent') || 'builtin', instructions: String(body.instructions ?? ''),
+      model: field('model'), base_url: field('base_url'), vision: body.vision === 'on', max_tool_rounds: field('max_tool_rounds'), token_budget: field('token_budget'),
+      max_concurrency: field('max_concurrency'),
+    };
+  };
+  const newForm = (res: Response, status: number, form: ReturnType<typeof typed>, error: string | null = null) =>
+    res.status(status).render('scribes/new', { title: 'New scribe', form, error, states: SCRIBE_STATES, agents: AGENT_KINDS });
+
+  router.get('/scribes/new', requireAdmin, (_req, res) => newForm(res, 200, typed()));
+
+  router.post('/scribes', requireAdmin, async (req: Request, res: Response) => {
+    const form = typed(req.body);
+    // An empty field is the default (the server's model settings, no budget); the same as `scribe create` without the flag.
+    const whole = (value: string) => (value === '' ? null : Number(value));
+    try {
+      const scribe = await services.scribes.create({
+        organizationId: req.user!.organization_id,
+        slug: form.slug,
+        name: form.name,
+        state: form.state,
+        agent: form.agent,
+        instructions: form.instructions,
+        model: form.model,
+        baseUrl: form.base_url,
+        apiKey: String(req.body.api_key ?? '').trim() || null,
+        vision: form.vision,
+        maxToolRounds: whole(form.max_tool_rounds),
+        tokenBudget: whole(form.token_budget),
+        maxConcurrency: whole(form.max_concurrency),
+      });
+      await services.audit.record(userActor(req), 'scribe.create', { type: 'scribe', id: scribe.id }, `${scribe.slug} (${scribe.state}, ${scribe.agent})`);
+      flash(req, 'notice', `${scribe.name} is created: its API is at /api/v1/scribes/${scribe.slug}.`);
+      res.redirect(303, pageOf(scribe.slug));
+    } catch (err) {
+      if (!(err instanceof HttpError) || err.status !== 422) throw err;
+      newForm(res, 422, form, err.message);
+    }
+  });
+
+  router.post(
+    '/b/:slug/name',
+    requireAdmin,
+    action(async (req) => {
+      const slug = String(req.params.slug);
+      const scribe = await services.scribes.rename(req.user!.organization_id, slug, String(req.body.name ?? ''));
+      await services.audit.record(userActor(req), 'scribe.rename', { type: 'scribe', id: scribe.id }, scribe.name);
+      flash(req, 'notice', `Renamed to ${scribe.name}.`);
+      return pageOf(slug);
+    }, (req) => pageOf(String(req.params.slug))),
+  );
 
   router.get('/b/:slug', async (req, res) => {
     const org = req.user!.organization_id;
