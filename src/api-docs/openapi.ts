@@ -102,6 +102,8 @@ export const examples = {
   },
   input: { input: 'The support queue, last 7 days' },
   message: { message: 'And their phone number?' },
+  taskStream: 'id: 3\nevent: status\ndata: {"id":"01935f00-0000-7000-8000-0000000000a1","status":"in_progress",…}\n\nid: 4\nevent: delta\ndata: {"message_id":57,"text":"Three tickets are open: "}\n\n',
+  sessionStream: 'id: 2\nevent: message\ndata: {"id":1,"author":"user","text":"Who is our contact at Acme?","partial":false,"created_at":"2026-01-15T10:00:00.000Z"}\n\nid: 4\nevent: delta\ndata: {"message_id":2,"text":"Your contact at Acme is"}\n\n: keep-alive\n\n',
 } as const;
 
 /** The request body examples and the schemas that validate them (checked by the tests). */
@@ -144,6 +146,20 @@ const idempotencyKey = {
   description: 'Makes the call safe to retry: the same key and body replay the first response (header `Idempotent-Replayed: true`) for 24 hours; other parameters → 422, while the first runs → 409.',
   schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
 };
+
+const lastEventId = {
+  name: 'Last-Event-ID',
+  in: 'header',
+  required: false,
+  description: 'The `id:` of the last event received: the stream goes on with the events after it, each once (browsers send it when they reconnect).',
+  schema: { type: 'string' },
+};
+
+const streamDescription = (what: string, final: string) =>
+  `Server-sent events, one per change of the ${what}: \`status\` (the whole ${what} object, with the status the event records), ` +
+  `\`message\` (a message complete), \`delta\` (\`{"message_id", "text"}\`: text added to a reply or result being written). ` +
+  `Each event's \`id:\` is its number within the ${what}, so a client that reconnects with \`Last-Event-ID\` gets every later event exactly once, ` +
+  `from any process. The stream ends after the event that makes the ${what} final (${final}); a comment line every 15 s keeps it open through proxies.`;
 
 export function openApiDocument(): Record<string, unknown> {
   const listQuery = jsonSchema(listRequestsQuery) as { properties: Record<string, object> };
@@ -324,6 +340,32 @@ export function openApiDocument(): Record<string, unknown> {
           responses: {
             200: { description: 'The session, cancelled', content: json(ref('SessionEnvelope')) },
             ...errors('A', { ...common, 404: 'Session not found', 409: 'Session is closed' }),
+          },
+        },
+      },
+      '/api/v1/tasks/{id}/events': {
+        get: {
+          tags: ['Tasks'],
+          operationId: 'streamTaskEvents',
+          summary: "Follow a task's events",
+          description: streamDescription('task', '`done` or `cancelled`'),
+          parameters: [pathParam('id', 'The task id'), lastEventId],
+          responses: {
+            200: { description: 'A stream of server-sent events', content: { 'text/event-stream': { schema: { type: 'string' }, example: examples.taskStream } } },
+            ...errors('A', { ...common, 404: 'Task not found' }),
+          },
+        },
+      },
+      '/api/v1/sessions/{id}/events': {
+        get: {
+          tags: ['Chat'],
+          operationId: 'streamSessionEvents',
+          summary: "Follow a session's events",
+          description: streamDescription('session', '`completed`, `failed` or `cancelled`'),
+          parameters: [pathParam('id', 'The session id'), lastEventId],
+          responses: {
+            200: { description: 'A stream of server-sent events', content: { 'text/event-stream': { schema: { type: 'string' }, example: examples.sessionStream } } },
+            ...errors('A', { ...common, 404: 'Session not found' }),
           },
         },
       },

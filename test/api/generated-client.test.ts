@@ -80,6 +80,11 @@ describe('a client generated from /api/v1/openapi.json (openapi-typescript, open
     expect(cancelled.data!.task.status).to.equal('cancelled');
     const listed = await client.GET('/api/v1/scribes/{scribe_id}/tasks', { params: { path: { scribe_id: t.scribe.slug }, query: { status: 'cancelled' } } });
     expect(listed.data!.tasks.map((task) => task.id)).to.deep.equal([taskId]);
+    // A finished task's stream tells its story and ends.
+    const events = await client.GET('/api/v1/tasks/{id}/events', { params: { path: { id: taskId } }, parseAs: 'text' });
+    expect(events.response.headers.get('content-type')).to.equal('text/event-stream; charset=utf-8');
+    expect(events.data!.match(/^event: status$/gm)).to.have.length(5);
+    expect(events.data).to.match(/event: status\ndata: \{[^\n]*"status":"cancelled"[^\n]*\}\n\n$/);
   });
 
   it('holds a conversation: a chat message, its reply, a further message, a cancel', async () => {
@@ -95,6 +100,11 @@ describe('a client generated from /api/v1/openapi.json (openapi-typescript, open
     expect(cancelled.data!.session.status).to.equal('cancelled');
     const closed = await client.POST('/api/v1/sessions/{id}/messages', { params: { path: { id } }, body: { message: 'Still there?' } });
     expect([closed.response.status, closed.error]).to.deep.equal([409, { error: 'Session is closed' }]);
+    const events = await client.GET('/api/v1/sessions/{id}/events', { params: { path: { id }, header: { 'Last-Event-ID': '2' } }, parseAs: 'text' });
+    expect(events.data!.split('\n\n').filter(Boolean).map((block) => block.split('\n')[1])).to.deep.equal([
+      // running, the reply, waiting, the further message, queued, cancelled: the events after the user's first message.
+      'event: status', 'event: message', 'event: status', 'event: message', 'event: status', 'event: status',
+    ]);
   });
 
   it('reads an entry and a searched page of entries', async () => {

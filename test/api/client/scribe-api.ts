@@ -205,6 +205,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tasks/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow a task's events
+         * @description Server-sent events, one per change of the task: `status` (the whole task object, with the status the event records), `message` (a message complete), `delta` (`{"message_id", "text"}`: text added to a reply or result being written). Each event's `id:` is its number within the task, so a client that reconnects with `Last-Event-ID` gets every later event exactly once, from any process. The stream ends after the event that makes the task final (`done` or `cancelled`); a comment line every 15 s keeps it open through proxies.
+         */
+        get: operations["streamTaskEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sessions/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow a session's events
+         * @description Server-sent events, one per change of the session: `status` (the whole session object, with the status the event records), `message` (a message complete), `delta` (`{"message_id", "text"}`: text added to a reply or result being written). Each event's `id:` is its number within the session, so a client that reconnects with `Last-Event-ID` gets every later event exactly once, from any process. The stream ends after the event that makes the session final (`completed`, `failed` or `cancelled`); a comment line every 15 s keeps it open through proxies.
+         */
+        get: operations["streamSessionEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/entries/{id}": {
         parameters: {
             query?: never;
@@ -1873,6 +1913,190 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": "Session is closed"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Rate limit exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Rate limit exceeded"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Internal server error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+        };
+    };
+    streamTaskEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `id:` of the last event received: the stream goes on with the events after it, each once (browsers send it when they reconnect). */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /** @description The task id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A stream of server-sent events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example id: 3
+                     *     event: status
+                     *     data: {"id":"01935f00-0000-7000-8000-0000000000a1","status":"in_progress",…}
+                     *
+                     *     id: 4
+                     *     event: delta
+                     *     data: {"message_id":57,"text":"Three tickets are open: "}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            /** @description API key is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "API key is required"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Task not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Task not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Rate limit exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Rate limit exceeded"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Internal server error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+        };
+    };
+    streamSessionEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `id:` of the last event received: the stream goes on with the events after it, each once (browsers send it when they reconnect). */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /** @description The session id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A stream of server-sent events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example id: 2
+                     *     event: message
+                     *     data: {"id":1,"author":"user","text":"Who is our contact at Acme?","partial":false,"created_at":"2026-01-15T10:00:00.000Z"}
+                     *
+                     *     id: 4
+                     *     event: delta
+                     *     data: {"message_id":2,"text":"Your contact at Acme is"}
+                     *
+                     *     : keep-alive
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            /** @description API key is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "API key is required"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Session not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Session not found"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorA"];
