@@ -65,6 +65,20 @@ describe('the README', function () {
       expect(session.messages.map((m: { author: string }) => m.author)).to.deep.equal(['user', 'scribe']);
       expect(session.messages[1].text).to.match(/^Here is what I found for "acme":\n- Acme/);
       expect(output).to.include('{"error":"message must be a string"}');
+      // The task read, then another cancelled over the API.
+      expect(output).to.match(/\{"task":\{"id":"[0-9a-f-]+","scribe_id":"atlas","request_id":"req_\w+","status":"(open|in_progress|done)","title":"Draft a reply to the Acme escalation"/);
+      expect(output).to.match(/\{"task":\{"id":"[0-9a-f-]+","scribe_id":"atlas","request_id":"req_\w+","status":"cancelled","title":"Which customers should we call first\?"/);
+      expect(output).to.include('{"error":"Task is already finished"}');
+      // The conversation: a second turn answered, its stream, the reconnect, the cancel.
+      const stream = output.slice(output.indexOf('id: 1\nevent: status'));
+      expect(stream).to.match(/^id: 1\nevent: status\ndata: \{[^\n]*"status":"queued"/);
+      // The first read from the start, the reconnect from after event 4: each in order, with nothing missed.
+      const ids = [...stream.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+      const again = ids.indexOf(5, 5);
+      expect(ids.slice(0, again)).to.deep.equal(ids.slice(0, again).map((_, i) => i + 1));
+      expect(ids.slice(again)).to.deep.equal(ids.slice(again).map((_, i) => i + 5));
+      expect(output).to.match(/\{"session":\{[^\n]*"status":"cancelled"/);
+      expect(output).to.include('{"error":"Session is closed"}');
     } finally {
       demo.child.kill('SIGTERM');
       await demo.exited;
