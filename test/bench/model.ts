@@ -12,6 +12,9 @@ export interface ModelOptions {
   delayMs: number;
   /** Tool calls (`list_entry_types`) before the reply. */
   toolRounds: number;
+  /** A streamed reply comes in this many pieces (3 unless set), this far apart (all at once unless set). */
+  chunks?: number;
+  chunkDelayMs?: number;
 }
 
 const USAGE = { prompt_tokens: 120, completion_tokens: 30, total_tokens: 150 };
@@ -42,7 +45,7 @@ export async function startBenchModel(options: ModelOptions) {
         inFlight--;
         if (body.stream) {
           stats.streamed++;
-          streamAnswer(res, body.model, message);
+          streamAnswer(res, body.model, message, options);
         } else {
           const completion = { id: 'chatcmpl-bench', object: 'chat.completion', created: 0, model: body.model, choices: [{ index: 0, message, finish_reason: message.content ? 'stop' : 'tool_calls' }], usage: USAGE };
           res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion));
@@ -83,17 +86,28 @@ export async function startBenchModel(options: ModelOptions) {
 export type BenchModel = Awaited<ReturnType<typeof startBenchModel>>;
 
 /** The answer as a server-sent event stream: the reply in three chunks, then usage. */
-function streamAnswer(res: http.ServerResponse, model: string, message: { content: string | null; tool_calls?: unknown[] }): void {
+function streamAnswer(res: http.ServerResponse, model: string, message: { content: string | null; tool_calls?: unknown[] }, { chunks = 3, chunkDelayMs = 0 }: ModelOptions): void {
   const chunk = (delta: object, finish: string | null = null, usage: object | null = null) =>
     `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 0, model, choices: usage ? [] : [{ index: 0, delta, finish_reason: finish }], usage })}\n\n`;
   const parts: string[] = [chunk({ role: 'assistant', content: '' })];
   if (message.content) {
-    const third = Math.ceil(message.content.length / 3);
-    for (let i = 0; i < message.content.length; i += third) parts.push(chunk({ content: message.content.slice(i, i + third) }));
+    const piece = Math.ceil(message.content.length / chunks);
+    for (let i = 0; i < message.content.length; i += piece) parts.push(chunk({ content: message.content.slice(i, i + piece) }));
     parts.push(chunk({}, 'stop'));
   } else {
     parts.push(chunk({ tool_calls: (message.tool_calls as object[]).map((call, index) => ({ index, ...call })) }), chunk({}, 'tool_calls'));
   }
   parts.push(chunk({}, null, USAGE), 'data: [DONE]\n\n');
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }).end(parts.join(''));
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  if (chunkDelayMs === 0) {
+    res.end(parts.join(''));
+    return;
+  }
+  const next = () => {
+    if (res.destroyed) return;
+    res.write(parts.shift()!);
+    if (parts.length === 0) res.end();
+    else setTimeout(next, chunkDelayMs);
+  };
+  next();
 }

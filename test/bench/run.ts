@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --only api|entries|console|scale|webhooks|agents|peer] [--entries N]`: runs the scenarios and rewrites their
+ * `npm run bench [-- --only api|entries|console|scale|webhooks|agents|peer|streams] [--entries N]`: runs the scenarios and rewrites their
  * sections of docs/benchmarks.md. Everything runs on loopback, bounded in time.
  */
 import fs from 'node:fs';
@@ -13,6 +13,7 @@ import { benchScale } from './scale.js';
 import { benchWebhooks } from './webhooks.js';
 import { benchAgents } from './agents.js';
 import { benchPeer } from './peer.js';
+import { benchStreams } from './streams.js';
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, entries: { type: 'string', default: '100000' } } });
 const temp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'scribe-bench-'));
@@ -25,6 +26,7 @@ for (const [name, run] of [
   ['webhooks', (dir: string) => benchWebhooks(dir)],
   ['agents', (dir: string) => benchAgents(dir)],
   ['peer', (dir: string) => benchPeer(dir)],
+  ['streams', (dir: string) => benchStreams(dir)],
 ] as const) {
   if (values.only && values.only !== name) continue;
   const dir = temp();
