@@ -124,9 +124,12 @@ describe('outbound webhooks', function () {
     const asked = events.find((e) => e.type === 'task.waiting')!.data.task;
     expect(asked).to.deep.include({ scribe_id: 'atlas', status: 'waiting', title: 'Ask about the budget', result: null, question: 'Which quarter?' });
     expect((await h.db('tasks').where({ id: asked.id }).first()).request_id).to.equal(asking);
-    for (const [id, status] of [[waiting, 'waiting'], [completed, 'completed'], [failing, 'failed']]) {
-      expect(events.find((e) => e.data.session?.id === id)!.data.session).to.deep.equal({ id, scribe_id: 'atlas', status });
+    // A session's answer carries the scribe's reply, its last message; a failure carries none.
+    for (const [id, status] of [[waiting, 'waiting'], [completed, 'completed']]) {
+      const reply = (await h.db('session_messages').where({ session_id: id, author: 'scribe' }).first('text')).text;
+      expect(events.find((e) => e.data.session?.id === id)!.data.session).to.deep.equal({ id, scribe_id: 'atlas', status, reply });
     }
+    expect(events.find((e) => e.data.session?.id === failing)!.data.session).to.deep.equal({ id: failing, scribe_id: 'atlas', status: 'failed' });
     // One delivery per event, each delivered at the first attempt, with what the endpoint answered.
     const rows = await deliveries(e.id);
     expect(rows.map((d) => [d.status, d.attempts, d.response_status, d.response_body])).to.deep.equal(rows.map(() => ['delivered', 1, 200, 'ok']));
