@@ -75,7 +75,7 @@ export function percentiles(latencies: number[], samples: number) {
 }
 
 /** The builtin agent working the open tasks the dispatcher left (one process, default concurrency). */
-async function runtimeThroughput(env: Record<string, string>, expected: number) {
+export async function runtimeThroughput(env: Record<string, string>, expected: number) {
   const config = loadConfig(env);
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   const services = createServices({ config, db, logger: createLogger('silent'), options: { runOnNewWork: false } });

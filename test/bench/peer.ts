@@ -11,7 +11,8 @@ import { openDatabase, type Db } from '../../src/db/knex.js';
 import { newRequestId } from '../../src/lib/ids.js';
 import { startPostgresCluster } from '../helpers/postgres-cluster.js';
 import { createTestDatabase } from '../helpers/databases.js';
-import { dispatcherThroughput, idleDispatchLatency, percentiles, provisionBench } from './api.js';
+import { dispatcherThroughput, idleDispatchLatency, percentiles, provisionBench, runtimeThroughput } from './api.js';
+import { newId } from '../../src/lib/ids.js';
 import { machineLine, startServer, writeSection } from './lib.js';
 
 const JOBS = 10_000;
@@ -73,17 +74,20 @@ async function peerLatency(connectionString: string) {
   return percentiles(latencies, LATENCY_SAMPLES);
 }
 
-/** `n` receipts as the dispatcher leaves them fulfilled, inserted in bulk. */
+/** `n` receipts as the dispatcher leaves them fulfilled, and their tasks done, inserted in bulk. */
 async function insertFinished(db: Db, organizationId: string, scribeId: string, n: number): Promise<void> {
   const at = new Date(Date.now() - 86_400_000).toISOString();
   for (let i = 0; i < n; i += 1000) {
-    const rows = Array.from({ length: Math.min(1000, n - i) }, (_, j) => ({
+    const receipts = Array.from({ length: Math.min(1000, n - i) }, (_, j) => ({
       id: newRequestId(new Date(at)), organization_id: organizationId, scribe_id: scribeId, status: 'fulfilled', entity_type: 'task',
       title: `old ${i + j}`, summary: `old ${i + j}`, available_at: at, attempts: 1, created_at: at, updated_at: at, completed_at: at,
     }));
-    await db('requests').insert(rows);
+    await db('requests').insert(receipts);
+    const tasks = receipts.map((r) => ({ id: newId(), organization_id: organizationId, scribe_id: scribeId, request_id: r.id, status: 'done', title: r.title, summary: r.summary, result: 'Done', created_at: at, updated_at: at }));
+    await db('tasks').insert(tasks);
   }
   await db.raw('vacuum analyze requests');
+  await db.raw('vacuum analyze tasks');
 }
 
 export async function benchPeer(dataDir: string): Promise<void> {
@@ -97,6 +101,8 @@ export async function benchPeer(dataDir: string): Promise<void> {
     const install = await provisionBench(path.join(dataDir, 'scribe'), 'postgres');
     const fresh = await dispatcherThroughput(install.install.databaseUrl, install.organizationId, install.scribeId, JOBS);
     console.log(`Scribe: ${fresh.perSecond} receipts/s dispatched to tasks`);
+    const freshWork = await runtimeThroughput(install.install.env, JOBS);
+    console.log(`Scribe: ${freshWork.perSecond} tasks/s worked to done by the builtin agent`);
     const server = await startServer(['dist/src/main.js'], { ...install.install.env, LOG_LEVEL: 'warn' }, '/healthz', { quiet: true });
     let latency: Awaited<ReturnType<typeof idleDispatchLatency>>;
     try {
@@ -111,6 +117,8 @@ export async function benchPeer(dataDir: string): Promise<void> {
     await insertFinished(db, install.organizationId, install.scribeId, FINISHED).finally(() => db.destroy());
     const aged = await dispatcherThroughput(install.install.databaseUrl, install.organizationId, install.scribeId, JOBS);
     console.log(`Scribe, after ${FINISHED} finished receipts: ${aged.perSecond} receipts/s`);
+    const agedWork = await runtimeThroughput(install.install.env, JOBS);
+    console.log(`Scribe, after ${FINISHED} done tasks: ${agedWork.perSecond} tasks/s worked`);
 
     const pct = (a: number, b: number) => `${Math.round((a / b) * 100)} %`;
     writeSection('peer', [
@@ -123,10 +131,12 @@ export async function benchPeer(dataDir: string): Promise<void> {
       '|---|---:|---:|---:|',
       `| ${JOBS.toLocaleString('en')} queued items worked, per second (jobs; receipts dispatched to tasks) | ${peer.perSecond.toLocaleString('en')} | ${fresh.perSecond.toLocaleString('en')} | ${pct(fresh.perSecond, peer.perSecond)} |`,
       `| the same after ${FINISHED.toLocaleString('en')} finished receipts | | ${aged.perSecond.toLocaleString('en')} | ${pct(aged.perSecond, fresh.perSecond)} of fresh |`,
+      `| the ${JOBS.toLocaleString('en')} tasks worked to done by the builtin agent, per second (one process) | | ${freshWork.perSecond.toLocaleString('en')} | |`,
+      `| the same after ${FINISHED.toLocaleString('en')} done tasks (claims must not walk them) | | ${agedWork.perSecond.toLocaleString('en')} | ${pct(agedWork.perSecond, freshWork.perSecond)} of fresh |`,
       `| idle: add → start (peer), 202 → fulfilled (Scribe), p50 of ${LATENCY_SAMPLES} | ${peer.latency.p50.toFixed(1)} ms | ${latency.p50} ms | ${(latency.p50 / peer.latency.p50).toFixed(2)}× |`,
       '',
-      'Targets: receipts → tasks at ≥ 50 % of the peer; 202 → fulfilled p50 within 1.5× of its add → start; the aged row',
-      'level with the fresh one. A receipt does more than a no-op job: its task, the task\'s history row and the receipt\'s',
+      'Targets: receipts → tasks at ≥ 50 % of the peer; 202 → fulfilled p50 within 1.5× of its add → start; the aged rows',
+      'level with the fresh ones. A receipt does more than a no-op job: its task, the task\'s history row and the receipt\'s',
       'end are written in one transaction with its event.',
     ]);
   } finally {
