@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import { dialectOf } from '../db/dialect.js';
 import { appendDelta, appendStreamEvent, insertedId } from '../streams/queries.js';
 import { claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
 import { bringRunTurnsForward, lapsed, runEnded } from '../scribes/queries.js';
@@ -215,6 +216,8 @@ export async function finishSession(
 ): Promise<boolean> {
   const next = outcome.errorMessage !== null ? 'failed' : outcome.end ? 'completed' : 'waiting';
   return db.transaction(async (trx) => {
+    // Writes before it reads: on SQLite a transaction that read first cannot then write past another process's write.
+    await dialectOf(trx).writeFirst(trx, 'sessions', 'reply_due');
     // A message that came while the scribe answered (the API's further messages) is answered next.
     const more = outcome.errorMessage === null && outcome.answeredUpTo !== undefined && (await newerMessage(trx, claim.id, outcome.answeredUpTo));
     const [row] = await trx('sessions')

@@ -32,8 +32,8 @@ async function expectEachDoneOnce(db: Db): Promise<{ receipts: number; sessions:
 
   const sessions = await db('sessions as s')
     .leftJoin('session_messages as m', (on) => on.on('m.session_id', 's.id').andOnVal('m.author', 'scribe'))
-    .groupBy('s.id', 's.state')
-    .select('s.id', 's.state', db.raw('count(m.id) as replies'));
+    .groupBy('s.id', 's.state', 's.error_message')
+    .select('s.id', 's.state', 's.error_message', db.raw('count(m.id) as replies'));
   const notAnswered = sessions.filter((s) => s.state !== 'waiting' || Number(s.replies) !== 1);
   expect(notAnswered, 'sessions not answered exactly once').to.deep.equal([]);
   return { receipts: receipts.length, sessions: sessions.length };
