@@ -155,7 +155,8 @@ export async function benchAgents(dataDir: string): Promise<void> {
   process.env.TEST_POSTGRES_URL = cluster.url;
   const results: Result[] = [];
   try {
-    for (const scenario of SCENARIOS) {
+    // BENCH_AGENT_ONLY: the scenarios whose name contains it (a quick look at one).
+    for (const scenario of SCENARIOS.filter((s) => s.name.includes(process.env.BENCH_AGENT_ONLY ?? ''))) {
       const model = await startBenchModel({ delayMs: MODEL_MS, toolRounds: scenario.toolRounds });
       try {
         results.push(await run(dataDir, scenario, model));

@@ -106,7 +106,9 @@ ratios measured in the same run. Where the time goes: [performance.md](performan
 
 /** Starts `dist/src/main.js` as a worker (PROCESS_ROLE=worker, no port); ready once it logs its start line. */
 export async function startWorker(env: Record<string, string>): Promise<Pick<Server, 'child' | 'stop'>> {
-  const child = spawn(process.execPath, ['dist/src/main.js'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env, PROCESS_ROLE: 'worker' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  // BENCH_WORKER_ARGS: Node options for the workers, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where their CPU goes.
+  const nodeArgs = process.env.BENCH_WORKER_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, 'dist/src/main.js'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env, PROCESS_ROLE: 'worker' }, stdio: ['ignore', 'pipe', 'inherit'] });
   const stop = stopper(child);
   let output = '';
   await new Promise<void>((resolve, reject) => {
