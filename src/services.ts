@@ -126,7 +126,7 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
     logger,
     wakeups,
     options: { ...defaultDispatcherOptions, ...options.dispatcher },
-    createTask: (trx, receipt, at) => tasks.createForReceipt(trx, receipt, at),
+    createTasks: (trx, receipts, at) => tasks.createForReceipts(trx, receipts, at),
     recordEvents: outbox.record,
     // The tasks it made are worked here first; other processes find them as they poll.
     onTasksCreated: () => {

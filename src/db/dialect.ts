@@ -34,9 +34,9 @@ export interface Dialect {
   /**
    * Writes `set` on the rows `candidates` (SELECTs of ids, taken together) pick, so that no
    * two claimers, in any process, write the same row; `due` guards the write where the
-   * database needs it. Returns the rows as written (db/claims.ts).
+   * database needs it. Returns the rows as written, each with what `alongside` adds (db/claims.ts).
    */
-  claimRows(db: Knex, table: string, candidates: readonly Knex.QueryBuilder[], due: (query: Knex.QueryBuilder) => void, set: Record<string, unknown>): Promise<unknown[]>;
+  claimRows(db: Knex, table: string, candidates: readonly Knex.QueryBuilder[], due: (query: Knex.QueryBuilder) => void, set: Record<string, unknown>, alongside?: readonly Knex.Raw[]): Promise<unknown[]>;
   /**
    * Locks the rows of `table` among `ids` that `where` keeps, in order of id, until `trx`
    * ends; the ids locked. A statement of its own, so the write that follows reads the rows
@@ -103,10 +103,10 @@ const sqlite: Dialect = {
     query.whereRaw('within_deadline(?)', [deadline]);
   },
   /** One writer at a time: a guarded UPDATE cannot meet another claim. */
-  claimRows(db, table, candidates, due, set) {
+  claimRows(db, table, candidates, due, set, alongside = []) {
     const claim = db(table).whereIn('id', unionAll(db, candidates));
     due(claim);
-    return claim.update(set).returning('*');
+    return claim.update(set).returning(['*', ...alongside]);
   },
   async holdRows(_trx, _table, ids) {
     return [...ids];
@@ -199,7 +199,7 @@ const postgres: Dialect = {
    * not conflict with the key-share locks that inserting a row's events or messages takes
    * on it (foreign keys), so a claim never passes over a row only because of those.
    */
-  claimRows(db, table, candidates, _due, set) {
+  claimRows(db, table, candidates, _due, set, alongside = []) {
     return db
       .with(
         'claimed',
@@ -212,7 +212,7 @@ const postgres: Dialect = {
       .updateFrom('claimed')
       .whereRaw('?? = claimed.id', [`${table}.id`])
       .update(set)
-      .returning(`${table}.*`);
+      .returning([`${table}.*`, ...alongside]);
   },
   /**
    * FOR NO KEY UPDATE, the lock an UPDATE that leaves the key alone takes anyway (see

@@ -2,7 +2,7 @@ import type { Db } from '../db/knex.js';
 import { claimDue, renewLeases, type Queue } from '../db/claims.js';
 import type { Position } from '../http/cursor.js';
 import type { RequestStatus } from './schemas.js';
-import type { ScribeRef } from '../scribes/queries.js';
+import type { ScribeRef, ScribeState } from '../scribes/queries.js';
 
 export interface RequestRow {
   id: string;
@@ -130,15 +130,19 @@ const dispatchQueue: Queue = {
   leaseColumn: 'available_at',
 };
 
+/** A claimed receipt with its scribe as it was at the claim: whether it still takes work, and its slug for the receipt's event. */
+export type ClaimedRequest = RequestRow & { scribe_state: ScribeState; scribe_slug: string };
+
 /**
  * Claims up to `limit` due receipts for `token` (db/claims.ts: one statement, so no two
  * dispatchers, in any process, claim the same receipt); the claim token proves ownership later.
+ * Each comes with its scribe's state and slug, read by the same statement.
  */
 export async function claimDueRequests(
   db: Db,
   { now, nowPlus1ms, leaseUntil, token, limit }: { now: string; nowPlus1ms: string; leaseUntil: string; token: string; limit: number },
-): Promise<RequestRow[]> {
-  return claimDue<RequestRow>(db, dispatchQueue, {
+): Promise<ClaimedRequest[]> {
+  return claimDue<ClaimedRequest>(db, dispatchQueue, {
     now,
     limit,
     set: {
@@ -150,6 +154,10 @@ export async function claimDueRequests(
       // A receipt accepted in this very millisecond still gets a later updated_at.
       updated_at: db.raw('case when updated_at < ? then ? else ? end', [now, now, nowPlus1ms]),
     },
+    alongside: [
+      db.raw('(select s.state from scribes s where s.id = requests.scribe_id) as scribe_state'),
+      db.raw('(select s.slug from scribes s where s.id = requests.scribe_id) as scribe_slug'),
+    ],
   });
 }
 
@@ -158,24 +166,33 @@ export function renewRequestLeases(db: Db, claim: { ids: readonly string[]; toke
   return renewLeases(db, dispatchQueue, claim, leaseUntil);
 }
 
-/** Ends a claimed receipt; false when the claim was lost (another dispatcher took it over). */
-export async function finishClaimedRequest(
+/** How a dispatched receipt ends: with its task, or failed for a reason. */
+export type RequestOutcome = { status: 'fulfilled' } | { status: 'failed'; errorMessage: string };
+
+/**
+ * Ends claimed receipts with one outcome, in one statement; a fulfilled receipt's entity is its
+ * task, inserted before in the same transaction. How many it ended: fewer than `claim.ids`
+ * when a claim was lost (another dispatcher took the receipt over).
+ */
+export async function finishClaimedRequests(
   db: Db,
-  claim: { id: string; token: string },
-  outcome: { status: 'fulfilled'; entityId: string } | { status: 'failed'; errorMessage: string },
+  claim: { ids: readonly string[]; token: string },
+  outcome: RequestOutcome,
   now: string,
-): Promise<boolean> {
-  const updated = await db('requests')
-    .where({ id: claim.id, claim_token: claim.token, status: 'dispatched' })
+): Promise<number> {
+  if (claim.ids.length === 0) return 0;
+  return db('requests')
+    .whereIn('id', claim.ids)
+    .where({ claim_token: claim.token, status: 'dispatched' })
     .update({
       status: outcome.status,
-      entity_id: outcome.status === 'fulfilled' ? outcome.entityId : null,
+      // tasks_request_id_unique: one task per receipt.
+      entity_id: outcome.status === 'fulfilled' ? db.raw('(select t.id from tasks t where t.request_id = requests.id)') : null,
       error_message: outcome.status === 'failed' ? outcome.errorMessage : null,
       claim_token: null,
       completed_at: now,
       updated_at: now,
     });
-  return updated === 1;
 }
 
 /** Gives a claimed receipt back for another try at `retryAt`. */

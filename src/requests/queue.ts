@@ -2,13 +2,12 @@ import type { Db } from '../db/knex.js';
 import type { Wakeups } from '../db/wakeups.js';
 import type { Logger } from '../logger.js';
 import { type Clock, laterThan } from '../lib/clock.js';
-import { findScribesByIds } from '../scribes/queries.js';
 import { messages as scribeMessages } from '../scribes/service.js';
 import type { ReceiptInput } from '../tasks/service.js';
 import { requestEvent, type NewEvent, type RecordEvents } from '../webhooks/events.js';
 import { workQueue, type Queue } from '../work/engine.js';
 import * as queries from './queries.js';
-import type { RequestRow } from './queries.js';
+import type { ClaimedRequest, RequestOutcome, RequestRow } from './queries.js';
 
 export const messages = {
   gaveUp: (attempts: number) => `Dispatch failed after ${attempts} attempts`,
@@ -49,7 +48,7 @@ export function createDispatcher({
   logger,
   wakeups,
   options = defaultDispatcherOptions,
-  createTask,
+  createTasks,
   recordEvents = async () => [],
   onTasksCreated = () => {},
   onFinished = () => {},
@@ -59,8 +58,8 @@ export function createDispatcher({
   logger: Logger;
   wakeups?: Wakeups;
   options?: DispatcherOptions;
-  /** Creates a fulfilled receipt's task in the given transaction (the tasks service); returns its id. */
-  createTask: (trx: Db, receipt: ReceiptInput, at: string) => Promise<string>;
+  /** Creates fulfilled receipts' tasks in the given transaction (the tasks service); returns their ids in order. */
+  createTasks: (trx: Db, receipts: readonly ReceiptInput[], at: string) => Promise<string[]>;
   /** Writes the receipts' `request.fulfilled` / `request.failed` events in the transaction that ends them (the outbox). */
   recordEvents?: RecordEvents;
   /** Called after a batch created tasks, so the agent runtime starts on them at once. */
@@ -68,50 +67,46 @@ export function createDispatcher({
   /** Called once per receipt that ended (committed), with the time since it was accepted (metrics). */
   onFinished?: (outcome: 'fulfilled' | 'failed', ms: number) => void;
 }) {
-  /** The receipts' scribes: which are active, and the event of a receipt that ended, as it is now. */
-  async function scribesOf(requests: readonly RequestRow[]) {
-    const scribes = await findScribesByIds(db, [...new Set(requests.map((r) => r.scribe_id))]);
-    const slugs = new Map(scribes.map((s) => [s.id, s.slug]));
-    return {
-      active: new Set(scribes.filter((s) => s.state === 'active').map((s) => s.id)),
-      ended: (request: RequestRow, changes: Partial<RequestRow>): NewEvent => requestEvent({ ...request, ...changes }, slugs.get(request.scribe_id) ?? ''),
-    };
-  }
+  /** The event of a receipt that ended, as it is now. */
+  const ended = (request: ClaimedRequest, changes: Partial<RequestRow>): NewEvent => requestEvent({ ...request, ...changes }, request.scribe_slug);
   const report = (request: RequestRow, outcome: Outcome) => {
     if (outcome === 'fulfilled' || outcome === 'failed') onFinished(outcome, clock().getTime() - Date.parse(request.created_at));
   };
+  /** Ends the claimed `requests` with `outcome` in `trx`; a claim lost meanwhile rolls the whole transaction back. */
+  async function finish(trx: Db, requests: readonly ClaimedRequest[], token: string, outcome: RequestOutcome, at: string): Promise<void> {
+    const ids = requests.map((request) => request.id);
+    if ((await queries.finishClaimedRequests(trx, { ids, token }, outcome, at)) < ids.length) throw new LostClaim(ids);
+  }
 
-  /** Completes claimed receipts in one transaction: each gets its task (or fails, for a scribe not active) and its event. */
-  async function complete(requests: readonly RequestRow[], token: string): Promise<Outcome[]> {
-    const { active, ended } = await scribesOf(requests);
-    const outcomes = await db.transaction(async (trx) => {
-      const events: NewEvent[] = [];
-      const done: Outcome[] = [];
-      for (const request of requests) {
-        const now = laterThan(clock, request.updated_at);
-        const claim = { id: request.id, token };
-        const event = (changes: Partial<RequestRow>) => events.push(ended(request, { ...changes, updated_at: now }));
-        if (!active.has(request.scribe_id)) {
-          if (!(await queries.finishClaimedRequest(trx, claim, { status: 'failed', errorMessage: scribeMessages.scribeNotActive }, now))) throw new LostClaim(request.id);
-          event({ status: 'failed', error_message: scribeMessages.scribeNotActive });
-          done.push('failed');
-          continue;
-        }
-        const taskId = await createTask(trx, request, now);
-        // Lost the claim to another dispatcher: roll the task back with the transaction.
-        if (!(await queries.finishClaimedRequest(trx, claim, { status: 'fulfilled', entityId: taskId }, now))) throw new LostClaim(request.id);
-        event({ status: 'fulfilled', entity_id: taskId });
-        done.push('fulfilled');
-      }
-      await recordEvents(trx, events);
-      return done;
+  /**
+   * Completes claimed receipts in one transaction, a statement per table for all of them:
+   * the tasks of those whose scribe is active, the receipts' ends, their events. A receipt
+   * of a scribe not active fails.
+   */
+  async function complete(requests: readonly ClaimedRequest[], token: string): Promise<Outcome[]> {
+    const at = laterThan(clock, requests.reduce((latest, r) => (r.updated_at > latest ? r.updated_at : latest), requests[0]!.updated_at));
+    const outcomes: Outcome[] = requests.map((request) => (request.scribe_state === 'active' ? 'fulfilled' : 'failed'));
+    const fulfilled = requests.filter((_, i) => outcomes[i] === 'fulfilled');
+    const failed = requests.filter((_, i) => outcomes[i] === 'failed');
+    await db.transaction(async (trx) => {
+      const taskIds = new Map((await createTasks(trx, fulfilled, at)).map((taskId, i) => [fulfilled[i]!.id, taskId]));
+      await finish(trx, fulfilled, token, { status: 'fulfilled' }, at);
+      await finish(trx, failed, token, { status: 'failed', errorMessage: scribeMessages.scribeNotActive }, at);
+      await recordEvents(
+        trx,
+        requests.map((request) =>
+          taskIds.has(request.id)
+            ? ended(request, { status: 'fulfilled', entity_id: taskIds.get(request.id)!, updated_at: at })
+            : ended(request, { status: 'failed', error_message: scribeMessages.scribeNotActive, updated_at: at }),
+        ),
+      );
     });
     requests.forEach((request, i) => report(request, outcomes[i]!));
-    if (outcomes.includes('fulfilled')) onTasksCreated();
+    if (fulfilled.length > 0) onTasksCreated();
     return outcomes;
   }
 
-  const queue: Queue<RequestRow, Outcome> = {
+  const queue: Queue<ClaimedRequest, Outcome> = {
     name: 'dispatch',
     channel: 'scribe_requests',
     options: { slots: 1, ...options },
@@ -134,9 +129,8 @@ export function createDispatcher({
     async giveUp(claim, request) {
       const at = laterThan(clock, request.updated_at);
       const errorMessage = messages.gaveUp(request.attempts);
-      const { ended } = await scribesOf([request]);
       const failed = await db.transaction(async (trx) => {
-        if (!(await queries.finishClaimedRequest(trx, claim, { status: 'failed', errorMessage }, at))) return false;
+        if ((await queries.finishClaimedRequests(trx, { ids: [claim.id], token: claim.token }, { status: 'failed', errorMessage }, at)) === 0) return false;
         await recordEvents(trx, [ended(request, { status: 'failed', error_message: errorMessage, updated_at: at })]);
         return true;
       });
@@ -147,7 +141,7 @@ export function createDispatcher({
 }
 
 class LostClaim extends Error {
-  constructor(requestId: string) {
-    super(`claim on ${requestId} was taken over`);
+  constructor(requestIds: readonly string[]) {
+    super(`a claim on one of ${requestIds.join(', ')} was taken over`);
   }
 }

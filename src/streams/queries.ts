@@ -1,5 +1,6 @@
 import type { Db } from '../db/knex.js';
 import { dialectOf } from '../db/dialect.js';
+import { insertRows } from '../db/rows.js';
 
 export const STREAM_EVENT_KINDS = ['status', 'message', 'delta'] as const;
 export type StreamEventKind = (typeof STREAM_EVENT_KINDS)[number];
@@ -48,6 +49,15 @@ export async function appendStatusEvents(trx: Db, table: 'tasks' | 'sessions', s
     [JSON.stringify({ status }), at, ...subjectIds],
   );
   if (dialectOf(trx).kind === 'postgres') await trx.raw(`select pg_notify(?, s.id::text) from ${table} s where s.id in (${ids})`, [STREAM_CHANNEL, ...subjectIds]);
+}
+
+/**
+ * The first events of new tasks or sessions, written in the transaction that creates them:
+ * each is number 1, in one statement for all. No notification: a stream opens only on a
+ * task or session it can read, so none can be waiting for these before they commit.
+ */
+export async function appendFirstStatusEvents(trx: Db, firsts: ReadonlyArray<{ subjectId: string; status: string; at: string }>): Promise<void> {
+  await insertRows(trx, 'stream_events', firsts.map(({ subjectId, status, at }) => ({ subject_id: subjectId, seq: 1, kind: 'status', data: JSON.stringify({ status }), created_at: at })));
 }
 
 /** A task's or a session's events after `afterSeq`, in order, at most `limit`. */

@@ -1,5 +1,6 @@
 import type { Db } from '../db/knex.js';
-import { appendDelta, appendStatusEvents, appendStreamEvent, insertedId } from '../streams/queries.js';
+import { appendDelta, appendFirstStatusEvents, appendStatusEvents, appendStreamEvent, insertedId } from '../streams/queries.js';
+import { insertRows } from '../db/rows.js';
 import type { Position } from '../http/cursor.js';
 import { claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
 import { atOrAfter } from '../lib/clock.js';
@@ -23,10 +24,19 @@ export interface TaskRow {
   updated_at: string;
 }
 
-/** Inserts a task; an `open` one brings its scribe's turn for a run forward (scribes/queries.ts). */
-export async function insertTask(db: Db, row: TaskRow): Promise<void> {
-  await db('tasks').insert(row);
-  if (row.status === 'open') await bringRunTurnsForward(db, [row.scribe_id], row.created_at);
+/**
+ * Inserts new `open` tasks, each with its first event (by the system, with `textOf` its
+ * text), in the caller's transaction: a statement per table for all of them, and one that
+ * brings their scribes' turns for a run forward (scribes/queries.ts).
+ */
+export async function insertOpenTasks(trx: Db, rows: readonly TaskRow[], textOf: (row: TaskRow) => string): Promise<void> {
+  if (rows.length === 0) return;
+  await insertRows(trx, 'tasks', rows);
+  const events: NewTaskEvent[] = rows.map((row) => ({ task_id: row.id, from_status: null, to_status: 'open', author: 'system', text: textOf(row), created_at: row.created_at }));
+  await insertRows(trx, 'task_events', events);
+  // A system note: its status is streamed, its text is not (see streamMove).
+  await appendFirstStatusEvents(trx, events.map((event) => ({ subjectId: event.task_id, status: event.to_status, at: event.created_at })));
+  await bringRunTurnsForward(trx, rows.map((row) => row.scribe_id), rows.reduce((earliest, row) => (row.created_at < earliest ? row.created_at : earliest), rows[0]!.created_at));
 }
 
 export type TaskAuthor = 'scribe' | 'staff' | 'system';

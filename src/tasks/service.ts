@@ -104,25 +104,25 @@ export function createTaskService({
     },
 
     /**
-     * Creates the `open` task of a fulfilled receipt, in the caller's transaction (the
-     * dispatcher's, which marks the receipt fulfilled with it); returns its id.
+     * Creates the `open` tasks of fulfilled receipts, in the caller's transaction (the
+     * dispatcher's, which marks the receipts fulfilled with them), a statement per table for
+     * all; returns their ids in the receipts' order.
      */
-    async createForReceipt(trx: Db, receipt: ReceiptInput, at: string): Promise<string> {
-      const id = newId();
-      await queries.insertTask(trx, {
-        id,
+    async createForReceipts(trx: Db, receipts: readonly ReceiptInput[], at: string): Promise<string[]> {
+      const rows = receipts.map((receipt) => ({
+        id: newId(),
         organization_id: receipt.organization_id,
         scribe_id: receipt.scribe_id,
         request_id: receipt.id,
-        status: 'open',
+        status: 'open' as const,
         title: receipt.title,
         summary: receipt.summary,
         acceptance_criteria: receipt.acceptance_criteria,
         created_at: at,
         updated_at: at,
-      });
-      await queries.insertTaskEvent(trx, { task_id: id, from_status: null, to_status: 'open', author: 'system', text: `Created from receipt ${receipt.id}`, created_at: at });
-      return id;
+      }));
+      await queries.insertOpenTasks(trx, rows, (row) => `Created from receipt ${row.request_id}`);
+      return rows.map((row) => row.id);
     },
 
     /** A failed task goes back to `open` for the agent, with its attempts and error cleared. */

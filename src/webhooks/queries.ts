@@ -3,6 +3,7 @@ import type { Db } from '../db/knex.js';
 import { claimDueInShares, type Queue } from '../db/claims.js';
 import { dialectOf } from '../db/dialect.js';
 import { readKeysetPage, type KeysetPage, type PageAt } from '../db/keyset.js';
+import { insertRows } from '../db/rows.js';
 
 export interface EndpointRow {
   id: string;
@@ -106,8 +107,9 @@ export async function subscribedEndpoints(db: Db, organizationIds: readonly stri
 
 /** Writes events and their deliveries, and brings the endpoints' turns forward to the deliveries' time. */
 export async function insertEvents(db: Db, events: readonly EventRow[], deliveries: readonly NewDeliveryRow[]): Promise<void> {
-  await db('webhook_events').insert(events);
-  await db('webhook_deliveries').insert(deliveries);
+  // A dispatcher's batch of 500 receipts may report more than one INSERT takes (db/rows.ts).
+  await insertRows(db, 'webhook_events', events);
+  await insertRows(db, 'webhook_deliveries', deliveries);
   if (deliveries.length === 0) return;
   // The earliest delivery's time for all of them: a turn may come early, never late.
   const at = deliveries.reduce((earliest, d) => (d.available_at < earliest ? d.available_at : earliest), deliveries[0]!.available_at);

@@ -45,7 +45,7 @@ export async function dispatcherThroughput(databaseUrl: string, organizationId: 
   n += waiting;
   const clock = () => new Date();
   const tasks = createTaskService({ db, clock, audit: createAuditLog({ db, clock }) });
-  const dispatcher = createDispatcher({ db, clock, logger: createLogger('silent'), createTask: tasks.createForReceipt });
+  const dispatcher = createDispatcher({ db, clock, logger: createLogger('silent'), createTasks: tasks.createForReceipts });
   const started = process.hrtime.bigint();
   const result = await dispatcher.tick();
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;

@@ -83,7 +83,7 @@ describe('the dispatcher', () => {
     expect(crashed.items.map((r) => r.id)).to.include(id);
 
     // The restarted process runs its own dispatcher on the same database.
-    const restarted = createDispatcher({ db: h.db, clock, logger: createLogger('silent'), createTask: h.services.tasks.createForReceipt });
+    const restarted = createDispatcher({ db: h.db, clock, logger: createLogger('silent'), createTasks: h.services.tasks.createForReceipts });
     await restarted.tick();
     expect((await poll(t, id)).status, 'the lease still holds').to.equal('dispatched');
 
@@ -104,11 +104,61 @@ describe('the dispatcher', () => {
   it('never creates two tasks for one receipt when ticks and dispatchers race', async () => {
     const t = await h.tenant();
     const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => submit(t, `race ${i}`)));
-    const other = createDispatcher({ db: h.db, clock, logger: createLogger('silent'), createTask: h.services.tasks.createForReceipt, options: { batchSize: 3, leaseMs: 10_000, maxAttempts: 5, backoffMs: () => 1000 } });
+    const other = createDispatcher({ db: h.db, clock, logger: createLogger('silent'), createTasks: h.services.tasks.createForReceipts, options: { batchSize: 3, leaseMs: 10_000, maxAttempts: 5, backoffMs: () => 1000 } });
     await Promise.all([h.services.dispatcher.tick(), other.tick(), h.services.dispatcher.tick(), other.tick(), h.services.dispatcher.tick()]);
     const counts = await h.db('tasks').whereIn('request_id', ids).groupBy('request_id').select('request_id').count({ n: '*' });
     expect(counts).to.have.length(40);
     expect(counts.every((c) => Number(c.n) === 1)).to.equal(true);
+  });
+
+  it('fails the receipts of a scribe powered off and fulfils the others of the same batch, each task with its first events', async () => {
+    const on = await h.tenant();
+    const off = await h.tenant();
+    const kept = await submit(on, 'kept');
+    const dropped = await submit(off, 'dropped');
+    await h.services.scribes.setState(off.organizationId, off.scribe.slug, 'powered_off');
+    const claimed = await h.services.dispatcher.claim();
+    expect(claimed.items.map((r) => r.id)).to.have.members([kept, dropped]);
+    await h.services.dispatcher.work(claimed);
+    const [task] = await tasksOf(kept);
+    expect(await poll(on, kept)).to.include({ status: 'fulfilled', entity_id: task.id });
+    expect(await poll(off, dropped)).to.include({ status: 'failed', entity_id: null, error_message: 'Scribe is not active' });
+    expect(await tasksOf(dropped)).to.have.length(0);
+    const events = await h.db('task_events').where({ task_id: task.id }).select('from_status', 'to_status', 'author', 'text');
+    expect(events).to.deep.equal([{ from_status: null, to_status: 'open', author: 'system', text: `Created from receipt ${kept}` }]);
+    const stream = await h.db('stream_events').where({ subject_id: task.id }).select('seq', 'kind', 'data');
+    expect(stream.map((e) => ({ ...e, seq: Number(e.seq) }))).to.deep.equal([{ seq: 1, kind: 'status', data: '{"status":"open"}' }]);
+  });
+
+  it('creates no task for a receipt of a batch whose claim was lost, and fulfils the rest exactly once', async () => {
+    const t = await h.tenant();
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push(await submit(t, `batch ${i}`));
+    // A process claims the batch and stalls past its lease; another takes one of its receipts over.
+    const stalled = await h.services.dispatcher.claim();
+    expect(stalled.items.map((r) => r.id)).to.have.members(ids);
+    clock.advance(10_001);
+    const other = createDispatcher({ db: h.db, clock, logger: createLogger('silent'), createTasks: h.services.tasks.createForReceipts, options: { batchSize: 1, leaseMs: 10_000, maxAttempts: 5, backoffMs: () => 1000 } });
+    const taken = await other.claim();
+    expect(taken.items).to.have.length(1);
+    const lost = taken.items[0]!.id;
+
+    await h.services.dispatcher.work(stalled);
+    const taskCounts = async () => {
+      const rows: Array<{ request_id: string; n: number | string }> = await h.db('tasks').whereIn('request_id', ids).groupBy('request_id').select('request_id').count({ n: '*' });
+      return Object.fromEntries(rows.map((row) => [row.request_id, Number(row.n)]));
+    };
+    expect(await taskCounts()).to.deep.equal(Object.fromEntries(ids.filter((id) => id !== lost).map((id) => [id, 1])));
+    expect(await h.db('requests').where({ id: lost }).first()).to.include({ status: 'dispatched', claim_token: taken.token, entity_id: null });
+    for (const id of ids.filter((id) => id !== lost)) {
+      const [task] = await tasksOf(id);
+      expect(await poll(t, id)).to.include({ status: 'fulfilled', entity_id: task.id });
+    }
+
+    await other.work(taken);
+    expect(await taskCounts()).to.deep.equal(Object.fromEntries(ids.map((id) => [id, 1])));
+    const [task] = await tasksOf(lost);
+    expect(await poll(t, lost)).to.include({ status: 'fulfilled', entity_id: task.id });
   });
 
   describe('unexpected errors', () => {
