@@ -113,13 +113,18 @@ export interface Failure {
 /** Tasks the agent failed: the runtime leaves them waiting with the reason in last_error. */
 const failedTasks = (alias: string) => (query: Knex.QueryBuilder) => query.where(`${alias}.status`, 'waiting').whereNotNull(`${alias}.last_error`);
 
-/** The latest failures of each kind not yet discarded, newest first. */
+/**
+ * The latest failures of each kind not yet dealt with, newest first: not discarded, and (a
+ * receipt) not retried, since its retry is a receipt of its own and shows here if it fails
+ * too. A retried task or session is no longer failed.
+ */
 export async function recentFailures(db: Db, organizationId: string, limit = 10): Promise<Failure[]> {
   const receipts = await db('requests as r')
     .join('scribes as s', 's.id', 'r.scribe_id')
     .where('r.organization_id', organizationId)
     .where('r.status', 'failed')
     .whereNull('r.discarded_at')
+    .whereNotExists(db('requests as retry').whereRaw('retry.retry_of = r.id').select(db.raw('1')))
     .orderBy('r.updated_at', 'desc')
     .limit(limit)
     .select('r.id', 's.slug as scribe_slug', 'r.title as what', 'r.error_message as message', 'r.updated_at as at');

@@ -37,7 +37,6 @@ export function dashboardRoutes(services: Services): Router {
           oldest: agents.oldest,
         },
       ],
-      now: new Date(now).toISOString(),
       failures,
     });
   });

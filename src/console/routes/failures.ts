@@ -54,7 +54,8 @@ export function failureRoutes(services: Services): Router {
     for (const act of ['retry', 'discard'] as const) {
       router.post(`/${kind}/:id/${act}`, requireAdmin, action(async (req) => {
         const next = await on[kind][act](userActor(req), String(req.params.id));
-        flash(req, 'notice', act === 'retry' ? RETRIED[kind] : 'Discarded: it no longer shows among the failures.');
+        // A discard's page says so itself ("Discarded … : it no longer shows among the failures").
+        if (act === 'retry') flash(req, 'notice', RETRIED[kind]);
         return pageOf(kind, next);
       }, (req) => pageOf(kind, String(req.params.id))));
     }
