@@ -93,12 +93,33 @@ export async function dispatchBacklog(db: Db, organizationId: string): Promise<{
   return { count: Number(row?.count ?? 0), oldest: row?.oldest ?? null };
 }
 
-/** Sessions owing an answer and tasks not yet worked, and the oldest of them. */
-export async function agentBacklog(db: Db, organizationId: string): Promise<{ sessions: number; tasks: number; oldest: string | null }> {
-  const sessions = await db('sessions').where({ organization_id: organizationId }).whereRaw('reply_due').first(db.raw('count(*) as n'), db.raw('min(updated_at) as oldest'));
-  const tasks = await db('tasks').where({ organization_id: organizationId }).whereIn('status', ['open', 'in_progress']).first(db.raw('count(*) as n'), db.raw('min(updated_at) as oldest'));
-  const oldest = [sessions?.oldest, tasks?.oldest].filter((v): v is string => typeof v === 'string').sort()[0] ?? null;
-  return { sessions: Number(sessions?.n ?? 0), tasks: Number(tasks?.n ?? 0), oldest };
+/** Work of the agent runtime: sessions owing an answer, tasks open or in progress. */
+export interface AgentWork {
+  sessions: number;
+  tasks: number;
+  oldest: string | null;
+}
+
+/**
+ * The agent runtime's backlog: work waiting for an active scribe, and the oldest of it
+ * (`waiting`); apart, work queued for a scribe that is not active (`parked`), which waits
+ * until the scribe is powered on and so does not drain.
+ */
+export async function agentBacklog(db: Db, organizationId: string): Promise<{ waiting: AgentWork; parked: AgentWork }> {
+  const count = (table: 'sessions' | 'tasks', active: boolean) => {
+    const query = db(`${table} as w`).join('scribes as s', 's.id', 'w.scribe_id').where('w.organization_id', organizationId);
+    query.where('s.state', active ? '=' : '<>', 'active');
+    if (table === 'sessions') query.whereRaw('w.reply_due');
+    else query.whereIn('w.status', ['open', 'in_progress']);
+    return query.first(db.raw('count(*) as n'), db.raw('min(w.updated_at) as oldest'));
+  };
+  const work = async (active: boolean): Promise<AgentWork> => {
+    const [sessions, tasks] = await Promise.all([count('sessions', active), count('tasks', active)]);
+    const oldest = [sessions?.oldest, tasks?.oldest].filter((v): v is string => typeof v === 'string').sort()[0] ?? null;
+    return { sessions: Number(sessions?.n ?? 0), tasks: Number(tasks?.n ?? 0), oldest };
+  };
+  const [waiting, parked] = await Promise.all([work(true), work(false)]);
+  return { waiting, parked };
 }
 
 export interface Failure {

@@ -29,12 +29,13 @@ export function dashboardRoutes(services: Services): Router {
       lastHour,
       lastDay,
       workers: [
-        { name: 'Dispatcher', lastTick: services.dispatcher.lastTickAt?.toISOString() ?? null, backlog: `${dispatch.count} receipts`, oldest: dispatch.oldest },
+        { name: 'Dispatcher', lastTick: services.dispatcher.lastTickAt?.toISOString() ?? null, backlog: count(dispatch.count, 'receipt'), oldest: dispatch.oldest, parked: null },
         {
           name: 'Agent runtime',
           lastTick: services.runtime.lastTickAt?.toISOString() ?? null,
-          backlog: `${agents.sessions} sessions, ${agents.tasks} tasks (${services.runtime.running} running)`,
-          oldest: agents.oldest,
+          backlog: `${count(agents.waiting.sessions, 'session')}, ${count(agents.waiting.tasks, 'task')} (${services.runtime.running} running)`,
+          oldest: agents.waiting.oldest,
+          parked: agents.parked.sessions + agents.parked.tasks > 0 ? `${count(agents.parked.sessions, 'session')}, ${count(agents.parked.tasks, 'task')}` : null,
         },
       ],
       failures,
@@ -43,3 +44,6 @@ export function dashboardRoutes(services: Services): Router {
 
   return router;
 }
+
+/** `1 session`, `2 tasks`. */
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
