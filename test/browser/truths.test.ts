@@ -1,0 +1,78 @@
+import { expect } from 'chai';
+import type { Page } from 'playwright-core';
+import { consoleInBrowser, expectText, overflowsSideways } from '../helpers/browser.js';
+import { staffOf } from '../helpers/harness.js';
+import { operatorActor } from '../../src/audit/service.js';
+
+/** What the console says matches the state it shows: times, backlogs, schedules' fires, entry type ids; at 1366 and 390 px. */
+describe('the console in Chromium: pages that tell the truth', function () {
+  this.timeout(60_000);
+  const c = consoleInBrowser();
+  const widths = [1366, 390];
+
+  /** The text of a fact (a `dt` and its `dd`) in the card titled `card`. */
+  const fact = (page: Page, card: string, term: string) =>
+    page.locator('.card', { has: page.getByRole('heading', { name: card }) }).locator(`dt:text-is("${term}") + dd`).innerText();
+
+  it("writes the dashboard's times relative to now, and counts a powered-off scribe's queued work apart from the backlog", async () => {
+    await c.h.services.scribes.create({ organizationId: c.t.organizationId, slug: 'dormant', name: 'Dormant', state: 'powered_off' });
+    const chat = await fetch(`${c.base}/api/v1/scribes/dormant/chat`, { method: 'POST', headers: { 'X-Api-Key': c.t.key, 'Content-Type': 'application/json' }, body: JSON.stringify({ message: 'Anyone there?' }) });
+    expect(chat.status).to.equal(202);
+    await c.h.services.dispatcher.tick();
+    await c.h.services.runtime.tick();
+    for (const width of widths) {
+      const page = await c.newPage(width);
+      await page.goto(`${c.base}/`);
+      expect(await fact(page, 'Dispatcher', 'Last tick')).to.match(/^(just now|\d+ seconds? ago)$/);
+      expect(await fact(page, 'Agent runtime', 'Last tick')).to.match(/^(just now|\d+ seconds? ago)$/);
+      expect(await fact(page, 'Agent runtime', 'Backlog')).to.equal('0 sessions, 0 tasks (0 running)');
+      expect(await fact(page, 'Agent runtime', 'Waiting for a powered-off scribe')).to.equal('1 session, 0 tasks (starts when the scribe is powered on)');
+      expect(await overflowsSideways(page), `dashboard at ${width} px`).to.equal(false);
+      await c.shot(`dashboard-truths-${width}`, page);
+      await page.close();
+    }
+  });
+
+  it("records who ran a schedule now, a staff member or the admin CLI, and shows the run as the schedule's last fire", async () => {
+    const schedule = await c.h.services.schedules.create(staffOf(c.t), 'atlas', { cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', title: 'Morning brief', summary: 'Summarize yesterday' });
+    const { page } = c;
+    await page.goto(`${c.base}/schedules`);
+    const row = page.locator('tr', { hasText: 'Morning brief' });
+    expect(await row.locator('td').nth(4).innerText()).to.equal('—');
+    await page.goto(`${c.base}/schedules/${schedule.id}`);
+    await page.getByRole('button', { name: 'Run now' }).click();
+    await expectText(page.locator('.flash-notice'), 'Submitted receipt');
+    await expectText(page.locator('main table'), 'run now by admin@example.com');
+    expect(await page.locator('dt:text-is("Last fire") + dd').innerText()).to.equal('just now');
+    // As `schedule run-now` runs it.
+    await c.h.services.schedules.runNow(operatorActor(c.t.organizationId), schedule.id);
+    for (const width of widths) {
+      const on = await c.newPage(width);
+      await on.goto(`${c.base}/schedules/${schedule.id}`);
+      const notes = await on.locator('main table tbody tr td:last-child').allInnerTexts();
+      expect(notes.map((n) => n.trim())).to.deep.equal(['run now from the admin CLI', 'run now by admin@example.com']);
+      await on.goto(`${c.base}/schedules`);
+      expect(await on.locator('tr', { hasText: 'Morning brief' }).locator('td').nth(4).innerText()).to.equal('just now');
+      expect(await overflowsSideways(on), `schedules at ${width} px`).to.equal(false);
+      await on.close();
+    }
+  });
+
+  it('shows each entry type id on the Entries page and its own page, selected whole in one click', async () => {
+    const type = await c.h.services.entryTypes.create(c.t.organizationId, { name: 'Company', fields: [{ name: 'Name', type: 'text', primary: true }] });
+    for (const width of widths) {
+      const page = await c.newPage(width);
+      await page.goto(`${c.base}/entry-types`);
+      const id = page.locator('tr', { hasText: 'Company' }).locator('.id-text');
+      expect(await id.innerText()).to.equal(type.id);
+      await id.click();
+      expect(await page.evaluate(() => String(window.getSelection()))).to.equal(type.id);
+      expect(await overflowsSideways(page), `entry types at ${width} px`).to.equal(false);
+      await page.goto(`${c.base}/entry-types/${type.id}`);
+      await expectText(page.locator('main'), `GET /api/v1/entry_types/${type.id}/entries`);
+      expect(await overflowsSideways(page), `an entry type at ${width} px`).to.equal(false);
+      await c.shot(`entry-type-id-${width}`, page);
+      await page.close();
+    }
+  });
+});
