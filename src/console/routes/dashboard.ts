@@ -4,6 +4,7 @@ import { REQUEST_STATUSES } from '../../requests/schemas.js';
 import { dashboardCharts } from '../activity-charts.js';
 import { zoneClock } from '../charts.js';
 import { isLiveRefresh } from '../live.js';
+import { render } from '../views.js';
 
 /** The dashboard: receipts over the last hours (charts), receipts by status, the health of the background workers, recent failures. */
 export function dashboardRoutes(services: Services): Router {
@@ -22,7 +23,7 @@ export function dashboardRoutes(services: Services): Router {
       services.consoleReads.agentBacklog(org),
       services.consoleReads.recentFailures(org),
     ]);
-    res.render('dashboard', {
+    render(res, 'dashboard', {
       title: 'Dashboard',
       charts,
       statuses: REQUEST_STATUSES,

@@ -8,6 +8,7 @@ import { withQuery } from '../view-helpers.js';
 import { receiptFilters } from './receipts.js';
 import { taskFilters } from './tasks.js';
 import { sessionFilters } from './session-list.js';
+import { render } from '../views.js';
 
 /** The most one confirmation acts on; the preview says so when more match. */
 export const BULK_MAX = 500;
@@ -71,7 +72,7 @@ export function failureRoutes(services: Services): Router {
       const { filters, filter } = await filtersOf(req, req.query);
       const upto = services.clock().toISOString();
       const { total } = await services.consoleReads.bulkSelection(req.user!.organization_id, kind, act, filter, upto, 0);
-      res.render('failures/bulk', { title: `${ACTS[act].verb} failed ${kind}`, kind, act, verb: ACTS[act].verb, filters, upto, total, max: BULK_MAX });
+      render(res, 'failures/bulk', { title: `${ACTS[act].verb} failed ${kind}`, kind, act, verb: ACTS[act].verb, filters, upto, total, max: BULK_MAX });
     });
 
     router.post(`/${kind}/bulk`, requireAdmin, action(async (req) => {
