@@ -78,4 +78,32 @@ describe('the console in Chromium: pages that tell the truth', function () {
       await page.close();
     }
   });
+
+  it('keeps the status column of every list in view on a phone, and in its place at 1366 px', async () => {
+    await c.api('POST', '/scribes/atlas/requests', { task: { title: 'A receipt with a rather long title that makes its table wider than a phone', summary: 'x' } });
+    await c.api('POST', '/scribes/atlas/chat', { message: 'A first message long enough to widen the list of sessions on a phone' });
+    await c.h.services.dispatcher.tick();
+    await c.h.services.schedules.create(staffOf(c.t), 'atlas', { cron: '*/5 * * * *', summary: 'Every five minutes, a summary that widens the table' });
+    for (const width of widths) {
+      const page = await c.newPage(width);
+      for (const route of ['/receipts', '/tasks', '/sessions', '/schedules']) {
+        await page.goto(`${c.base}${route}`);
+        const cells = page.locator('main tbody td.status-col');
+        expect(await cells.count(), route).to.be.greaterThan(0);
+        // Each status cell is on screen and is what the reader sees at its centre (nothing scrolled over it).
+        const seen = await cells.evaluateAll((tds) =>
+          tds.map((td) => {
+            const box = td.getBoundingClientRect();
+            const top = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+            return box.left >= 0 && box.right <= window.innerWidth && td.contains(top);
+          }),
+        );
+        expect(seen.every(Boolean), `${route} at ${width} px`).to.equal(true);
+        const position = await cells.first().evaluate((td) => getComputedStyle(td).position);
+        expect(position, `${route} at ${width} px`).to.equal(width < 700 ? 'sticky' : 'static');
+      }
+      await c.shot(`schedules-status-${width}`, page);
+      await page.close();
+    }
+  });
 });
