@@ -93,6 +93,8 @@ describe('the console in Chromium: pages that tell the truth', function () {
         // Each status cell is on screen and is what the reader sees at its centre (nothing scrolled over it).
         const seen = await cells.evaluateAll((tds) =>
           tds.map((td) => {
+            // Scrolled down to it (the page only: the table's own box stays where it is).
+            window.scrollBy(0, td.getBoundingClientRect().top - 100);
             const box = td.getBoundingClientRect();
             const top = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
             return box.left >= 0 && box.right <= window.innerWidth && td.contains(top);
@@ -103,6 +105,25 @@ describe('the console in Chromium: pages that tell the truth', function () {
         expect(position, `${route} at ${width} px`).to.equal(width < 700 ? 'sticky' : 'static');
       }
       await c.shot(`schedules-status-${width}`, page);
+      await page.close();
+    }
+  });
+
+  it("titles a session by its first message, and shows staff's replies apart from the client's messages", async () => {
+    const { session_id: id } = await c.api('POST', '/scribes/atlas/chat', { message: 'What did Acme order last quarter?' });
+    await c.h.services.runtime.tick();
+    await c.h.services.sessions.replyAsStaff(staffOf(c.t), id, 'A colleague here: I will look it up.');
+    for (const width of widths) {
+      const page = await c.newPage(width);
+      await page.goto(`${c.base}/sessions/${id}`);
+      expect(await page.getByRole('heading', { level: 1 }).innerText()).to.equal('What did Acme order last quarter?');
+      expect(await page.title()).to.equal('What did Acme order last quarter? · Scribe');
+      await expectText(page.locator('main'), `Session ${id} with atlas`);
+      const background = (author: string) => page.locator(`.msg-${author}`).first().evaluate((li) => getComputedStyle(li).backgroundColor);
+      expect(await background('staff')).to.not.equal(await background('user'));
+      expect(await page.locator('.msg-staff .msg-author').innerText()).to.match(/^staff$/i);
+      expect(await overflowsSideways(page), `a session at ${width} px`).to.equal(false);
+      await c.shot(`session-titled-${width}`, page);
       await page.close();
     }
   });
