@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from './db/knex.js';
 import { agentCallTotals, type AgentCallTotals } from './agents/queries.js';
+import { agentWork } from './runtime/queries.js';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
@@ -47,12 +48,7 @@ export function createMetrics(db: Db) {
     },
   });
   // Work of a powered-off scribe waits for it to be powered on: counted apart, so the backlog drains.
-  const agentWork = async (table: 'sessions' | 'tasks', active: boolean) => {
-    const query = db(`${table} as w`).join('scribes as s', 's.id', 'w.scribe_id').where('s.state', active ? '=' : '<>', 'active');
-    if (table === 'sessions') query.whereRaw('w.reply_due');
-    else query.whereIn('w.status', ['open', 'in_progress']);
-    return Number((await query.count({ n: '*' }).first())?.n ?? 0);
-  };
+  const countWork = async (table: 'sessions' | 'tasks', active: boolean) => Number((await agentWork(db, table, { active }).count({ n: '*' }).first())?.n ?? 0);
   for (const [name, help, active] of [
     ['scribe_agent_backlog', 'Work waiting for the agent runtime on active scribes: sessions owing an answer, tasks open or in progress.', true],
     ['scribe_agent_parked', 'Work queued for scribes that are not active (powered off): it waits until they are powered on.', false],
@@ -63,8 +59,8 @@ export function createMetrics(db: Db) {
       labelNames: ['kind'] as const,
       registers: [registry],
       async collect() {
-        this.set({ kind: 'sessions' }, await agentWork('sessions', active));
-        this.set({ kind: 'tasks' }, await agentWork('tasks', active));
+        this.set({ kind: 'sessions' }, await countWork('sessions', active));
+        this.set({ kind: 'tasks' }, await countWork('tasks', active));
       },
     });
   }

@@ -7,6 +7,7 @@ import { SESSION_STATES, type SessionRow } from '../sessions/queries.js';
 import { findRetryOf, listAttachments, type RequestRow } from '../requests/queries.js';
 import { REQUEST_STATUSES, type RequestStatus } from '../requests/schemas.js';
 import { TASK_STATUSES, type WorkedTaskRow } from '../tasks/queries.js';
+import { agentWork } from '../runtime/queries.js';
 
 /**
  * What the console reads that the API does not: organization-wide lists with filters and
@@ -106,13 +107,8 @@ export interface AgentWork {
  * until the scribe is powered on and so does not drain.
  */
 export async function agentBacklog(db: Db, organizationId: string): Promise<{ waiting: AgentWork; parked: AgentWork }> {
-  const count = (table: 'sessions' | 'tasks', active: boolean) => {
-    const query = db(`${table} as w`).join('scribes as s', 's.id', 'w.scribe_id').where('w.organization_id', organizationId);
-    query.where('s.state', active ? '=' : '<>', 'active');
-    if (table === 'sessions') query.whereRaw('w.reply_due');
-    else query.whereIn('w.status', ['open', 'in_progress']);
-    return query.first(db.raw('count(*) as n'), db.raw('min(w.updated_at) as oldest'));
-  };
+  const count = (table: 'sessions' | 'tasks', active: boolean) =>
+    agentWork(db, table, { active }).where('w.organization_id', organizationId).first(db.raw('count(*) as n'), db.raw('min(w.updated_at) as oldest'));
   const work = async (active: boolean): Promise<AgentWork> => {
     const [sessions, tasks] = await Promise.all([count('sessions', active), count('tasks', active)]);
     const oldest = [sessions?.oldest, tasks?.oldest].filter((v): v is string => typeof v === 'string').sort()[0] ?? null;
