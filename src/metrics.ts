@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from './db/knex.js';
 import { agentCallTotals, type AgentCallTotals } from './agents/queries.js';
+import { agentWork } from './runtime/queries.js';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
@@ -46,18 +47,23 @@ export function createMetrics(db: Db) {
       for (const status of ['accepted', 'dispatched', 'fulfilled', 'failed']) this.set({ status }, Number(rows.find((r) => r.status === status)?.n ?? 0));
     },
   });
-  new Gauge({
-    name: 'scribe_agent_backlog',
-    help: 'Work waiting for the agent runtime: sessions owing an answer, tasks open or in progress.',
-    labelNames: ['kind'] as const,
-    registers: [registry],
-    async collect() {
-      const sessions = await db('sessions').whereRaw('reply_due').count({ n: '*' }).first();
-      const tasks = await db('tasks').whereIn('status', ['open', 'in_progress']).count({ n: '*' }).first();
-      this.set({ kind: 'sessions' }, Number(sessions?.n ?? 0));
-      this.set({ kind: 'tasks' }, Number(tasks?.n ?? 0));
-    },
-  });
+  // Work of a powered-off scribe waits for it to be powered on: counted apart, so the backlog drains.
+  const countWork = async (table: 'sessions' | 'tasks', active: boolean) => Number((await agentWork(db, table, { active }).count({ n: '*' }).first())?.n ?? 0);
+  for (const [name, help, active] of [
+    ['scribe_agent_backlog', 'Work waiting for the agent runtime on active scribes: sessions owing an answer, tasks open or in progress.', true],
+    ['scribe_agent_parked', 'Work queued for scribes that are not active (powered off): it waits until they are powered on.', false],
+  ] as const) {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['kind'] as const,
+      registers: [registry],
+      async collect() {
+        this.set({ kind: 'sessions' }, await countWork('sessions', active));
+        this.set({ kind: 'tasks' }, await countWork('tasks', active));
+      },
+    });
+  }
   // The agents' calls, from their traces: counted in the database, so every process reports
   // the same totals (a process's own counters would each see a part).
   const agentTotals = (name: string, help: string, of: (t: AgentCallTotals) => number) => ({ name, help, of });

@@ -240,6 +240,7 @@ export const commands: Record<string, Command> = {
         request_id: f.request_id,
         missed_since: f.missed_since,
         manual: f.manual,
+        run_by: f.run_by,
       }));
       return { ...presentSchedule(schedule), description: s.schedules.describe(schedule), fires };
     },

@@ -6,6 +6,7 @@ import type { UserRow } from '../users/service.js';
 import type { Services } from '../services.js';
 import { canonicalTimeZone } from '../lib/time-zones.js';
 import { isoNow } from '../lib/clock.js';
+import { render } from './views.js';
 
 declare module 'express-session' {
   interface SessionData {
@@ -94,7 +95,7 @@ export function authRoutes(services: Services, { limit = LOGIN_ATTEMPTS.limit, p
   const router = Router();
 
   const loginPage = (res: Response, status: number, locals: { email?: string; error?: string; next?: string }) =>
-    res.status(status).render('login', { title: 'Sign in', email: '', error: null, next: '/', ...locals });
+    render(res, 'login', { title: 'Sign in', email: '', error: null, next: '/', ...locals }, status);
 
   // Failed sign-ins are counted per address and email (guessing one password), and per
   // address alone (trying many accounts); a successful sign-in does not count.

@@ -27,6 +27,7 @@ import { inviteRoutes } from './routes/invite.js';
 import { userRoutes } from './routes/users.js';
 import { sessionListRoutes } from './routes/session-list.js';
 import { zoneOrUtc } from '../lib/time-zones.js';
+import { render, type BaseLocals } from './views.js';
 
 /** How long a console sign-in lasts without use. */
 export const SESSION_IDLE_MS = 8 * 3_600_000;
@@ -94,7 +95,7 @@ export function consoleRouter({
       // Every time on the page is written in the reader's zone, relative to the services' clock.
       timeZone: zoneOrUtc(req.user?.time_zone),
       now: services.clock().getTime(),
-    });
+    } satisfies Partial<BaseLocals>);
     if (!refresh) delete req.session.flash;
     next();
   });
@@ -126,7 +127,7 @@ export function consoleRouter({
 }
 
 /** What every view reads, with the values of a page seen signed out. */
-function baseLocals(req: Request) {
+function baseLocals(req: Request): BaseLocals {
   return { h: viewHelpers, user: null, path: req.path, csrfToken: '', flash: null, live: false, timeZone: 'UTC', now: Date.now() };
 }
 
@@ -140,7 +141,7 @@ function errorPage(logger: Logger): ErrorRequestHandler {
     const title = status === 404 ? 'Not found' : status === 403 ? 'Not allowed' : status === 500 ? 'Server error' : 'Cannot do that';
     // Errors raised before the locals were set (a missing asset) still get a whole page.
     res.locals = { ...baseLocals(req), ...res.locals };
-    res.status(status).render('error', { title, message: text, status });
+    render(res, 'error', { title, message: text, status }, status);
   };
 }
 

@@ -7,6 +7,7 @@ import { SESSION_STATES, type SessionRow } from '../sessions/queries.js';
 import { findRetryOf, listAttachments, type RequestRow } from '../requests/queries.js';
 import { REQUEST_STATUSES, type RequestStatus } from '../requests/schemas.js';
 import { TASK_STATUSES, type WorkedTaskRow } from '../tasks/queries.js';
+import { agentWork } from '../runtime/queries.js';
 
 /**
  * What the console reads that the API does not: organization-wide lists with filters and
@@ -93,12 +94,28 @@ export async function dispatchBacklog(db: Db, organizationId: string): Promise<{
   return { count: Number(row?.count ?? 0), oldest: row?.oldest ?? null };
 }
 
-/** Sessions owing an answer and tasks not yet worked, and the oldest of them. */
-export async function agentBacklog(db: Db, organizationId: string): Promise<{ sessions: number; tasks: number; oldest: string | null }> {
-  const sessions = await db('sessions').where({ organization_id: organizationId }).whereRaw('reply_due').first(db.raw('count(*) as n'), db.raw('min(updated_at) as oldest'));
-  const tasks = await db('tasks').where({ organization_id: organizationId }).whereIn('status', ['open', 'in_progress']).first(db.raw('count(*) as n'), db.raw('min(updated_at) as oldest'));
-  const oldest = [sessions?.oldest, tasks?.oldest].filter((v): v is string => typeof v === 'string').sort()[0] ?? null;
-  return { sessions: Number(sessions?.n ?? 0), tasks: Number(tasks?.n ?? 0), oldest };
+/** Work of the agent runtime: sessions owing an answer, tasks open or in progress. */
+export interface AgentWork {
+  sessions: number;
+  tasks: number;
+  oldest: string | null;
+}
+
+/**
+ * The agent runtime's backlog: work waiting for an active scribe, and the oldest of it
+ * (`waiting`); apart, work queued for a scribe that is not active (`parked`), which waits
+ * until the scribe is powered on and so does not drain.
+ */
+export async function agentBacklog(db: Db, organizationId: string): Promise<{ waiting: AgentWork; parked: AgentWork }> {
+  const count = (table: 'sessions' | 'tasks', active: boolean) =>
+    agentWork(db, table, { active }).where('w.organization_id', organizationId).first(db.raw('count(*) as n'), db.raw('min(w.updated_at) as oldest'));
+  const work = async (active: boolean): Promise<AgentWork> => {
+    const [sessions, tasks] = await Promise.all([count('sessions', active), count('tasks', active)]);
+    const oldest = [sessions?.oldest, tasks?.oldest].filter((v): v is string => typeof v === 'string').sort()[0] ?? null;
+    return { sessions: Number(sessions?.n ?? 0), tasks: Number(tasks?.n ?? 0), oldest };
+  };
+  const [waiting, parked] = await Promise.all([work(true), work(false)]);
+  return { waiting, parked };
 }
 
 export interface Failure {
@@ -113,13 +130,18 @@ export interface Failure {
 /** Tasks the agent failed: the runtime leaves them waiting with the reason in last_error. */
 const failedTasks = (alias: string) => (query: Knex.QueryBuilder) => query.where(`${alias}.status`, 'waiting').whereNotNull(`${alias}.last_error`);
 
-/** The latest failures of each kind not yet discarded, newest first. */
+/**
+ * The latest failures of each kind not yet dealt with, newest first: not discarded, and (a
+ * receipt) not retried, since its retry is a receipt of its own and shows here if it fails
+ * too. A retried task or session is no longer failed.
+ */
 export async function recentFailures(db: Db, organizationId: string, limit = 10): Promise<Failure[]> {
   const receipts = await db('requests as r')
     .join('scribes as s', 's.id', 'r.scribe_id')
     .where('r.organization_id', organizationId)
     .where('r.status', 'failed')
     .whereNull('r.discarded_at')
+    .whereNotExists(db('requests as retry').whereRaw('retry.retry_of = r.id').select(db.raw('1')))
     .orderBy('r.updated_at', 'desc')
     .limit(limit)
     .select('r.id', 's.slug as scribe_slug', 'r.title as what', 'r.error_message as message', 'r.updated_at as at');

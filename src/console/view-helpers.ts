@@ -48,10 +48,12 @@ function dateTime(at: Date, timeZone: string): string {
  * (`24 Nov 2026, 09:30`); a zone that names none reads as UTC. The exact UTC time goes in
  * the title beside it (`exactTime`).
  */
-export function localTime(iso: string | null | undefined, timeZone: string | null | undefined, now = Date.now()): string {
+export function localTime(iso: string | null | undefined, timeZone: string | null | undefined, now: number | string = Date.now()): string {
   if (!iso) return '—';
   const at = Date.parse(iso);
-  return Math.abs(now - at) < RELATIVE_WITHIN_MS ? timeAgo(iso, now) : dateTime(new Date(at), timeZone ?? 'UTC');
+  // Views are not type-checked: a `now` handed over as an ISO string must not turn every time into a date.
+  const nowMs = typeof now === 'number' ? now : Date.parse(now);
+  return Math.abs(nowMs - at) < RELATIVE_WITHIN_MS ? timeAgo(iso, nowMs) : dateTime(new Date(at), timeZone ?? 'UTC');
 }
 
 /** The exact time for a title attribute: `2026-11-21 09:30:00 UTC`. */

@@ -126,6 +126,16 @@ async function letGoOfPoweredOff(trx: Db, runs: Run[], terms: ClaimTerms): Promi
   }
 }
 
+/**
+ * The agent runtime's work, unclaimed or not: sessions owing an answer and tasks open or in
+ * progress (as `w`, with their scribe as `s`), of active scribes, or of scribes not active,
+ * whose work waits until they are powered on. The dashboard and the metrics count it.
+ */
+export function agentWork(db: Db, table: 'sessions' | 'tasks', { active }: { active: boolean }) {
+  const query = db(`${table} as w`).join('scribes as s', 's.id', 'w.scribe_id').where('s.state', active ? '=' : '<>', 'active');
+  return table === 'sessions' ? query.whereRaw('w.reply_due') : query.whereIn('w.status', ['open', 'in_progress']);
+}
+
 /** How many of the rows are of each scribe. */
 function countBy(rows: ReadonlyArray<{ scribe_id: string }>): Map<string, number> {
   const counts = new Map<string, number>();

@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import type { Actor } from '../audit/service.js';
 import { claimDue, renewLeases, type Queue } from '../db/claims.js';
 import { readKeysetPage, type KeysetPage, type PageAt } from '../db/keyset.js';
 
@@ -37,6 +38,9 @@ export interface FireRow {
   request_id: string | null;
   missed_since: string | null;
   manual: boolean;
+  /** Who ran it now (a manual fire): the actor's type and label, as the audit log has them. */
+  run_by_type: Actor['type'] | null;
+  run_by: string | null;
 }
 
 /** A fire with what became of its receipt (and the receipt's task). */
@@ -124,8 +128,16 @@ export async function finishFiring(db: Db, claim: { id: string; token: string },
     claim_token: null,
     lease_until: null,
   };
-  if (next.lastFireAt) update.last_fire_at = next.lastFireAt;
+  if (next.lastFireAt) update.last_fire_at = laterFire(db, next.lastFireAt);
   return (await db('schedules').where({ id: claim.id, claim_token: claim.token }).update(update)) === 1;
+}
+
+/** The later of the schedule's last fire and `fireAt` (a run now may be later than the clock's fire time). */
+const laterFire = (db: Db, fireAt: string) => db.raw('case when last_fire_at is null or last_fire_at < ? then ? else last_fire_at end', [fireAt, fireAt]);
+
+/** A fire made outside a claim (run now): the schedule's last fire, unless a later one is recorded. */
+export async function recordLastFire(db: Db, id: string, fireAt: string): Promise<void> {
+  await db('schedules').where({ id }).update({ last_fire_at: laterFire(db, fireAt) });
 }
 
 /** Gives a claimed schedule back unfired (its process is stopping): due again at once. */

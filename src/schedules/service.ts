@@ -95,8 +95,18 @@ export function createScheduleService({
    * receipt, and their audit events. Skipped fires (scribe not active, previous task still
    * running) are recorded with their reason. Undefined when this fire time was already fired.
    */
-  async function fire(schedule: ScheduleRow, fireAt: Date, extra: { manual: boolean; missedSince: string | null }): Promise<FireRow | undefined> {
-    const base = { id: newId(), schedule_id: schedule.id, fire_at: fireAt.toISOString(), fired_at: isoNow(clock), missed_since: extra.missedSince, manual: extra.manual };
+  async function fire(schedule: ScheduleRow, fireAt: Date, extra: { runBy: Actor | null; missedSince: string | null }): Promise<FireRow | undefined> {
+    const { runBy } = extra;
+    const base = {
+      id: newId(),
+      schedule_id: schedule.id,
+      fire_at: fireAt.toISOString(),
+      fired_at: isoNow(clock),
+      missed_since: extra.missedSince,
+      manual: runBy !== null,
+      run_by_type: runBy?.type ?? null,
+      run_by: runBy?.label ?? null,
+    };
     const skip = async (reason: string) => {
       const row: FireRow = { ...base, outcome: 'skipped', reason, request_id: null };
       const recorded = await db.transaction(async (trx) => {
@@ -109,7 +119,7 @@ export function createScheduleService({
 
     const scribe = await scribes.find(schedule.scribe_id);
     if (!scribe || scribe.state !== 'active') return skip(scribeMessages.scribeNotActive);
-    if (schedule.overlap === 'skip' && !extra.manual) {
+    if (schedule.overlap === 'skip' && !runBy) {
       const previous = await queries.latestSubmittedFire(db, schedule.id);
       if (previous && PENDING_RECEIPT.has(previous.request_status)) return skip(messages.previousReceiptPending(previous.request_status));
       if (previous?.task_status && RUNNING_TASK.has(previous.task_status)) return skip(messages.previousStillRunning(previous.task_status));
@@ -156,7 +166,7 @@ export function createScheduleService({
     const due = new Date(schedule.next_run_at!);
     // Catch-up: only the latest fire time that has passed is fired, once.
     const fireAt = latestFireAtOrBefore(schedule, now);
-    const fired = fireAt >= due ? await fire(schedule, fireAt, { manual: false, missedSince: fireAt > due ? due.toISOString() : null }) : undefined;
+    const fired = fireAt >= due ? await fire(schedule, fireAt, { runBy: null, missedSince: fireAt > due ? due.toISOString() : null }) : undefined;
     const next = nextFireAfter(schedule, now);
     await queries.finishFiring(db, { id: schedule.id, token }, { nextRunAt: next.toISOString(), lastFireAt: fired ? fired.fire_at : null });
     return fired;
@@ -232,15 +242,16 @@ export function createScheduleService({
 
     /**
      * Submits the schedule's task now, whatever its overlap policy and even while paused
-     * (staff asked for it); a scribe that is not active refuses it (422) and the refusal is
-     * recorded among the fires.
+     * (staff asked for it), recorded among the fires with who ran it and as the last fire;
+     * a scribe that is not active refuses it (422) and the refusal is recorded too.
      */
     async runNow(actor: Actor, id: string): Promise<FireRow> {
       const schedule = await get(actor.organizationId, id);
       await changed(actor, 'schedule.run_now', schedule);
-      const fired = await fire(schedule, clock(), { manual: true, missedSince: null });
+      const fired = await fire(schedule, clock(), { runBy: actor, missedSince: null });
       // Two runs in the same millisecond are one fire.
       if (!fired) throw new ValidationError('This schedule was just run; try again');
+      await queries.recordLastFire(db, schedule.id, fired.fire_at);
       if (fired.outcome === 'skipped') throw new ValidationError(fired.reason!);
       return fired;
     },

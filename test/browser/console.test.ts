@@ -139,7 +139,7 @@ describe('the console in Chromium', function () {
     await expectText(page.locator('.flash-notice'), 'Schedule created.');
     await page.getByRole('button', { name: 'Run now' }).click();
     await expectText(page.locator('.flash-notice'), 'Submitted receipt req_');
-    await expectText(page.locator('table'), 'run now by staff');
+    await expectText(page.locator('table'), 'run now by admin@example.com');
     await shot('schedule');
   });
 

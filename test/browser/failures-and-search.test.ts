@@ -55,7 +55,9 @@ describe('the console in Chromium: search, retry and discard', function () {
     expect((await c.h.db('requests').where({ id }).first('discarded_at')).discarded_at).to.equal(null);
     page.once('dialog', (dialog) => void dialog.accept());
     await page.getByRole('button', { name: 'Discard' }).click();
-    await expectText(page.locator('.flash-notice'), 'Discarded');
+    await expectText(page.locator('main'), 'Discarded just now: it no longer shows among the failures.');
+    expect(await page.getByText('Discarded').count()).to.equal(1);
+    expect(await page.locator('.flash').count()).to.equal(0);
     expect((await c.h.db('requests').where({ id }).first('discarded_at')).discarded_at).to.be.a('string');
   });
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Page } from 'playwright-core';
-import { consoleInBrowser, overflowsSideways, signInPage } from '../helpers/browser.js';
+import { consoleInBrowser, expectText, overflowsSideways, signInPage } from '../helpers/browser.js';
 import { testClock } from '../helpers/harness.js';
 import { newId } from '../../src/lib/ids.js';
 
@@ -55,7 +55,9 @@ describe('sessions, paging and local times in Chromium', function () {
     expect(await rowsOn(page)).to.deep.equal(['Who signs for us?', 'Draft the Acme renewal']);
     await c.shot('sessions-search');
     await page.getByRole('link', { name: 'Who signs for us?' }).click();
-    expect(await page.getByRole('heading', { level: 1 }).textContent()).to.equal(`Session ${sessions.acme}`);
+    // Titled by its first message, as the list shows it.
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).to.equal('Who signs for us?');
+    await expectText(page.locator('main'), `Session ${sessions.acme}`);
   });
 
   it('pages forwards with Next and back with Previous and First', async () => {

@@ -29,7 +29,8 @@ describe('the admin CLI: schedules', function () {
     const shown = await json('schedule', 'show', '--id', id);
     expect(shown).to.include({ id, scribe: 'atlas', cron: '*/15 * * * *', timezone: 'Europe/Berlin', overlap: 'allow', summary: 'Morning brief', title: 'Brief', paused: false, description: 'Every 15 minutes' });
     expect(shown.fires).to.have.length(1);
-    expect(shown.fires[0]).to.include({ outcome: 'submitted', request_id: ran.request_id, manual: true });
+    expect(shown.fires[0]).to.include({ outcome: 'submitted', request_id: ran.request_id, manual: true, run_by: 'admin CLI' });
+    expect(shown.last_fire_at).to.equal(shown.fires[0].fire_at);
 
     const listed = await json('schedule', 'list', '--org', cli.orgId, '--scribe', 'atlas');
     expect(listed.schedules.map((s: { id: string }) => s.id)).to.deep.equal([id]);

@@ -135,7 +135,10 @@ describe('console: retry and discard failures', () => {
       expect((await h.api.get(`/api/v1/requests/${id}`).set(t.headers)).body.request.status).to.equal('failed');
       expect((await admin.get('/')).text).to.not.include(`/receipts/${id}`);
       const page = await admin.get(`/receipts/${id}`);
-      expect(page.text.replace(/<[^>]+>/g, '').replace(/\s+/g, ' ')).to.include('Discarded just now: it no longer shows among the failures.');
+      const text = page.text.replace(/<[^>]+>/g, '').replace(/\s+/g, ' ');
+      // Said once, by the page, not again by a message.
+      expect(text.split('it no longer shows among the failures').length - 1).to.equal(1);
+      expect(text).to.include('Discarded just now: it no longer shows among the failures.');
       expect(page.text).to.not.include(`action="/receipts/${id}/discard"`);
       await admin.post(`/receipts/${id}/discard`);
       expect((await admin.get(`/receipts/${id}`)).text).to.include('This receipt has already been discarded');
@@ -144,10 +147,34 @@ describe('console: retry and discard failures', () => {
 
     it("leaves an action's message for the page it leads to when a live page's refresh comes in between", async () => {
       const id = await failedReceipt();
-      await admin.post(`/receipts/${id}/discard`);
+      const retried = await admin.post(`/receipts/${id}/retry`);
       const refresh = await admin.agent.get('/receipts').set('X-Live-Refresh', '1');
-      expect(refresh.text).to.not.include('Discarded: it no longer shows among the failures.');
-      expect((await admin.get(`/receipts/${id}`)).text).to.include('Discarded: it no longer shows among the failures.');
+      expect(refresh.text).to.not.include('Retried as a new receipt.');
+      expect((await admin.get(retried.headers.location!)).text).to.include('Retried as a new receipt.');
+    });
+
+    it("leaves the dashboard's Recent failures once retried; its retry shows there in turn if it fails too", async () => {
+      const id = await failedReceipt({ title: 'Retried failure', summary: 'x' });
+      expect((await admin.get('/')).text).to.include(`/receipts/${id}`);
+      const made = (await admin.post(`/receipts/${id}/retry`)).headers.location!.slice('/receipts/'.length);
+      await h.services.dispatcher.tick();
+      expect(await h.db('requests').where({ id: made }).first('status')).to.deep.equal({ status: 'fulfilled' });
+      const dashboard = (await admin.get('/')).text;
+      expect(dashboard).to.not.include(`/receipts/${id}`);
+      expect(dashboard).to.not.include(`/receipts/${made}`);
+      await h.db('requests').where({ id: made }).update({ status: 'failed', error_message: 'Dispatch failed after 5 attempts' });
+      expect((await admin.get('/')).text).to.include(`/receipts/${made}`).and.not.include(`/receipts/${id}"`);
+    });
+
+    it('says on its page why it has no task, and how to try again (Retry, or ask an admin)', async () => {
+      const id = await failedReceipt();
+      const plain = (text: string) => text.replace(/<[^>]+>/g, '').replace(/\s+/g, ' ');
+      const page = plain((await admin.get(`/receipts/${id}`)).text);
+      expect(page).to.include('No task: the receipt failed before one was made (Dispatch failed after 5 attempts). Retry it to submit it again as a new receipt.');
+      expect(page).to.not.include('No task yet');
+      expect(plain((await viewer.get(`/receipts/${id}`)).text)).to.include('An admin can retry it as a new receipt.');
+      await admin.post(`/receipts/${id}/retry`);
+      expect(plain((await admin.get(`/receipts/${id}`)).text)).to.include('(Dispatch failed after 5 attempts). Its retry above makes one if it succeeds.');
     });
 
     it('asks for confirmation before Discard (data-confirm, read by /assets/confirm.js)', async () => {
@@ -225,6 +252,19 @@ describe('console: retry and discard failures', () => {
       const answered = await h.db('sessions').where({ id }).first('state');
       expect(answered.state).to.equal('waiting');
       expect((await h.db('session_messages').where({ session_id: id }).orderBy('id', 'desc').first('author')).author).to.equal('scribe');
+    });
+
+    it('shows its error once, as the transcript\'s last note, and once discarded says so once', async () => {
+      const id = await failedSession();
+      // As the runtime fails a session: the reason in the session and as a system note.
+      await h.db('session_messages').insert({ session_id: id, author: 'system', text: 'The scribe could not answer: model endpoint answered 500', created_at: new Date().toISOString() });
+      const count = (text: string, part: string) => text.split(part).length - 1;
+      const page = (await admin.get(`/sessions/${id}`)).text;
+      expect(count(page, 'model endpoint answered 500')).to.equal(1);
+      await admin.post(`/sessions/${id}/discard`);
+      const discarded = (await admin.get(`/sessions/${id}`)).text;
+      expect(count(discarded, 'Discarded')).to.equal(1);
+      expect(count(discarded, 'it no longer shows among the failures')).to.equal(1);
     });
 
     it('Discard keeps it failed and hides it from the dashboard; Retry of a session that did not fail is refused', async () => {

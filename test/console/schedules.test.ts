@@ -82,7 +82,11 @@ describe('console: schedules', () => {
     const run = await admin.post(`/schedules/${id}/run`);
     expect(run.status).to.equal(303);
     const shown = await admin.get(`/schedules/${id}`);
-    expect(shown.text).to.match(/Submitted receipt req_[0-9A-Z]{26}\./).and.include('run now by staff');
+    expect(shown.text).to.match(/Submitted receipt req_[0-9A-Z]{26}\./).and.include(`run now by ${admin.email}`);
+    const { last_fire_at } = await h.db('schedules').where({ id }).first('last_fire_at');
+    expect(last_fire_at).to.be.a('string');
+    expect(shown.text).to.include(`<dt>Last fire</dt><dd><time datetime="${last_fire_at}"`);
+    expect((await admin.get('/schedules')).text).to.include(`<time datetime="${last_fire_at}"`);
 
     const edit = await admin.get(`/schedules/${id}/edit`);
     expect(edit.text).to.include('value="0 9 * * 1-5"').and.include('Save schedule');

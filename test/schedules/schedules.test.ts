@@ -210,8 +210,23 @@ describe('schedules', () => {
       const second = await h.services.schedules.runNow(staff(), schedule.id);
       expect(first.request_id).to.match(/^req_/);
       expect(second.request_id).to.match(/^req_/).and.not.equal(first.request_id);
-      const rows = await h.db('schedule_fires').where({ schedule_id: schedule.id }).select('manual', 'outcome');
-      expect(rows.map((r) => [Boolean(r.manual), r.outcome])).to.deep.equal([[true, 'submitted'], [true, 'submitted']]);
+      const rows = await h.db('schedule_fires').where({ schedule_id: schedule.id }).orderBy('fire_at').select('manual', 'outcome', 'run_by_type', 'run_by', 'fire_at');
+      expect(rows.map((r) => [Boolean(r.manual), r.outcome, r.run_by_type, r.run_by])).to.deep.equal([
+        [true, 'submitted', 'user', staff().label],
+        [true, 'submitted', 'user', staff().label],
+      ]);
+      // Each run now is the schedule's last fire.
+      expect((await stored(schedule.id)).last_fire_at).to.equal(rows[1].fire_at);
+    });
+
+    it("keeps a run now as the last fire when the clock's later claim fires an earlier fire time", async () => {
+      const schedule = await create();
+      clock.set('2026-11-23T10:00:30.000Z');
+      const { fire_at } = await h.services.schedules.runNow(staff(), schedule.id);
+      await h.services.schedules.tick();
+      const fired = await h.db('schedule_fires').where({ schedule_id: schedule.id, manual: false }).first('fire_at', 'run_by');
+      expect(fired).to.deep.equal({ fire_at: '2026-11-23T10:00:00.000Z', run_by: null });
+      expect((await stored(schedule.id)).last_fire_at).to.equal(fire_at);
     });
 
     it('refuses to run now for a scribe that is not active (422 "Scribe is not active"), recording the refusal', async () => {

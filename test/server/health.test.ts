@@ -79,6 +79,20 @@ describe('health, readiness and metrics', () => {
     expect(text).to.match(/process_resident_memory_bytes \d+/);
   });
 
+  it('/metrics counts a powered-off scribe\'s queued work as parked (scribe_agent_parked), not as backlog, until it is powered on', async () => {
+    const metric = async (name: string, kind: string) => Number(new RegExp(`^${name}\\{kind="${kind}"\\} (\\d+)$`, 'm').exec((await h.api.get('/metrics')).text)?.[1]);
+    const backlog = await metric('scribe_agent_backlog', 'sessions');
+    const parked = await metric('scribe_agent_parked', 'sessions');
+    const off = await h.tenant({ slug: 'asleep' });
+    await h.services.scribes.setState(off.organizationId, 'asleep', 'powered_off');
+    expect((await h.api.post('/api/v1/scribes/asleep/chat').set(off.headers).send({ message: 'Anyone there?' })).status).to.equal(202);
+    expect(await metric('scribe_agent_backlog', 'sessions')).to.equal(backlog);
+    expect(await metric('scribe_agent_parked', 'sessions')).to.equal(parked + 1);
+    await h.services.scribes.setState(off.organizationId, 'asleep', 'active');
+    expect(await metric('scribe_agent_backlog', 'sessions')).to.equal(backlog + 1);
+    expect(await metric('scribe_agent_parked', 'sessions')).to.equal(parked);
+  });
+
   it('/metrics requires the bearer token when METRICS_TOKEN is set', async () => {
     const guarded = await createHarness({ env: { METRICS_TOKEN: 'scrape-me' } });
     try {

@@ -39,6 +39,15 @@ describe('localTime()', () => {
     expect(localTime(null, 'UTC', NOW)).to.equal('—');
   });
 
+  it("writes the dashboard's times relative to now: a worker's last tick, the oldest waiting work", () => {
+    // The dashboard hands over lastTickAt.toISOString() and min(updated_at), with the page's `now` in ms.
+    expect(localTime(new Date(NOW - 2000).toISOString(), 'Europe/Zurich', NOW)).to.equal('just now');
+    expect(localTime('2026-11-24T11:57:00.000Z', 'Europe/Zurich', NOW)).to.equal('3 minutes ago');
+    // A `now` given as an ISO string (as the dashboard once did) reads the same, not as a date.
+    expect(localTime('2026-11-24T11:57:00.000Z', 'Europe/Zurich', new Date(NOW).toISOString())).to.equal('3 minutes ago');
+    expect(localTime(null, 'UTC', NOW)).to.equal('—');
+  });
+
   it('keeps the exact UTC time for the title', () => {
     expect(exactTime('2026-11-20T14:30:05.000Z')).to.equal('2026-11-20 14:30:05 UTC');
   });

@@ -5,6 +5,7 @@ import { ValidationError } from '../../http/errors.js';
 import { canonicalTimeZone, timeZoneChoices } from '../../lib/time-zones.js';
 import { LOGIN_ATTEMPTS, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
+import { render } from '../views.js';
 
 export const messages = {
   invalidTimeZone: 'Time zone must be an IANA time zone, such as Europe/Zurich or UTC',
@@ -23,7 +24,7 @@ export function accountRoutes(services: Services): Router {
     const current = canonicalTimeZone(req.user!.time_zone) ?? null;
     // A zone kept from sign-in may be an alias the list does not name (Asia/Calcutta): it is offered too.
     if (current && !zones.includes(current)) zones.unshift(current);
-    res.render('account/show', { title: 'Your account', zones, current });
+    render(res, 'account/show', { title: 'Your account', zones, current });
   });
 
   router.post(

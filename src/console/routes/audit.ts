@@ -5,6 +5,7 @@ import type { AuditEventRow, AuditFilter } from '../../audit/service.js';
 import { NAMED_SUBJECT_TYPES } from '../../audit/queries.js';
 import { BadRequestError } from '../../http/errors.js';
 import { filtersScope, pageAt, pagerOf, serialCursor } from '../pager.js';
+import { render } from '../views.js';
 
 const PAGE = 50;
 const ACTOR_TYPES = ['user', 'api_key', 'operator', 'schedule', 'channel'] as const;
@@ -95,7 +96,7 @@ export function auditRoutes(services: Services): Router {
     const { given, filter } = filtersOf(req);
     const [page, actions] = await Promise.all([services.audit.page(org, filter, pageAt(req, serialCursor), PAGE), services.audit.actions(org)]);
     const subjects = await subjectsOf(services, org, page.items);
-    res.render('audit/index', {
+    render(res, 'audit/index', {
       title: 'Audit log',
       events: page.items,
       pager: pagerOf(page, { path: '/audit', filters: given, codec: serialCursor, noun: ['event', 'events'], scope: filtersScope(given) }),

@@ -8,6 +8,7 @@ import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
 import { pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
 import { UUID_PATTERN } from '../../lib/ids.js';
+import { render } from '../views.js';
 
 /** How many deliveries a page of a channel's list shows. */
 const DELIVERIES_PAGE = 50;
@@ -32,12 +33,12 @@ export function channelRoutes(services: Services): Router {
 
   router.get('/channels', async (req, res) => {
     const channels = await services.channels.list(req.user!.organization_id);
-    res.render('channels/index', { title: 'Channels', channels });
+    render(res, 'channels/index', { title: 'Channels', channels });
   });
 
   const renderForm = async (req: Request, res: Response, slug: string, values: ReturnType<typeof channelInput>, error: string | null = null) => {
     const scribe = await services.scribes.getBySlug(req.user!.organization_id, slug);
-    res.status(error ? 422 : 200).render('channels/form', { title: 'New channel', scribe, values, error, presets: VERIFY_PRESETS, modes: CHANNEL_MODES });
+    render(res, 'channels/form', { title: 'New channel', scribe, values, error, presets: VERIFY_PRESETS, modes: CHANNEL_MODES }, error ? 422 : 200);
   };
 
   /** The channel's page; `secret` only in the response that made it. */
@@ -45,7 +46,7 @@ export function channelRoutes(services: Services): Router {
     const page = await services.channels.deliveryPage(channel.id, pageAt(req, cursor), DELIVERIES_PAGE);
     const pager = pagerOf(page, { path: pageOf(channel.id), filters: {}, codec: cursor, noun: ['delivery', 'deliveries'], scope: 'to this channel' });
     if (secret) res.set('Cache-Control', 'no-store');
-    res.render('channels/show', { title: channel.name, channel, url: channel.kind === 'webhook' ? inboundUrl(req, channel) : null, deliveries: page.items, pager, secret });
+    render(res, 'channels/show', { title: channel.name, channel, url: channel.kind === 'webhook' ? inboundUrl(req, channel) : null, deliveries: page.items, pager, secret });
   };
 
   router.get('/b/:slug/channels/new', requireAdmin, async (req, res) => {

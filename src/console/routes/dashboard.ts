@@ -4,6 +4,7 @@ import { REQUEST_STATUSES } from '../../requests/schemas.js';
 import { dashboardCharts } from '../activity-charts.js';
 import { zoneClock } from '../charts.js';
 import { isLiveRefresh } from '../live.js';
+import { render } from '../views.js';
 
 /** The dashboard: receipts over the last hours (charts), receipts by status, the health of the background workers, recent failures. */
 export function dashboardRoutes(services: Services): Router {
@@ -22,25 +23,28 @@ export function dashboardRoutes(services: Services): Router {
       services.consoleReads.agentBacklog(org),
       services.consoleReads.recentFailures(org),
     ]);
-    res.render('dashboard', {
+    render(res, 'dashboard', {
       title: 'Dashboard',
       charts,
       statuses: REQUEST_STATUSES,
       lastHour,
       lastDay,
       workers: [
-        { name: 'Dispatcher', lastTick: services.dispatcher.lastTickAt?.toISOString() ?? null, backlog: `${dispatch.count} receipts`, oldest: dispatch.oldest },
+        { name: 'Dispatcher', lastTick: services.dispatcher.lastTickAt?.toISOString() ?? null, backlog: count(dispatch.count, 'receipt'), oldest: dispatch.oldest, parked: null },
         {
           name: 'Agent runtime',
           lastTick: services.runtime.lastTickAt?.toISOString() ?? null,
-          backlog: `${agents.sessions} sessions, ${agents.tasks} tasks (${services.runtime.running} running)`,
-          oldest: agents.oldest,
+          backlog: `${count(agents.waiting.sessions, 'session')}, ${count(agents.waiting.tasks, 'task')} (${services.runtime.running} running)`,
+          oldest: agents.waiting.oldest,
+          parked: agents.parked.sessions + agents.parked.tasks > 0 ? `${count(agents.parked.sessions, 'session')}, ${count(agents.parked.tasks, 'task')}` : null,
         },
       ],
-      now: new Date(now).toISOString(),
       failures,
     });
   });
 
   return router;
 }
+
+/** `1 session`, `2 tasks`. */
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;

@@ -9,6 +9,7 @@ import { HttpError } from '../../http/errors.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
 import { entryFormat } from '../entry-format.js';
+import { render } from '../views.js';
 
 const PAGE = 50;
 /** Matches a relationship picker offers for what was typed. */
@@ -30,7 +31,7 @@ export function entryRoutes(services: Services): Router {
   router.get('/entry-types', async (req, res) => {
     const org = req.user!.organization_id;
     const types = await services.entryTypes.list(org);
-    res.render('entry-types/index', { title: 'Entries', types, counts: await services.entries.countByType(org), fieldTypes: FIELD_TYPES, rows: FIELD_ROWS });
+    render(res, 'entry-types/index', { title: 'Entries', types, counts: await services.entries.countByType(org), fieldTypes: FIELD_TYPES, rows: FIELD_ROWS });
   });
 
   router.post(
@@ -67,7 +68,7 @@ export function entryRoutes(services: Services): Router {
       next: page.nextCursor,
       order: 'Oldest first',
     });
-    res.render('entry-types/show', { title: type.name, type, entries: page.entries, pager, filters, searchError, primary: primaryOf(type), names, fmt: entryFormat });
+    render(res, 'entry-types/show', { title: type.name, type, entries: page.entries, pager, filters, searchError, primary: primaryOf(type), names, fmt: entryFormat });
   });
 
   // The relationship picker's matches (public/picker.js): a type's entries whose name holds `q`.
@@ -81,7 +82,7 @@ export function entryRoutes(services: Services): Router {
   router.get('/entry-types/:id/edit', requireAdmin, async (req, res) => {
     const org = req.user!.organization_id;
     const type = await services.entryTypes.get(org, String(req.params.id));
-    res.render('entry-types/edit', { title: `Edit ${type.name}`, type, types: await services.entryTypes.list(org), fieldTypes: FIELD_TYPES, rows: FIELD_ROWS });
+    render(res, 'entry-types/edit', { title: `Edit ${type.name}`, type, types: await services.entryTypes.list(org), fieldTypes: FIELD_TYPES, rows: FIELD_ROWS });
   });
 
   router.post(
@@ -97,7 +98,7 @@ export function entryRoutes(services: Services): Router {
 
   router.get('/entry-types/:id/new', requireAdmin, async (req, res) => {
     const type = await services.entryTypes.get(req.user!.organization_id, String(req.params.id));
-    res.render('entries/form', { title: `New ${type.name} entry`, type, entry: null, names: new Map() });
+    render(res, 'entries/form', { title: `New ${type.name} entry`, type, entry: null, names: new Map() });
   });
 
   router.post(
@@ -116,13 +117,13 @@ export function entryRoutes(services: Services): Router {
     const org = req.user!.organization_id;
     const { entry, type } = await entryWithType(services, org, String(req.params.id));
     const [titles, linkedFrom] = await Promise.all([linkedNames(services, org, type, [entry]), services.entries.linkedFrom(org, entry.id, BACKLINKS)]);
-    res.render('entries/show', { title: String(entry.fields[primaryOf(type)] ?? 'Entry'), entry, type, titles, linkedFrom });
+    render(res, 'entries/show', { title: String(entry.fields[primaryOf(type)] ?? 'Entry'), entry, type, titles, linkedFrom });
   });
 
   router.get('/entries/:id/edit', requireAdmin, async (req, res) => {
     const org = req.user!.organization_id;
     const { entry, type } = await entryWithType(services, org, String(req.params.id));
-    res.render('entries/form', { title: 'Edit entry', type, entry, names: await linkedNames(services, org, type, [entry]) });
+    render(res, 'entries/form', { title: 'Edit entry', type, entry, names: await linkedNames(services, org, type, [entry]) });
   });
 
   router.post(

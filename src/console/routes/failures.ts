@@ -8,6 +8,7 @@ import { withQuery } from '../view-helpers.js';
 import { receiptFilters } from './receipts.js';
 import { taskFilters } from './tasks.js';
 import { sessionFilters } from './session-list.js';
+import { render } from '../views.js';
 
 /** The most one confirmation acts on; the preview says so when more match. */
 export const BULK_MAX = 500;
@@ -54,7 +55,8 @@ export function failureRoutes(services: Services): Router {
     for (const act of ['retry', 'discard'] as const) {
       router.post(`/${kind}/:id/${act}`, requireAdmin, action(async (req) => {
         const next = await on[kind][act](userActor(req), String(req.params.id));
-        flash(req, 'notice', act === 'retry' ? RETRIED[kind] : 'Discarded: it no longer shows among the failures.');
+        // A discard's page says so itself ("Discarded … : it no longer shows among the failures").
+        if (act === 'retry') flash(req, 'notice', RETRIED[kind]);
         return pageOf(kind, next);
       }, (req) => pageOf(kind, String(req.params.id))));
     }
@@ -70,7 +72,7 @@ export function failureRoutes(services: Services): Router {
       const { filters, filter } = await filtersOf(req, req.query);
       const upto = services.clock().toISOString();
       const { total } = await services.consoleReads.bulkSelection(req.user!.organization_id, kind, act, filter, upto, 0);
-      res.render('failures/bulk', { title: `${ACTS[act].verb} failed ${kind}`, kind, act, verb: ACTS[act].verb, filters, upto, total, max: BULK_MAX });
+      render(res, 'failures/bulk', { title: `${ACTS[act].verb} failed ${kind}`, kind, act, verb: ACTS[act].verb, filters, upto, total, max: BULK_MAX });
     });
 
     router.post(`/${kind}/bulk`, requireAdmin, action(async (req) => {

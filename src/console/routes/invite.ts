@@ -3,6 +3,7 @@ import type { Services } from '../../services.js';
 import { HttpError } from '../../http/errors.js';
 import type { PasswordLinkPurpose } from '../../users/service.js';
 import { signInAs } from '../auth.js';
+import { render } from '../views.js';
 
 /**
  * The one-time links of invitations and password resets, `/invite/<token>`: a form that sets
@@ -14,12 +15,12 @@ export function inviteRoutes(services: Services): Router {
   const form = (res: Response, status: number, locals: { purpose: PasswordLinkPurpose; email: string; token: string; error?: string }) => {
     // The page's address holds the token: kept out of caches (and, by the Referrer-Policy, out of other sites' logs).
     res.set('Cache-Control', 'no-store');
-    res.status(status).render('invite/show', { title: locals.purpose === 'invite' ? 'Welcome to Scribe' : 'Set a new password', error: null, ...locals });
+    render(res, 'invite/show', { title: locals.purpose === 'invite' ? 'Welcome to Scribe' : 'Set a new password', error: null, ...locals }, status);
   };
   const refused = (res: Response, err: unknown) => {
     if (!(err instanceof HttpError) || err.status !== 410) throw err;
     res.set('Cache-Control', 'no-store');
-    res.status(410).render('error', { title: 'This link cannot be used', message: err.message, status: 410 });
+    render(res, 'error', { title: 'This link cannot be used', message: err.message, status: 410 }, 410);
   };
 
   router.get('/invite/:token', async (req, res) => {

@@ -2,13 +2,14 @@ import { Router } from 'express';
 import type { Services } from '../../services.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
+import { render } from '../views.js';
 
 /** API keys: list, create (the key shown once, in the response to the form) and revoke. */
 export function keyRoutes(services: Services): Router {
   const router = Router();
 
   router.get('/keys', async (req, res) => {
-    res.render('keys/index', { title: 'API keys', keys: await services.organizations.listApiKeys(req.user!.organization_id), created: null });
+    render(res, 'keys/index', { title: 'API keys', keys: await services.organizations.listApiKeys(req.user!.organization_id), created: null });
   });
 
   // Rendered, not redirected: the key is shown in this response only and stored nowhere in clear.
@@ -18,7 +19,7 @@ export function keyRoutes(services: Services): Router {
     const created = await services.organizations.createApiKey({ organizationId: org, name });
     await services.audit.record(userActor(req), 'key.create', { type: 'api_key', id: created.id }, name || 'API key');
     res.set('Cache-Control', 'no-store');
-    res.render('keys/index', { title: 'API keys', keys: await services.organizations.listApiKeys(org), created });
+    render(res, 'keys/index', { title: 'API keys', keys: await services.organizations.listApiKeys(org), created });
   });
 
   router.post(

@@ -8,6 +8,7 @@ import { filterText, scribeFilter } from './filters.js';
 import type { ReceiptFilter } from '../queries.js';
 import { sanitizeFilename } from '../../requests/attachments/fetch.js';
 import { servableMediaType } from '../../requests/attachments/media-type.js';
+import { render } from '../views.js';
 
 const PAGE = 25;
 const cursor = timeAndIdCursor((id) => REQUEST_ID_PATTERN.test(id));
@@ -42,7 +43,7 @@ export function receiptRoutes(services: Services): Router {
     const org = req.user!.organization_id;
     const { filters, filter, scribes } = await receiptFilters(services, org, req.query);
     const page = await services.consoleReads.listReceipts(org, { ...filter, at: pageAt(req, cursor), limit: PAGE });
-    res.render('receipts/index', {
+    render(res, 'receipts/index', {
       title: 'Receipts',
       receipts: page.items,
       pager: pagerOf(page, { path: '/receipts', filters, codec: cursor, noun: ['receipt', 'receipts'], scope: filtersScope(filters) }),
@@ -66,7 +67,7 @@ export function receiptRoutes(services: Services): Router {
     ];
     const live = receipt.status === 'accepted' || receipt.status === 'dispatched' || (found.task !== undefined && found.task.status !== 'done');
     const delivery = receipt.origin_type === 'channel' ? await services.channels.deliveryOfRequest(receipt.id) : undefined;
-    res.render('receipts/show', { title: receipt.title, ...found, timeline, live, delivery });
+    render(res, 'receipts/show', { title: receipt.title, ...found, timeline, live, delivery });
   });
 
   // Files are served to signed-in staff of the receipt's organization only, never inline.

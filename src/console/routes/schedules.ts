@@ -7,6 +7,7 @@ import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
 import { pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
 import { UUID_PATTERN } from '../../lib/ids.js';
+import { render } from '../views.js';
 
 /** How many fire times ahead the console shows. */
 const PREVIEW_FIRES = 5;
@@ -48,7 +49,7 @@ export function scheduleRoutes(services: Services): Router {
 
   router.get('/schedules', async (req, res) => {
     const schedules = await services.schedules.list(req.user!.organization_id);
-    res.render('schedules/index', { title: 'Schedules', schedules });
+    render(res, 'schedules/index', { title: 'Schedules', schedules });
   });
 
   type FormValues = ReturnType<typeof scheduleInput>;
@@ -56,7 +57,7 @@ export function scheduleRoutes(services: Services): Router {
   /** The new-schedule or edit form for the scribe `slug`, with the preview of `values`. */
   const renderForm = async (req: Request, res: Response, slug: string, values: FormValues, extra: { error?: string; status?: number; schedule?: { id: string } } = {}) => {
     const scribe = await services.scribes.getBySlug(req.user!.organization_id, slug);
-    res.status(extra.status ?? 200).render('schedules/form', {
+    render(res, 'schedules/form', {
       title: extra.schedule ? 'Edit schedule' : 'New schedule',
       scribe,
       schedule: extra.schedule ?? null,
@@ -64,7 +65,7 @@ export function scheduleRoutes(services: Services): Router {
       preview: preview(values),
       error: extra.error ?? null,
       overlaps: OVERLAP_POLICIES,
-    });
+    }, extra.status ?? 200);
   };
 
   /**
@@ -99,7 +100,7 @@ export function scheduleRoutes(services: Services): Router {
     const page = await services.schedules.firePage(schedule.id, pageAt(req, cursor), FIRES_PAGE);
     const pager = pagerOf(page, { path: pageOf(schedule.id), filters: {}, codec: cursor, noun: ['fire', 'fires'], scope: 'of this schedule', order: 'Latest fire time first' });
     // The page lists no fire times while the schedule is paused.
-    res.render('schedules/show', { title: schedule.title || 'Schedule', schedule, fires: page.items, pager, preview: preview(schedule) });
+    render(res, 'schedules/show', { title: schedule.title || 'Schedule', schedule, fires: page.items, pager, preview: preview(schedule) });
   });
 
   router.get('/schedules/:id/edit', requireAdmin, async (req, res) => {

@@ -8,6 +8,7 @@ import { action, flash } from '../forms.js';
 import { scribeThroughputChart } from '../activity-charts.js';
 import { zoneClock } from '../charts.js';
 import { isLiveRefresh } from '../live.js';
+import { render } from '../views.js';
 
 /** How many sessions a scribe's page shows, collapsed; the rest are on its sessions list. */
 const LATEST_SESSIONS = 5;
@@ -18,7 +19,7 @@ export function scribeRoutes(services: Services): Router {
   const pageOf = (slug: string) => `/b/${encodeURIComponent(slug)}`;
 
   router.get('/scribes', async (req, res) => {
-    res.render('scribes/index', { title: 'Scribes', scribes: await services.consoleReads.scribesWithCounts(req.user!.organization_id) });
+    render(res, 'scribes/index', { title: 'Scribes', scribes: await services.consoleReads.scribesWithCounts(req.user!.organization_id) });
   });
 
   /** What the New scribe form holds, as typed (the API key is never sent back). */
@@ -31,7 +32,7 @@ export function scribeRoutes(services: Services): Router {
     };
   };
   const newForm = (res: Response, status: number, form: ReturnType<typeof typed>, error: string | null = null) =>
-    res.status(status).render('scribes/new', { title: 'New scribe', form, error, states: SCRIBE_STATES, agents: AGENT_KINDS });
+    render(res, 'scribes/new', { title: 'New scribe', form, error, states: SCRIBE_STATES, agents: AGENT_KINDS }, status);
 
   router.get('/scribes/new', requireAdmin, (_req, res) => newForm(res, 200, typed()));
 
@@ -91,7 +92,7 @@ export function scribeRoutes(services: Services): Router {
       services.mcpServers.list(scribe.id),
     ]);
     // The page always polls (views/scribes/show.ejs): new sessions arrive from the API at any time.
-    res.render('scribes/show', { title: scribe.name, scribe, throughput, sessions, receipts: receipts.items, tasks, schedules, channels, mcpServers: mcpServers.map(presentMcpServer), agents: AGENT_KINDS });
+    render(res, 'scribes/show', { title: scribe.name, scribe, throughput, sessions, receipts: receipts.items, tasks, schedules, channels, mcpServers: mcpServers.map(presentMcpServer), agents: AGENT_KINDS });
   });
 
   router.post(

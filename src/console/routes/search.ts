@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import type { Services } from '../../services.js';
 import { MAX_FILTER_TEXT } from './filters.js';
+import { render, type Views } from '../views.js';
 
 /** How many of each kind the results page lists; the lists it links to have the rest. */
 const SHOWN = 10;
@@ -23,12 +24,10 @@ export function searchRoutes(services: Services): Router {
   router.get('/search', async (req, res) => {
     const org = req.user!.organization_id;
     const q = typeof req.query.q === 'string' ? req.query.q.trim() : '';
-    const render = (fields: object) => res.render('search/index', { title: q ? `Search: ${q}` : 'Search', q, receipts: [], tasks: [], scribes: [], error: null, nothing: messages.nothing(q), ...fields });
-    if (!q) return render({});
-    if (q.length > MAX_QUERY) {
-      res.status(400);
-      return render({ error: messages.tooLong });
-    }
+    const show = (fields: Partial<Views['search/index']>, status?: number) =>
+      render(res, 'search/index', { title: q ? `Search: ${q}` : 'Search', q, receipts: [], tasks: [], scribes: [], error: null, nothing: messages.nothing(q), ...fields }, status);
+    if (!q) return show({});
+    if (q.length > MAX_QUERY) return show({ error: messages.tooLong }, 400);
     const page = await services.consoleReads.pageNamedBy(org, q);
     if (page) return res.redirect(303, page);
     const [receipts, tasks, scribes] = await Promise.all([
@@ -36,7 +35,7 @@ export function searchRoutes(services: Services): Router {
       services.consoleReads.listTasks(org, { q, limit: SHOWN, countTotal: false }),
       services.consoleReads.scribesMatching(org, q, SHOWN),
     ]);
-    render({ receipts: receipts.items, moreReceipts: receipts.older !== null, tasks: tasks.items, moreTasks: tasks.older !== null, scribes });
+    show({ receipts: receipts.items, moreReceipts: receipts.older !== null, tasks: tasks.items, moreTasks: tasks.older !== null, scribes });
   });
 
   return router;

@@ -4,6 +4,7 @@ import { UUID_PATTERN } from '../../lib/ids.js';
 import { SESSION_FILTERS, SESSION_SEARCH_WINDOW, type SessionFilter } from '../queries.js';
 import { filtersScope, pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
 import { filterText, scribeFilter } from './filters.js';
+import { render } from '../views.js';
 
 const PAGE = 25;
 const cursor = timeAndIdCursor((id) => UUID_PATTERN.test(id));
@@ -36,7 +37,7 @@ export function sessionListRoutes(services: Services): Router {
     const org = req.user!.organization_id;
     const { filters, filter, scribes, selected } = await sessionFilters(services, org, req.query);
     const page = await services.consoleReads.listSessions(org, { ...filter, at: pageAt(req, cursor), limit: PAGE });
-    res.render('sessions/index', {
+    render(res, 'sessions/index', {
       title: selected ? `Sessions of ${selected.name}` : 'Sessions',
       sessions: page.items,
       pager: pagerOf(page, { path: '/sessions', filters, codec: cursor, noun: ['session', 'sessions'], scope: filtersScope(filters) }),

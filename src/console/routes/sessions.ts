@@ -4,6 +4,8 @@ import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
 import { traceTotals } from '../../agents/trace.js';
 import { writingEvery } from '../live.js';
+import { truncate } from '../view-helpers.js';
+import { render } from '../views.js';
 
 /** A chat session's transcript; staff answer a waiting session in the user's place. */
 export function sessionRoutes(services: Services): Router {
@@ -16,7 +18,9 @@ export function sessionRoutes(services: Services): Router {
     const scribe = (await services.scribes.find(session.scribe_id))!;
     const delivery = await services.channels.deliveryOfSession(session.id);
     const calls = await services.traces.of({ sessionId: session.id });
-    res.render('sessions/show', { title: `Session with ${scribe.name}`, session, scribe, delivery, calls, totals: traceTotals(calls), live: Boolean(session.reply_due), liveEveryMs: writingEvery(session.messages) });
+    // Titled by what it was started with, as the list of sessions shows it.
+    const first = session.messages.find((m) => m.author === 'user' || m.author === 'staff');
+    render(res, 'sessions/show', { title: first?.text.trim() ? truncate(first.text, 80) : `Session with ${scribe.name}`, session, scribe, delivery, calls, totals: traceTotals(calls), live: Boolean(session.reply_due), liveEveryMs: writingEvery(session.messages) });
   });
 
   router.post(

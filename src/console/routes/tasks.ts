@@ -8,6 +8,7 @@ import { filterText, scribeFilter } from './filters.js';
 import { TASK_FILTER_STATUSES, type TaskFilter } from '../queries.js';
 import { traceTotals } from '../../agents/trace.js';
 import { writingEvery } from '../live.js';
+import { render } from '../views.js';
 
 const PAGE = 25;
 const cursor = timeAndIdCursor((id) => UUID_PATTERN.test(id));
@@ -21,7 +22,7 @@ export function taskRoutes(services: Services): Router {
     const org = req.user!.organization_id;
     const { filters, filter, scribes } = await taskFilters(services, org, req.query);
     const page = await services.consoleReads.listTasks(org, { ...filter, at: pageAt(req, cursor), limit: PAGE });
-    res.render('tasks/index', {
+    render(res, 'tasks/index', {
       title: 'Tasks',
       tasks: page.items,
       pager: pagerOf(page, { path: '/tasks', filters, codec: cursor, noun: ['task', 'tasks'], scope: filtersScope(filters) }),
@@ -35,7 +36,7 @@ export function taskRoutes(services: Services): Router {
     const task = await services.tasks.get(req.user!.organization_id, String(req.params.id));
     const scribe = (await services.scribes.find(task.scribe_id))!;
     const calls = await services.traces.of({ taskId: task.id });
-    res.render('tasks/show', { title: task.title, task, scribe, calls, totals: traceTotals(calls), live: task.status === 'open' || task.status === 'in_progress', liveEveryMs: writingEvery(task.events) });
+    render(res, 'tasks/show', { title: task.title, task, scribe, calls, totals: traceTotals(calls), live: task.status === 'open' || task.status === 'in_progress', liveEveryMs: writingEvery(task.events) });
   });
 
   router.post(

@@ -4,6 +4,7 @@ import { HttpError } from '../../http/errors.js';
 import { USER_ROLES, userState } from '../../users/service.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
+import { render } from '../views.js';
 
 /** A link shown once on the page that made it. */
 interface ShownLink {
@@ -24,7 +25,7 @@ export function userRoutes(services: Services): Router {
   const page = async (req: Request, res: Response, shown: ShownLink | null, status = 200, form = { email: '', role: 'viewer' }) => {
     const users = (await services.users.list(req.user!.organization_id)).map((u) => ({ ...u, state: userState(u) }));
     if (shown) res.set('Cache-Control', 'no-store');
-    res.status(status).render('users/index', { title: 'Users', users, roles: USER_ROLES, shown, form });
+    render(res, 'users/index', { title: 'Users', users, roles: USER_ROLES, shown, form }, status);
   };
 
   router.get('/users', (req, res) => page(req, res, null));

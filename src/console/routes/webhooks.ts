@@ -8,6 +8,7 @@ import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
 import { pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
 import { UUID_PATTERN } from '../../lib/ids.js';
+import { render } from '../views.js';
 
 /** How many deliveries a page of an endpoint's list shows. */
 const DELIVERIES_PAGE = 50;
@@ -38,11 +39,11 @@ export function webhookRoutes(services: Services): Router {
   const org = (req: Request) => req.user!.organization_id;
 
   router.get('/webhooks', async (req, res) => {
-    res.render('webhooks/index', { title: 'Webhooks', endpoints: await services.webhooks.list(org(req)) });
+    render(res, 'webhooks/index', { title: 'Webhooks', endpoints: await services.webhooks.list(org(req)) });
   });
 
   const renderForm = (res: Response, endpoint: Partial<EndpointRow> | null, values: ReturnType<typeof endpointInput>, error: string | null = null) =>
-    res.status(error ? 422 : 200).render('webhooks/form', { title: endpoint?.id ? 'Edit webhook endpoint' : 'New webhook endpoint', endpoint, values, error, eventTypes: EVENT_TYPES });
+    render(res, 'webhooks/form', { title: endpoint?.id ? 'Edit webhook endpoint' : 'New webhook endpoint', endpoint, values, error, eventTypes: EVENT_TYPES }, error ? 422 : 200);
 
   /** The endpoint's page; `secret` only in the response that made it. */
   const renderEndpoint = async (req: Request, res: Response, endpoint: EndpointRow, secret: string | null = null) => {
@@ -53,7 +54,7 @@ export function webhookRoutes(services: Services): Router {
     const scope = status || eventType ? 'to this endpoint matching these filters' : 'to this endpoint';
     const pager = pagerOf(page, { path: pageOf(endpoint.id), filters, codec: cursor, noun: ['delivery', 'deliveries'], scope });
     if (secret) res.set('Cache-Control', 'no-store');
-    res.render('webhooks/show', { title: endpoint.url, endpoint, deliveries: page.items, pager, secret, filters, statuses: DELIVERY_STATUSES, eventTypes: [...EVENT_TYPES, TEST_EVENT] });
+    render(res, 'webhooks/show', { title: endpoint.url, endpoint, deliveries: page.items, pager, secret, filters, statuses: DELIVERY_STATUSES, eventTypes: [...EVENT_TYPES, TEST_EVENT] });
   };
 
   router.get('/webhooks/new', requireAdmin, (_req, res) => renderForm(res, null, { url: '', description: '', events: null }));
@@ -133,7 +134,7 @@ export function webhookRoutes(services: Services): Router {
     const range = { from: utc(req.query.from), to: utc(req.query.to) };
     try {
       const count = await services.webhooks.countFailed(org(req), id, range);
-      res.render('webhooks/redeliver', { title: 'Redeliver failed deliveries', endpoint, range, count });
+      render(res, 'webhooks/redeliver', { title: 'Redeliver failed deliveries', endpoint, range, count });
     } catch (err) {
       if (!(err instanceof HttpError) || err.status !== 422) throw err;
       flash(req, 'error', err.message);
