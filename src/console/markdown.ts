@@ -70,5 +70,5 @@ function text(state: StateCore, content: string): Token {
  * ids linked to their pages.
  */
 export function markdown(source: string | null | undefined): string {
-  return source ? md.render(source) : '';
+  return source ? md.render(source).trimEnd() : '';
 }
