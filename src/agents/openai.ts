@@ -28,6 +28,12 @@ export const messages = {
   deadline: (ms: number) => `the work took longer than ${ms / 1000}s`,
 };
 
+/** How long a traced model call waited at the endpoint's gate, read back from its `messages.waited` text; 0 when it did not wait. */
+export function waitedMsOf(error: string | null): number {
+  const seconds = error ? /; waited (\d+(?:\.\d+)?) s as it asked$/.exec(error)?.[1] : undefined;
+  return seconds === undefined ? 0 : Math.round(Number(seconds) * 1000);
+}
+
 /** What the agent needs besides the environment's settings. */
 export interface OpenAiAgentDeps {
   /** Bounds a whole answer, rounds and retries included (default 4 minutes). */

@@ -1,5 +1,7 @@
 import { describeStored } from '../schedules/cron.js';
 import { zoneOrUtc } from '../lib/time-zones.js';
+import { markdown } from './markdown.js';
+import { TIMELINE_UNITS, traceTimeline } from './trace-timeline.js';
 
 /**
  * Helpers every view gets (as `h`). Templates escape with `<%= %>`; none of these return
@@ -136,4 +138,4 @@ export function inZone(at: string | Date, timeZone: string): string {
   }).format(typeof at === 'string' ? new Date(at) : at);
 }
 
-export const viewHelpers = { timeAgo, localTime, exactTime, tone, label, truncate, bytes, withQuery, inZone, describeSchedule: describeStored };
+export const viewHelpers = { timeAgo, localTime, exactTime, tone, label, truncate, bytes, withQuery, inZone, describeSchedule: describeStored, markdown, traceTimeline, TIMELINE_UNITS };

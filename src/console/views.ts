@@ -74,9 +74,9 @@ export interface Views {
     subjectTypes: readonly string[];
     subjects: Map<string, { name: string; href: string | null } | 'deleted'>;
   };
-  'channels/index': { title: string; channels: ChannelListRow[] };
+  'channels/index': { title: string; channels: ChannelListRow[]; scribes: Result<Services['scribes']['listNames']> };
   'channels/form': { title: string; scribe: ScribeRef; values: ChannelInput & { kind: string }; error: string | null; presets: readonly string[]; modes: readonly string[] };
-  'channels/show': { title: string; channel: ChannelListRow; url: string | null; deliveries: Result<Services['channels']['deliveryPage']>['items']; pager: Pager; secret: string | null };
+  'channels/show': { title: string; channel: ChannelListRow; url: string | null; sample: string | null; deliveries: Result<Services['channels']['deliveryPage']>['items']; pager: Pager; secret: string | null };
   'entry-types/index': { title: string; types: EntryTypeWithFields[]; counts: Record<string, number>; fieldTypes: readonly string[]; rows: number };
   'entry-types/show': {
     title: string;
@@ -108,7 +108,7 @@ export interface Views {
     live: boolean;
     delivery: Result<Services['channels']['deliveryOfRequest']>;
   };
-  'schedules/index': { title: string; schedules: Result<Services['schedules']['list']> };
+  'schedules/index': { title: string; schedules: Result<Services['schedules']['list']>; scribes: Result<Services['scribes']['listNames']> };
   'schedules/form': {
     title: string;
     scribe: ScribeRef;
@@ -174,6 +174,13 @@ export interface Views {
     filters: Record<string, unknown>;
     statuses: readonly string[];
     eventTypes: readonly string[];
+  };
+  'webhooks/delivery': {
+    title: string;
+    endpoint: EndpointRow;
+    delivery: Result<Services['webhooks']['delivery']>['delivery'];
+    request: { headers: Array<[string, string]>; body: string };
+    response: { headers: Array<[string, string]>; body: string | null; keptBytes: number };
   };
   'webhooks/redeliver': { title: string; endpoint: EndpointRow; range: { from: string | null; to: string | null }; count: number };
 }

@@ -47,6 +47,9 @@ export interface DeliveryRow {
   last_attempt_at: string | null;
   response_status: number | null;
   response_body: string | null;
+  /** JSON objects: the headers the last attempt sent (its signature, never a secret) and those it was answered with. */
+  request_headers: string | null;
+  response_headers: string | null;
   error: string | null;
   duration_ms: number | null;
   delivered_at: string | null;

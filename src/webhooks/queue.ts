@@ -136,6 +136,8 @@ export function createWebhookWorker({
       duration_ms: attempt.durationMs,
       response_status: attempt.kind === 'answered' ? attempt.status : null,
       response_body: attempt.kind === 'answered' ? attempt.body : null,
+      request_headers: JSON.stringify(attempt.requestHeaders),
+      response_headers: attempt.kind === 'answered' ? JSON.stringify(attempt.headers) : null,
       error: attempt.kind === 'unanswered' ? attempt.error : null,
       updated_at: at,
     };

@@ -3,17 +3,21 @@ import type { AddressPolicy } from '../net/address-policy.js';
 import { checkLiteralAddress, createGuardedAgent, errorCodes, networkFailure } from '../net/guarded-agent.js';
 
 /** How much of an endpoint's answer is kept for the console. */
-export const RESPONSE_KEEP_BYTES = 1000;
+export const RESPONSE_KEEP_BYTES = 4096;
+/** How many of an answer's headers are kept, and how much of each value: a bounded record, whatever the endpoint sends. */
+export const RESPONSE_KEEP_HEADERS = 40;
+export const HEADER_KEEP_CHARS = 200;
 
 export interface SendOptions {
   /** The whole attempt, connect to last byte read (15 s by default, as docs/webhooks.md says). */
   timeoutMs: number;
 }
 
-/** What one POST came to: an HTTP answer (any status), or no answer and why. */
-export type Attempt =
-  | { kind: 'answered'; status: number; body: string; retryAfterMs: number | null; durationMs: number }
-  | { kind: 'unanswered'; error: string; durationMs: number };
+/** What one POST came to: an HTTP answer (any status), or no answer and why; either way the headers it was sent with. */
+export type Attempt = { requestHeaders: Record<string, string> } & (
+  | { kind: 'answered'; status: number; headers: Record<string, string>; body: string; retryAfterMs: number | null; durationMs: number }
+  | { kind: 'unanswered'; error: string; durationMs: number }
+);
 
 export interface Sender {
   post(url: string, headers: Record<string, string>, body: string): Promise<Attempt>;
@@ -32,6 +36,7 @@ export function createSender(policy: AddressPolicy, options: SendOptions): Sende
     const started = performance.now();
     const durationMs = () => Math.round(performance.now() - started);
     const timeout = AbortSignal.timeout(options.timeoutMs);
+    const requestHeaders = { ...headers, 'content-type': 'application/json', 'user-agent': 'Scribe-Webhooks/1' };
     try {
       const target = new URL(url);
       checkLiteralAddress(target, policy);
@@ -39,17 +44,28 @@ export function createSender(policy: AddressPolicy, options: SendOptions): Sende
         dispatcher: agent,
         method: 'POST',
         signal: timeout,
-        headers: { ...headers, 'content-type': 'application/json', 'user-agent': 'Scribe-Webhooks/1' },
+        headers: requestHeaders,
         body,
       });
       const kept = await firstBytes(response.body, RESPONSE_KEEP_BYTES);
-      return { kind: 'answered', status: response.statusCode, body: kept, retryAfterMs: retryAfter(response.headers['retry-after']), durationMs: durationMs() };
+      const answered = { status: response.statusCode, headers: keptHeaders(response.headers), body: kept, retryAfterMs: retryAfter(response.headers['retry-after']) };
+      return { kind: 'answered', requestHeaders, ...answered, durationMs: durationMs() };
     } catch (err) {
-      return { kind: 'unanswered', error: reasonOf(err, timeout, options.timeoutMs), durationMs: durationMs() };
+      return { kind: 'unanswered', requestHeaders, error: reasonOf(err, timeout, options.timeoutMs), durationMs: durationMs() };
     }
   }
 
   return { post, close: () => agent.close() };
+}
+
+/** The first RESPONSE_KEEP_HEADERS of an answer's headers, each value cut to HEADER_KEEP_CHARS (repeated ones joined by ", "). */
+function keptHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers).slice(0, RESPONSE_KEEP_HEADERS)) {
+    if (value === undefined) continue;
+    kept[name.slice(0, HEADER_KEEP_CHARS)] = (Array.isArray(value) ? value.join(', ') : value).slice(0, HEADER_KEEP_CHARS);
+  }
+  return kept;
 }
 
 /** Reads up to `limit` bytes of a body as text and drops the rest. */

@@ -218,6 +218,15 @@ export function createWebhookService({
     deliveryPage: (endpointId: string, filter: DeliveryFilter, at: PageAt, limit: number) => queries.pageDeliveries(db, endpointId, filter, at, limit),
 
     event: (id: string) => queries.findEvent(db, id),
+
+    /** One delivery of the organization's endpoint with its event's body: the console's request-and-answer page. */
+    async delivery(organizationId: string, endpointId: string, id: string): Promise<{ endpoint: EndpointRow; delivery: DeliveryRow; body: string }> {
+      const endpoint = await get(organizationId, endpointId);
+      const delivery = UUID_PATTERN.test(id) ? await queries.findDelivery(db, endpoint.id, id) : undefined;
+      if (!delivery) throw new NotFoundError(messages.deliveryNotFound);
+      const event = await queries.findEvent(db, delivery.event_id);
+      return { endpoint, delivery, body: event?.body ?? '' };
+    },
   };
 }
 

@@ -51,7 +51,9 @@ describe('the console in Chromium', function () {
     await page.locator(`#session-${sessionId}`).waitFor();
     await c.h.services.runtime.tick();
     await page.locator(`#session-${sessionId} .msg-scribe`).waitFor();
-    expect(await page.locator(`#session-${sessionId} .msg-scribe .msg-text`).textContent()).to.equal('Here is what I found for "acme":\n- Acme Corp (Companies)');
+    // The reply's Markdown list is shown as a list.
+    expect(await page.locator(`#session-${sessionId} .msg-scribe .msg-text p`).textContent()).to.equal('Here is what I found for "acme":');
+    expect(await page.locator(`#session-${sessionId} .msg-scribe .msg-text li`).allTextContents()).to.deep.equal(['Acme Corp (Companies)']);
     expect(await stillSamePage(), 'the page was not reloaded').to.equal(true);
     await shot('scribe-page');
   });

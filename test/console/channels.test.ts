@@ -17,7 +17,7 @@ describe('console: channels', () => {
   after(() => h.close());
 
   const secretOn = (html: string) => /<code class="key" id="new-secret">([^<]+)<\/code>/.exec(html)?.[1];
-  const urlOn = (html: string) => /<dd class="mono wrap" id="channel-url">([^<]+)<\/dd>/.exec(html)![1]!;
+  const urlOn = (html: string) => /<span class="mono wrap" id="channel-url">([^<]+)<\/span>/.exec(html)![1]!;
   const idOn = (html: string) => /action="\/channels\/([0-9a-f-]{36})\/disable"/.exec(html)![1]!;
 
   it('creates a webhook channel, shows its URL and its secret once, and lists it', async () => {

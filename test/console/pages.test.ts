@@ -6,6 +6,8 @@ import { startFileServer } from '../helpers/file-server.js';
 
 const HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>';
 const ESCAPED = '&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;';
+/** The same as a message's Markdown (markdown-it) escapes it. */
+const ESCAPED_IN_MARKDOWN = '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;';
 
 describe('console pages and actions', () => {
   let h: Harness;
@@ -42,7 +44,7 @@ describe('console pages and actions', () => {
       expect(res.text, path).to.not.include('<script>alert').and.not.include('<img src=x');
     }
     expect((await admin.get(`/receipts/${id}`)).text).to.include(ESCAPED);
-    expect((await admin.get(`/sessions/${chat.body.session_id}`)).text).to.include(ESCAPED);
+    expect((await admin.get(`/sessions/${chat.body.session_id}`)).text).to.include(ESCAPED_IN_MARKDOWN);
     expect((await admin.get(`/entries/${entry.id}`)).text).to.include(ESCAPED);
   });
 

@@ -226,13 +226,13 @@ describe('answers written as the model streams them', function () {
     expect(page.status).to.equal(200);
     expect(page.text).to.include('data-live="until-settled" data-live-every="250"');
     expect(page.text).to.match(/<li class="msg msg-scribe msg-partial">\s*<span class="msg-author">scribe<\/span> <span class="writing">writing…<\/span>/);
-    expect(page.text).to.include(`<p class="msg-text">${firstPieces(REPLY, 6, 10)}</p>`);
+    expect(page.text).to.include(`<div class="msg-text md"><p>${firstPieces(REPLY, 6, 10)}</p></div>`);
 
     fake.release();
     await ticking;
     const after = await admin.get(`/sessions/${id}`);
     expect(after.text).to.not.include('writing…').and.not.include('data-live-every');
-    expect(after.text).to.include(`<p class="msg-text">${REPLY}</p>`);
+    expect(after.text).to.include(`<div class="msg-text md"><p>${REPLY}</p></div>`);
   });
 
   describe('endpoints that do not stream', () => {

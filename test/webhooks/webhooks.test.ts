@@ -154,6 +154,40 @@ describe('outbound webhooks', function () {
     expect(r.events().map((e) => e.type)).to.deep.equal(['request.failed']);
   });
 
+  it('keeps the headers the last attempt sent (its signature, no secret) and was answered with, and the first 4 KiB of the answer', async () => {
+    const r = await receiver(() => ({ status: 418, headers: { 'x-teapot': 'short and stout', 'x-long': 'v'.repeat(300) }, body: 'T'.repeat(5000) }));
+    const { endpoint: e, secret } = await endpoint(r.url, ['request.fulfilled']);
+    await submit('Keep the exchange');
+    await h.services.dispatcher.tick();
+    await send();
+    const [row] = await deliveries(e.id);
+    const sent = JSON.parse(row.request_headers);
+    expect(sent).to.deep.equal({
+      'webhook-id': r.received[0]!.headers['webhook-id'],
+      'webhook-timestamp': r.received[0]!.headers['webhook-timestamp'],
+      'webhook-signature': r.received[0]!.headers['webhook-signature'],
+      'content-type': 'application/json',
+      'user-agent': 'Scribe-Webhooks/1',
+    });
+    expect(row.request_headers).not.to.contain(secret.slice('whsec_'.length));
+    const answered = JSON.parse(row.response_headers);
+    expect(answered).to.deep.include({ 'x-teapot': 'short and stout', 'x-long': 'v'.repeat(200) });
+    expect(row.response_body).to.equal('T'.repeat(4096));
+  });
+
+  it('keeps the headers sent but none answered when the endpoint cannot be reached', async () => {
+    const r = await receiver();
+    const { endpoint: e } = await endpoint(r.url, ['request.fulfilled']);
+    await r.close();
+    await submit('Nobody home');
+    await h.services.dispatcher.tick();
+    await send();
+    const [row] = await deliveries(e.id);
+    expect(Object.keys(JSON.parse(row.request_headers))).to.deep.equal(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-type', 'user-agent']);
+    expect(row).to.deep.include({ response_status: null, response_headers: null, response_body: null });
+    expect(row.error).to.be.a('string');
+  });
+
   it('retries after a 500 with the same webhook-id, and records the event once delivered', async () => {
     const r = await receiver((_req, n) => (n === 0 ? { status: 500, body: 'boom' } : { status: 204 }));
     const { endpoint: e } = await endpoint(r.url, ['request.fulfilled']);

@@ -22,6 +22,14 @@ function channelInput(body: Record<string, unknown>): ChannelInput & { kind: str
 /** The full URL senders post to, as this request reached the console. */
 const inboundUrl = (req: Request, channel: ChannelListRow) => `${req.protocol}://${req.get('host')}/inbound/${channel.token}`;
 
+/** A curl command that sends the channel a JSON body of the fields its mode reads. */
+export function sampleRequest(url: string, mode: string): string {
+  const body = mode === 'chat' ? { message: 'Hello from curl' } : { title: 'Invoice 1042', summary: 'Call back Ms. Ito about invoice 1042' };
+  return `curl -X POST '${url}' \\
+  -H 'Content-Type: application/json' \\
+  -d '${JSON.stringify(body)}'`;
+}
+
 /**
  * Inbound channels: the organization's list, a scribe's new-channel form, and each channel's
  * page (its URL or address, enable and disable, a new secret, and its recent deliveries, each
@@ -32,8 +40,8 @@ export function channelRoutes(services: Services): Router {
   const pageOf = (id: string) => `/channels/${encodeURIComponent(id)}`;
 
   router.get('/channels', async (req, res) => {
-    const channels = await services.channels.list(req.user!.organization_id);
-    render(res, 'channels/index', { title: 'Channels', channels });
+    const [channels, scribes] = await Promise.all([services.channels.list(req.user!.organization_id), services.scribes.listNames(req.user!.organization_id)]);
+    render(res, 'channels/index', { title: 'Channels', channels, scribes });
   });
 
   const renderForm = async (req: Request, res: Response, slug: string, values: ReturnType<typeof channelInput>, error: string | null = null) => {
@@ -46,7 +54,8 @@ export function channelRoutes(services: Services): Router {
     const page = await services.channels.deliveryPage(channel.id, pageAt(req, cursor), DELIVERIES_PAGE);
     const pager = pagerOf(page, { path: pageOf(channel.id), filters: {}, codec: cursor, noun: ['delivery', 'deliveries'], scope: 'to this channel' });
     if (secret) res.set('Cache-Control', 'no-store');
-    render(res, 'channels/show', { title: channel.name, channel, url: channel.kind === 'webhook' ? inboundUrl(req, channel) : null, deliveries: page.items, pager, secret });
+    const url = channel.kind === 'webhook' ? inboundUrl(req, channel) : null;
+    render(res, 'channels/show', { title: channel.name, channel, url, sample: url === null ? null : sampleRequest(url, channel.mode), deliveries: page.items, pager, secret });
   };
 
   router.get('/b/:slug/channels/new', requireAdmin, async (req, res) => {

@@ -48,8 +48,8 @@ export function scheduleRoutes(services: Services): Router {
   }
 
   router.get('/schedules', async (req, res) => {
-    const schedules = await services.schedules.list(req.user!.organization_id);
-    render(res, 'schedules/index', { title: 'Schedules', schedules });
+    const [schedules, scribes] = await Promise.all([services.schedules.list(req.user!.organization_id), services.scribes.listNames(req.user!.organization_id)]);
+    render(res, 'schedules/index', { title: 'Schedules', schedules, scribes });
   });
 
   type FormValues = ReturnType<typeof scheduleInput>;

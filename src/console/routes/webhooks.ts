@@ -2,6 +2,7 @@ import { Router, type Request, type Response } from 'express';
 import type { Services } from '../../services.js';
 import { HttpError } from '../../http/errors.js';
 import { EVENT_TYPES, TEST_EVENT } from '../../webhooks/events.js';
+import { RESPONSE_KEEP_BYTES } from '../../webhooks/send.js';
 import { DELIVERY_STATUSES, type DeliveryStatus, type EndpointRow } from '../../webhooks/queries.js';
 import type { EndpointInput } from '../../webhooks/service.js';
 import { requireAdmin, userActor } from '../auth.js';
@@ -22,6 +23,15 @@ function endpointInput(body: Record<string, unknown>): EndpointInput & { url: st
     description: String(body.description ?? ''),
     events: body.all_events === 'on' || ticked.length === 0 ? null : ticked,
   };
+}
+
+/** A JSON body indented for reading; anything else as it is. */
+function prettyJson(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
 }
 
 /** `datetime-local` values are read as UTC, as every time in the console is written. */
@@ -74,6 +84,18 @@ export function webhookRoutes(services: Services): Router {
 
   router.get('/webhooks/:id', async (req, res) => {
     await renderEndpoint(req, res, await services.webhooks.get(org(req), String(req.params.id)));
+  });
+
+  router.get('/webhooks/:id/deliveries/:delivery', async (req, res) => {
+    const { endpoint, delivery, body } = await services.webhooks.delivery(org(req), String(req.params.id), String(req.params.delivery));
+    const headers = (stored: string | null) => Object.entries(stored === null ? {} : (JSON.parse(stored) as Record<string, string>));
+    render(res, 'webhooks/delivery', {
+      title: `Delivery of ${delivery.event_id}`,
+      endpoint,
+      delivery,
+      request: { headers: headers(delivery.request_headers), body: prettyJson(body) },
+      response: { headers: headers(delivery.response_headers), body: delivery.response_body, keptBytes: RESPONSE_KEEP_BYTES },
+    });
   });
 
   router.get('/webhooks/:id/edit', requireAdmin, async (req, res) => {
