@@ -19,7 +19,8 @@ import { settledWithin } from '../lib/settled-within.js';
  * - claims into free slots: a claim takes up to as many items as slots are free (or, for a
  *   queue that works a batch in one slot, up to `batchSize`), passing over keys (an
  *   endpoint, an organization) that already have their cap of items running here (a queue
- *   that keeps its caps in the database, as the agent runtime does, declares none);
+ *   that keeps its caps in the database, as the agent runtime does, declares none); claims
+ *   follow while they find items and slots are free, and what they took starts together;
  * - renews the leases of what runs, so that only a process that died loses its work;
  * - finishes: a run that fails is retried after its back-off, or given up after
  *   `maxAttempts`; work stopped by `stop()` is handed back and the other processes told;
@@ -188,30 +189,44 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
     return Array.isArray(claimed) ? { token, items: claimed } : { token, items: claimed.items, inconclusive: claimed.inconclusive };
   }
 
-  /** One claim into the free slots; how many items it started. */
-  async function claimOnce(): Promise<number> {
-    const free = options.slots - inFlight.size;
-    if (free <= 0 || closing) return 0;
+  /** One claim into `free` slots: what each slot is to work (an item, or a batch), its keys counted already. */
+  async function claimOnce(free: number): Promise<Array<Claim<Item>>> {
+    if (free <= 0 || closing) return [];
     const passOver = full();
     const asked = JSON.stringify(passOver);
-    if (foundEmpty.has(asked)) return 0;
+    if (foundEmpty.has(asked)) return [];
     const look = looks;
     const claimed = await claim(options.batchSize ?? free, passOver);
     if (claimed.items.length === 0) {
       if (look === looks && !claimed.inconclusive) foundEmpty.add(asked);
-      return 0;
+      return [];
     }
-    if (options.batchSize) start(claimed);
-    else for (const item of claimed.items) start({ token: claimed.token, items: [item] });
-    return claimed.items.length;
+    for (const item of claimed.items) countKeys(item, 1);
+    return options.batchSize ? [claimed] : claimed.items.map((item) => ({ token: claimed.token, items: [item] }));
   }
 
-  /** Works a claim in one slot, renewing its lease meanwhile; the slot refills when it ends. */
-  function start({ token, items }: Claim<Item>): Promise<void> {
-    for (const item of items) {
-      countKeys(item, 1);
-      runs.set(item.id, { item, abort: new AbortController() });
+  /**
+   * Claims into the free slots until a claim finds nothing or no slot is left, then starts
+   * what the claims took, together: runs that start at once (a burst of model calls, say)
+   * are not held up behind the queries of the claims that follow them.
+   */
+  async function claimAndStart(): Promise<void> {
+    const taken: Array<Claim<Item>> = [];
+    try {
+      for (;;) {
+        const units = await claimOnce(options.slots - inFlight.size - taken.length);
+        if (units.length === 0) break;
+        taken.push(...units);
+      }
+    } catch (err) {
+      logger.error({ err, queue: queue.name }, 'could not claim background work');
     }
+    for (const unit of taken) start(unit);
+  }
+
+  /** Works a claim in one slot (its keys counted), renewing its lease meanwhile; the slot refills when it ends. */
+  function start({ token, items }: Claim<Item>): Promise<void> {
+    for (const item of items) runs.set(item.id, { item, abort: new AbortController() });
     cancelWatch.started();
     const held = { ids: items.map((item) => item.id), token, items };
     const lease = queue.renew && keepLeases(() => queue.renew!(held, new Date(clock().getTime() + options.leaseMs).toISOString()), renewMs);
@@ -289,18 +304,14 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
     }
   }
 
-  /** Claims into the free slots until a claim finds nothing or no slot is left. Never throws. */
+  /** Claims into the free slots and starts what it took (`claimAndStart`), behind any claim under way. Never throws. */
   function refill(): Promise<void> {
     if (closing || queued) return claiming;
     queued = true;
-    claiming = claiming.then(async () => {
+    claiming = claiming.then(() => {
       queued = false;
       lastTickAt = clock();
-      try {
-        while ((await claimOnce()) > 0);
-      } catch (err) {
-        logger.error({ err, queue: queue.name }, 'could not claim background work');
-      }
+      return claimAndStart();
     });
     return claiming;
   }
@@ -383,7 +394,10 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
     },
     // Exposed so tests can leave work claimed, as a crashed process would, and finish it late.
     claim: () => claim(),
-    work: (claimed: Claim<Item>) => start(claimed),
+    work: (claimed: Claim<Item>) => {
+      for (const item of claimed.items) countKeys(item, 1);
+      return start(claimed);
+    },
     /**
      * Stops claiming at once; lets running work finish for up to `drainMs`, then aborts its
      * signal (work that ends for it is handed back), and waits for all of it.
