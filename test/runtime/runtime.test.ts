@@ -145,6 +145,8 @@ describe('the agent runtime', () => {
 
     it('puts a task the agent failed on to waiting, with the error recorded, and works it again after input', async () => {
       const t = await h.tenant({ slug: 'failer' });
+      // Finish what earlier tests left due, so that the failing runtime claims only this test's work.
+      await h.services.runtime.tick();
       const id = await taskFromApi(t, { summary: 'Will fail', acceptance_criteria: 'ok' });
       expect(await otherRuntime(failingAgent).tick(), 'a failed run counts as worked').to.deep.equal({ sessions: 0, tasks: 1 });
       const failed = await task(id);
@@ -188,6 +190,8 @@ describe('the agent runtime', () => {
 
     it('fails a session the agent could not answer, with the message in the session and the transcript', async () => {
       const t = await h.tenant({ slug: 'broken' });
+      // Finish what earlier tests left due, so that the failing runtime claims only this test's work.
+      await h.services.runtime.tick();
       const id = await chat(t, 'hi');
       expect(await otherRuntime(failingAgent).tick(), 'a failed run counts as worked').to.deep.equal({ sessions: 1, tasks: 0 });
       expect(await session(id)).to.include({ state: 'failed', reply_due: stored(false), error_message: 'the model endpoint answered HTTP 500', claim_token: null });
