@@ -46,7 +46,7 @@ import { createTaskService } from './tasks/service.js';
 import { createChannelService } from './channels/service.js';
 import { createScheduleService } from './schedules/service.js';
 import { defaultScheduleOptions, type ScheduleOptions } from './schedules/queue.js';
-import { createAgentRuntime, defaultRuntimeOptions, type RuntimeOptions } from './runtime/runtime.js';
+import { createAgentRuntime, defaultRuntimeOptions, type RuntimeOptions } from './runtime/queue.js';
 import { createBuiltinAgent } from './agents/builtin.js';
 import { createOpenAiAgent } from './agents/openai.js';
 import { createToolbox } from './agents/toolbox.js';
@@ -174,7 +174,7 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
     traceFor: (work) => createTrace(db, clock, work),
     mcpServersOf: (scribeId) => listMcpServers(db, secrets, scribeId),
     // Work given back as this process stops: another process takes it at once (PostgreSQL) or on its next look.
-    onHandedBack: (id) => void wakeups.notify('scribe_work', id),
+    wakeups,
     onDraftSaved: options.onDraftSaved,
     attachmentsOf: async (task) => (task.request_id ? storedAttachments(await listAttachments(db, task.request_id), (sha256) => store.pathFor(sha256)) : []),
     options: { ...defaultRuntimeOptions, concurrency: config.agentConcurrency, ...options.runtime },
@@ -203,8 +203,7 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
       dispatcher,
       schedules.firing,
       webhookWorker,
-      // The agent runtime keeps its own claim loop for now, run as the engine's workers are.
-      { channel: 'scribe_work', fill: runtime.fill, nudge: runtime.nudge, cancel: runtime.cancel, stop: runtime.stop },
+      runtime,
       createJobs({ db, clock, logger, jobs: maintenanceJobs({ idempotency, retention, maintenance }) }),
     ],
     wakeups,

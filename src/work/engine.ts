@@ -18,7 +18,9 @@ import { settledWithin } from '../lib/settled-within.js';
  * The engine alone:
  * - claims into free slots: a claim takes up to as many items as slots are free (or, for a
  *   queue that works a batch in one slot, up to `batchSize`), passing over keys (an
- *   endpoint, an organization) that already have their cap of items running here;
+ *   endpoint, an organization) that already have their cap of items running here (a queue
+ *   that keeps its caps in the database, as the agent runtime does, declares none); claims
+ *   follow while they find items and slots are free, and what they took starts together;
  * - renews the leases of what runs, so that only a process that died loses its work;
  * - finishes: a run that fails is retried after its back-off, or given up after
  *   `maxAttempts`; work stopped by `stop()` is handed back and the other processes told;
@@ -26,7 +28,8 @@ import { settledWithin } from '../lib/settled-within.js';
  *   A claim that finds nothing is remembered (by what it passed over), so that a finished
  *   item refills its slot without asking again; a nudge or the poll clears that, and a
  *   claim that started before the nudge does not record its empty finding;
- * - cancels one run by id, through its own AbortSignal;
+ * - cancels one run by id, through its own AbortSignal; a queue whose items another process
+ *   may cancel (`cancelled`) is asked every `cancelCheckMs` which of those running here were;
  * - stops: claiming ends at once, running work may finish for `drainMs`, then its signal
  *   aborts, and `stop()` waits for it to end.
  * Wake-ups (NOTIFY, and the poll that backs them up) are background.ts's.
@@ -45,6 +48,8 @@ export interface QueueOptions {
   maxAttempts?: number;
   /** The wait before the next try after a failure on try `attempt` (1-based). */
   backoffMs?: (attempt: number) => number;
+  /** How often, while items run, the queue's `cancelled` is asked which of them were cancelled elsewhere. */
+  cancelCheckMs?: number;
 }
 
 /** What a claim is asked to take. */
@@ -65,10 +70,25 @@ export interface ClaimRef {
   token: string;
 }
 
+/** What a claim found: its items, and whether finding none of them proves that nothing is due. */
+export type Claimed<Item> =
+  | Item[]
+  | {
+      items: Item[];
+      /** Due work may have been out of this claim's reach (another claim held it): an empty finding is not remembered. */
+      inconclusive?: boolean;
+    };
+
 /** What a run gets: its claim's token, and a signal that aborts when it is cancelled or the engine stops. */
 export interface RunContext {
   token: string;
   signal: AbortSignal;
+  /**
+   * Says that the end of this run may make work due that earlier claims passed over (a
+   * capped scribe's freed turn): the claim that refills its slot looks anew, rather than
+   * trust an earlier claim that found nothing.
+   */
+  lookAnewAfter(): void;
 }
 
 export interface Queue<Item extends { id: string }, Outcome extends string> {
@@ -84,7 +104,7 @@ export interface Queue<Item extends { id: string }, Outcome extends string> {
   /** The keys an item counts under, by kind. */
   keysOf?(item: Item): Record<string, string>;
   /** Takes due items under `terms.token` and a lease to `terms.leaseUntil`. */
-  claim(terms: ClaimTerms): Promise<Item[]>;
+  claim(terms: ClaimTerms): Promise<Claimed<Item>>;
   /** Works one claimed item; what came of it. Throwing is a failure (below). */
   run(item: Item, context: RunContext): Promise<Outcome | void>;
   /** Works a claimed batch in one go; when it throws, each item is run alone, so one bad item cannot hold up the rest. */
@@ -93,12 +113,17 @@ export interface Queue<Item extends { id: string }, Outcome extends string> {
   renew?(claim: { ids: readonly string[]; token: string; items: readonly Item[] }, leaseUntil: string): Promise<unknown>;
   /** Gives a failed item back for another try at `retryAt`. Without it, a failure is given up (or left to its lease). */
   retry?(claim: ClaimRef, item: Item, retryAt: string): Promise<unknown>;
-  /** Records that a failed item will not be tried again. Without it (and `retry`), a failed item is left for its lease to run out. */
-  giveUp?(claim: ClaimRef, item: Item, err: unknown): Promise<unknown>;
+  /**
+   * Records that a failed item will not be tried again; what it answers is counted in place
+   * of `failed`. Without it (and `retry`), a failed item is left for its lease to run out.
+   */
+  giveUp?(claim: ClaimRef, item: Item, err: unknown): Promise<Outcome | void>;
   /** Clears the claim of an item stopped unfinished, so another process takes it at once. */
   handBack?(claim: ClaimRef, item: Item): Promise<unknown>;
   /** How many times the item has been claimed, this claim included (its `attempts` column unless given). */
   attemptsOf?(item: Item): number;
+  /** Of the items running here, the ids of those cancelled meanwhile by another process (asked every `cancelCheckMs`). */
+  cancelled?(items: readonly Item[]): Promise<readonly string[]>;
 }
 
 /** A claim as it was taken: its token and items. */
@@ -114,8 +139,8 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
   const options = queue.options;
   const renewMs = options.renewMs ?? options.leaseMs / 3;
   const inFlight = new Set<Promise<void>>();
-  /** Each running item's own abort, by its id: a cancel stops that one alone. */
-  const runs = new Map<string, AbortController>();
+  /** Each running item and its own abort, by its id: a cancel stops that one alone. */
+  const runs = new Map<string, { item: Item; abort: AbortController }>();
   const counts = new Map<string, Map<string, number>>(Object.keys(queue.caps ?? {}).map((kind) => [kind, new Map()]));
   const stopping = new AbortController();
   let closing = false;
@@ -129,6 +154,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
   /** Counts the looks anew, so that a claim that started before one does not mark its finding as still current. */
   let looks = 0;
   const tally = Object.fromEntries(queue.outcomes.map((outcome) => [outcome, 0])) as Record<Outcome, number>;
+  const cancelWatch = watchForCancels();
 
   const count = (outcome: string | void) => {
     if (outcome && outcome in tally) tally[outcome as Outcome]++;
@@ -148,7 +174,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
     return Object.fromEntries([...counts].map(([kind, of]) => [kind, [...of].filter(([, n]) => n >= caps[kind]!).map(([key]) => key).sort()]));
   }
 
-  async function claim(limit = options.batchSize ?? options.slots, passOver = full()): Promise<Claim<Item>> {
+  async function claim(limit = options.batchSize ?? options.slots, passOver = full()): Promise<Claim<Item> & { inconclusive?: boolean }> {
     const now = clock();
     const token = randomUUID();
     const terms: ClaimTerms = {
@@ -159,36 +185,53 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
       full: passOver,
       room: (kind, key) => (queue.caps?.[kind] ?? Infinity) - running(kind, key),
     };
-    return { token, items: await queue.claim(terms) };
+    const claimed = await queue.claim(terms);
+    return Array.isArray(claimed) ? { token, items: claimed } : { token, items: claimed.items, inconclusive: claimed.inconclusive };
   }
 
-  /** One claim into the free slots; how many items it started. */
-  async function claimOnce(): Promise<number> {
-    const free = options.slots - inFlight.size;
-    if (free <= 0 || closing) return 0;
+  /** One claim into `free` slots: what each slot is to work (an item, or a batch), its keys counted already. */
+  async function claimOnce(free: number): Promise<Array<Claim<Item>>> {
+    if (free <= 0 || closing) return [];
     const passOver = full();
     const asked = JSON.stringify(passOver);
-    if (foundEmpty.has(asked)) return 0;
+    if (foundEmpty.has(asked)) return [];
     const look = looks;
     const claimed = await claim(options.batchSize ?? free, passOver);
     if (claimed.items.length === 0) {
-      if (look === looks) foundEmpty.add(asked);
-      return 0;
+      if (look === looks && !claimed.inconclusive) foundEmpty.add(asked);
+      return [];
     }
-    if (options.batchSize) start(claimed);
-    else for (const item of claimed.items) start({ token: claimed.token, items: [item] });
-    return claimed.items.length;
+    for (const item of claimed.items) countKeys(item, 1);
+    return options.batchSize ? [claimed] : claimed.items.map((item) => ({ token: claimed.token, items: [item] }));
   }
 
-  /** Works a claim in one slot, renewing its lease meanwhile; the slot refills when it ends. */
-  function start({ token, items }: Claim<Item>): Promise<void> {
-    for (const item of items) {
-      countKeys(item, 1);
-      runs.set(item.id, new AbortController());
+  /**
+   * Claims into the free slots until a claim finds nothing or no slot is left, then starts
+   * what the claims took, together: runs that start at once (a burst of model calls, say)
+   * are not held up behind the queries of the claims that follow them.
+   */
+  async function claimAndStart(): Promise<void> {
+    const taken: Array<Claim<Item>> = [];
+    try {
+      for (;;) {
+        const units = await claimOnce(options.slots - inFlight.size - taken.length);
+        if (units.length === 0) break;
+        taken.push(...units);
+      }
+    } catch (err) {
+      logger.error({ err, queue: queue.name }, 'could not claim background work');
     }
+    for (const unit of taken) start(unit);
+  }
+
+  /** Works a claim in one slot (its keys counted), renewing its lease meanwhile; the slot refills when it ends. */
+  function start({ token, items }: Claim<Item>): Promise<void> {
+    for (const item of items) runs.set(item.id, { item, abort: new AbortController() });
+    cancelWatch.started();
     const held = { ids: items.map((item) => item.id), token, items };
     const lease = queue.renew && keepLeases(() => queue.renew!(held, new Date(clock().getTime() + options.leaseMs).toISOString()), renewMs);
-    const unit = workClaim(token, items).finally(() => {
+    let anew = false;
+    const unit = workClaim(token, items, () => (anew = true)).finally(() => {
       lease?.stop();
       for (const item of items) {
         countKeys(item, -1);
@@ -196,32 +239,33 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
       }
       inFlight.delete(unit);
       // A slot is free: the next claim need not wait for the poll.
+      if (anew) lookAnew();
       void refill();
     });
     inFlight.add(unit);
     return unit;
   }
 
-  async function workClaim(token: string, items: readonly Item[]): Promise<void> {
+  async function workClaim(token: string, items: readonly Item[], lookAnewAfter: () => void): Promise<void> {
     if (queue.runBatch && items.length > 1 && !stopping.signal.aborted) {
       try {
-        (await queue.runBatch(items, { token, signal: stopping.signal })).forEach(count);
+        (await queue.runBatch(items, { token, signal: stopping.signal, lookAnewAfter })).forEach(count);
         return;
       } catch (err) {
         logger.debug({ err, queue: queue.name }, 'a batch failed; working its items one by one');
       }
     }
-    for (const item of items) await workItem(token, item);
+    for (const item of items) await workItem(token, item, lookAnewAfter);
   }
 
   /** Runs one item; a failure is retried, given up or left to its lease; work stopped unfinished is handed back. Never throws. */
-  async function workItem(token: string, item: Item): Promise<void> {
+  async function workItem(token: string, item: Item, lookAnewAfter: () => void): Promise<void> {
     const claimRef = { id: item.id, token };
-    const cancelled = runs.get(item.id)?.signal ?? new AbortController().signal;
+    const cancelled = runs.get(item.id)?.abort.signal ?? new AbortController().signal;
     try {
       // Stopped before it began: hand it back untouched.
       if (stopping.signal.aborted) return await handBack(claimRef, item);
-      count(await queue.run(item, { token, signal: AbortSignal.any([stopping.signal, cancelled]) }));
+      count(await queue.run(item, { token, signal: AbortSignal.any([stopping.signal, cancelled]), lookAnewAfter }));
     } catch (err) {
       if (stopping.signal.aborted) return await handBack(claimRef, item);
       // Cancelled: the cancel took the claim, so there is nothing to record or release.
@@ -240,8 +284,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
         count('retried');
       } else if (queue.giveUp) {
         logger.error(log, 'background work failed; giving up');
-        await queue.giveUp(claimRef, item, err);
-        count('failed');
+        count((await queue.giveUp(claimRef, item, err)) ?? 'failed');
       } else {
         // Left claimed: its lease runs out and it is tried again.
         logger.error(log, 'background work failed');
@@ -261,18 +304,14 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
     }
   }
 
-  /** Claims into the free slots until a claim finds nothing or no slot is left. Never throws. */
+  /** Claims into the free slots and starts what it took (`claimAndStart`), behind any claim under way. Never throws. */
   function refill(): Promise<void> {
     if (closing || queued) return claiming;
     queued = true;
-    claiming = claiming.then(async () => {
+    claiming = claiming.then(() => {
       queued = false;
       lastTickAt = clock();
-      try {
-        while ((await claimOnce()) > 0);
-      } catch (err) {
-        logger.error({ err, queue: queue.name }, 'could not claim background work');
-      }
+      return claimAndStart();
     });
     return claiming;
   }
@@ -286,7 +325,31 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
   }
 
   function cancel(id: string): void {
-    runs.get(id)?.abort(new Error('cancelled'));
+    runs.get(id)?.abort.abort(new Error('cancelled'));
+  }
+
+  /**
+   * While items run, asks the queue every `cancelCheckMs` which of them were cancelled by
+   * another process (PostgreSQL's NOTIFY says so at once; SQLite's processes, and a lost
+   * notification, rely on this), and cancels those here.
+   */
+  function watchForCancels() {
+    let timer: NodeJS.Timeout | undefined;
+    const watching = () => Boolean(queue.cancelled) && runs.size > 0 && !stopping.signal.aborted;
+    const check = async () => {
+      timer = undefined;
+      if (!watching()) return;
+      try {
+        for (const id of await queue.cancelled!([...runs.values()].map((run) => run.item))) cancel(id);
+      } catch (err) {
+        logger.warn({ err, queue: queue.name }, 'could not look for cancelled work');
+      }
+      started();
+    };
+    const started = () => {
+      if (!timer && watching()) timer = setTimeout(() => void check(), options.cancelCheckMs ?? 1000).unref();
+    };
+    return { started, stop: () => clearTimeout(timer) };
   }
 
   /** Forgets what earlier claims found nothing for: new work arrived, or the poll. */
@@ -331,7 +394,10 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
     },
     // Exposed so tests can leave work claimed, as a crashed process would, and finish it late.
     claim: () => claim(),
-    work: (claimed: Claim<Item>) => start(claimed),
+    work: (claimed: Claim<Item>) => {
+      for (const item of claimed.items) countKeys(item, 1);
+      return start(claimed);
+    },
     /**
      * Stops claiming at once; lets running work finish for up to `drainMs`, then aborts its
      * signal (work that ends for it is handed back), and waits for all of it.
@@ -342,6 +408,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
         await claimsSettled();
         if (drainMs > 0 && inFlight.size > 0) await settledWithin([...inFlight], drainMs);
         stopping.abort(new Error('stopping'));
+        cancelWatch.stop();
         await Promise.all([...inFlight]);
       })();
       return stopped;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { createHarness, staffOf, testClock, type Harness, type Tenant } from '../helpers/harness.js';
 import { stored } from '../helpers/databases.js';
-import { createAgentRuntime, defaultRuntimeOptions } from '../../src/runtime/runtime.js';
+import { createAgentRuntime, defaultRuntimeOptions } from '../../src/runtime/queue.js';
 import { claimRuns, type ClaimTerms } from '../../src/runtime/queries.js';
 import { createLogger } from '../../src/logger.js';
 import { createToolbox } from '../../src/agents/toolbox.js';
@@ -145,8 +145,10 @@ describe('the agent runtime', () => {
 
     it('puts a task the agent failed on to waiting, with the error recorded, and works it again after input', async () => {
       const t = await h.tenant({ slug: 'failer' });
+      // Finish what earlier tests left due, so that the failing runtime claims only this test's work.
+      await h.services.runtime.tick();
       const id = await taskFromApi(t, { summary: 'Will fail', acceptance_criteria: 'ok' });
-      await otherRuntime(failingAgent).tick();
+      expect(await otherRuntime(failingAgent).tick(), 'a failed run counts as worked').to.deep.equal({ sessions: 0, tasks: 1 });
       const failed = await task(id);
       expect(failed).to.include({ status: 'waiting', last_error: 'the model endpoint answered HTTP 500', claim_token: null });
       expect((await events(id)).at(-1)).to.include({
@@ -188,8 +190,10 @@ describe('the agent runtime', () => {
 
     it('fails a session the agent could not answer, with the message in the session and the transcript', async () => {
       const t = await h.tenant({ slug: 'broken' });
+      // Finish what earlier tests left due, so that the failing runtime claims only this test's work.
+      await h.services.runtime.tick();
       const id = await chat(t, 'hi');
-      await otherRuntime(failingAgent).tick();
+      expect(await otherRuntime(failingAgent).tick(), 'a failed run counts as worked').to.deep.equal({ sessions: 1, tasks: 0 });
       expect(await session(id)).to.include({ state: 'failed', reply_due: stored(false), error_message: 'the model endpoint answered HTTP 500', claim_token: null });
       expect((await transcript(id)).at(-1)).to.deep.equal({ author: 'system', text: 'The scribe could not answer: the model endpoint answered HTTP 500' });
     });

@@ -3,7 +3,7 @@ import { createHarness, eventually, staffOf, type Harness, type Tenant } from '.
 import { startFakeOpenAi } from '../helpers/fake-openai.js';
 import { runAdmin } from '../helpers/cli.js';
 import { signIn } from '../helpers/console.js';
-import { createAgentRuntime, defaultRuntimeOptions } from '../../src/runtime/runtime.js';
+import { createAgentRuntime, defaultRuntimeOptions } from '../../src/runtime/queue.js';
 import { createOpenAiAgent } from '../../src/agents/openai.js';
 import { createToolbox } from '../../src/agents/toolbox.js';
 import { createGuardedFetch } from '../../src/net/guarded-agent.js';

@@ -13,9 +13,12 @@ interface Item {
 /**
  * A queue held in memory, so that the engine's own rules show without a database: `due`
  * items are claimed in order (passing over keys at their cap), and what each step wrote is
- * in `log`. `run` is the test's.
+ * in `log`. `run` is the test's; `inconclusive` claims say that finding nothing proves nothing.
  */
-function memoryQueue(run: Queue<Item, Outcome>['run'], { options, ...declared }: { options?: Partial<QueueOptions> } & Pick<Partial<Queue<Item, Outcome>>, 'caps' | 'runBatch'> = {}) {
+function memoryQueue(
+  run: Queue<Item, Outcome>['run'],
+  { options, inconclusive = false, ...declared }: { options?: Partial<QueueOptions>; inconclusive?: boolean } & Pick<Partial<Queue<Item, Outcome>>, 'caps' | 'runBatch' | 'cancelled'> = {},
+) {
   const due: Item[] = [];
   /** Items given back for a retry: due once the test says their back-off is over. */
   const retrying: Item[] = [];
@@ -37,7 +40,8 @@ function memoryQueue(run: Queue<Item, Outcome>['run'], { options, ...declared }:
       }
       for (const item of taken) due.splice(due.indexOf(item), 1);
       await gate;
-      return taken.map((item) => ({ ...item, attempts: item.attempts + 1 }));
+      const items = taken.map((item) => ({ ...item, attempts: item.attempts + 1 }));
+      return inconclusive ? { items, inconclusive } : items;
     },
     run,
     retry: async (claim, item, retryAt) => {
@@ -211,5 +215,60 @@ describe('the work engine', () => {
     q.worker.cancel('cancelled');
     expect(await ticked).to.deep.equal({ done: 1, retried: 0, failed: 0 });
     expect(q.log).to.deep.equal([]);
+  });
+
+  it('asks which running items were cancelled elsewhere every cancelCheckMs, cancels those, and asks nothing while idle', async () => {
+    const elsewhere = new Set<string>();
+    const asked: string[][] = [];
+    const q = memoryQueue(
+      (item, { signal }) =>
+        new Promise((resolve, reject) => {
+          setTimeout(() => resolve('done'), item.id === 'kept' ? 60 : 2_000);
+          signal.addEventListener('abort', () => reject(signal.reason));
+        }),
+      {
+        options: { cancelCheckMs: 10 },
+        cancelled: async (items) => {
+          asked.push(items.map((item) => item.id).sort());
+          return items.filter((item) => elsewhere.has(item.id)).map((item) => item.id);
+        },
+      },
+    );
+    q.add('kept');
+    q.add('cancelled');
+    const ticked = q.worker.tick();
+    await later(5);
+    elsewhere.add('cancelled');
+    expect(await ticked).to.deep.equal({ done: 1, retried: 0, failed: 0 });
+    expect(q.log, 'nothing recorded for the cancelled run').to.deep.equal([]);
+    expect(asked[0]).to.deep.equal(['cancelled', 'kept']);
+    expect(asked.at(-1), 'asked about what still ran').to.deep.equal(['kept']);
+    const looks = asked.length;
+    await later(40);
+    expect(asked, 'no look with nothing running').to.have.length(looks);
+  });
+
+  /** One item runs while a claim finds nothing; another arrives unannounced. Whether the first's end claims it. */
+  async function claimedAfterRun(declared: { inconclusive?: boolean; lookAnew?: boolean }): Promise<boolean> {
+    const q = memoryQueue(
+      async (item, { lookAnewAfter }) => {
+        if (declared.lookAnew) lookAnewAfter();
+        if (item.id === 'first') await later(20);
+        return 'done';
+      },
+      { inconclusive: declared.inconclusive },
+    );
+    q.add('first');
+    q.worker.fill();
+    await later(5);
+    q.add('unannounced');
+    await later(40);
+    return q.due.length === 0;
+  }
+
+  it('refills a freed slot from the claim\'s memory of finding nothing, unless that claim was inconclusive or the run asked for a fresh look', async () => {
+    expect(await claimedAfterRun({}), 'remembered: nothing due').to.equal(false);
+    expect(await claimedAfterRun({ inconclusive: true }), 'an inconclusive claim is not remembered').to.equal(true);
+    expect(await claimedAfterRun({ lookAnew: true }), 'a run that freed work looks anew').to.equal(true);
   });
 });

@@ -1,0 +1,244 @@
+import type { Db } from '../db/knex.js';
+import type { Wakeups } from '../db/wakeups.js';
+import type { Logger } from '../logger.js';
+import { type Clock, laterThan } from '../lib/clock.js';
+import type { Agent } from '../agents/agent.js';
+import type { Toolbox } from '../agents/toolbox.js';
+import { noTrace, type Trace } from '../agents/trace.js';
+import type { AgentAttachment } from '../agents/attachments.js';
+import type { McpServerRow } from '../agents/queries.js';
+import type { AgentKind, ScribeRow } from '../scribes/service.js';
+import { finishSession, findMessages, saveDraftMessage, type SessionRow } from '../sessions/queries.js';
+import { findTaskEvents, moveTask, saveDraftEvent, type WorkedTaskRow } from '../tasks/queries.js';
+import { createReplyWriter, type ReplyWriter } from '../agents/reply-writer.js';
+import { sessionEvent, taskEvent, type RecordEvents } from '../webhooks/events.js';
+import { workQueue, type ClaimRef, type Claimed, type ClaimTerms, type Queue } from '../work/engine.js';
+import * as queries from './queries.js';
+
+export interface RuntimeOptions {
+  /** Runs (sessions and tasks worked) in flight at once in this process (AGENT_CONCURRENCY). */
+  concurrency: number;
+  /** How long a claim is exclusive unless renewed; work renews it every `renewMs` while it runs, so only a dead process loses its work. */
+  leaseMs: number;
+  /** How often running work renews its lease (a third of the lease by default). */
+  renewMs: number;
+  /** Claims of one piece of work (each crash of a worker costs one) before it is failed. */
+  maxAttempts: number;
+  /** How often, while work runs, the runtime looks for its work cancelled by another process (one query a table). */
+  cancelCheckMs: number;
+}
+
+export const defaultRuntimeOptions: RuntimeOptions = {
+  concurrency: 100,
+  leaseMs: 30_000,
+  renewMs: 10_000,
+  maxAttempts: 3,
+  cancelCheckMs: 1_000,
+};
+
+export const messages = {
+  sessionFailed: (reason: string) => `The scribe could not answer: ${reason}`,
+  taskFailed: (reason: string) => `The scribe could not finish this task: ${reason}. Give input to try again.`,
+  gaveUp: (attempts: number) => `gave up after ${attempts} attempts`,
+};
+
+/** One piece of agent work claimed: a session to answer or a task to work. */
+type Work = queries.Run & { id: string };
+
+/** What `tick()` counts: runs that ended, by kind of work. */
+type Outcome = 'sessions' | 'tasks';
+
+export type AgentRuntime = ReturnType<typeof createAgentRuntime>;
+
+/**
+ * The agent runs' queue: chat sessions owed an answer and open tasks of active scribes,
+ * worked up to `concurrency` at once. A claim fills the free slots, shared among scribes in
+ * turn and within each scribe's cap across processes (queries.ts, "Slots and turns"). A run
+ * that gets through a model's answer records it; one that fails records why (a session
+ * `failed`, a task `waiting` for input), as does work claimed more than `maxAttempts` times
+ * (each crash of a worker costs one). Work handed back at a stop loses what it had written of
+ * its answer, and another process takes it at once; a cancelled run records nothing (the
+ * cancel took its claim). Finishing is guarded by the claim token, so work taken over is
+ * never recorded twice.
+ */
+export function createAgentRuntime({
+  db,
+  clock,
+  logger,
+  wakeups,
+  agentFor,
+  findScribe,
+  toolboxFor,
+  recordEvents = async () => [],
+  traceFor = () => noTrace,
+  attachmentsOf = async () => [],
+  mcpServersOf = async () => [],
+  onDraftSaved = () => {},
+  options = defaultRuntimeOptions,
+}: {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  /** Where other processes are told of work handed back as this one stops: they take it at once. */
+  wakeups?: Wakeups;
+  agentFor: (kind: AgentKind) => Agent;
+  findScribe: (id: string) => Promise<ScribeRow | undefined>;
+  toolboxFor: (scribe: ScribeRow) => Toolbox;
+  /** Writes a finished answer's or task's webhook event in the transaction that records it (the outbox). */
+  recordEvents?: RecordEvents;
+  /** Where a run of the agent on a task or a session answer reports its calls (agents/trace.ts). */
+  traceFor?: (work: { organizationId: string; scribeId: string; taskId?: string; sessionId?: string }) => Trace;
+  /** The stored files of the receipt a task came from (agents/attachments.ts). */
+  attachmentsOf?: (task: WorkedTaskRow) => Promise<AgentAttachment[]>;
+  /** The MCP servers whose tools the scribe's agent may call (agents/mcp.ts). */
+  mcpServersOf?: (scribeId: string) => Promise<McpServerRow[]>;
+  /** An answer under way was stored anew (its whole text so far): for readers that follow it. */
+  onDraftSaved?: (work: { kind: Work['kind']; id: string }, text: string) => void;
+  options?: RuntimeOptions;
+}) {
+  const tableOf = (work: Work): Outcome => (work.kind === 'session' ? 'sessions' : 'tasks');
+
+  /**
+   * One claim into the free slots (queries.ts, "Slots and turns"). A claim that only passed
+   * turns on (their scribes had nothing due) is followed by another at once. One that found
+   * nothing while another claim held a scribe whose turn had come proves nothing: that
+   * claim's process takes the scribe's work, and this one may find more after it.
+   */
+  async function claim({ token, now, leaseUntil, limit }: ClaimTerms): Promise<Claimed<Work>> {
+    for (;;) {
+      const claimed = await queries.claimRuns(db, { token, now: now.toISOString(), leaseUntil, slots: limit }, (turns) => shareOut(limit, turns));
+      if (claimed.runs.length === 0 && claimed.passed > 0) continue;
+      return { items: claimed.runs.map((run) => ({ id: run.row.id, ...run })), inconclusive: claimed.skipped > 0 };
+    }
+  }
+
+  /** The free slots shared among the scribes whose turn it is: as many each, within what each may still start. */
+  function shareOut(free: number, turns: readonly queries.Turn[]): Array<[scribeId: string, count: number]> {
+    const each = Math.max(1, Math.floor(free / Math.max(1, turns.length)));
+    const shares: Array<[scribeId: string, count: number]> = [];
+    let left = free;
+    for (const turn of turns) {
+      const share = Math.min(each, left, turn.room);
+      if (share <= 0) break;
+      shares.push([turn.id, share]);
+      left -= share;
+    }
+    return shares;
+  }
+
+  /** What records a session's answer or its failure, with the answer's webhook event, if the claim is still ours. */
+  function sessionAnswers(session: SessionRow, claim: ClaimRef, scribe: ScribeRow | undefined) {
+    const at = () => laterThan(clock, session.updated_at);
+    // The answer's webhook event, with the scribe's reply; none while a newer message is still owed an answer (queued).
+    const event = (reply: string | null) => async (trx: Db, state: 'waiting' | 'completed' | 'failed' | 'queued') => {
+      if (state !== 'queued') await recordEvents(trx, [sessionEvent(session, scribe?.slug ?? '', state, reply)]);
+    };
+    return {
+      at,
+      answer: (reply: string, end: boolean, answeredUpTo: number | undefined) =>
+        finishSession(db, claim, { author: 'scribe', text: reply, end, errorMessage: null, answeredUpTo }, at(), event(reply)),
+      fail: (reason: string) => finishSession(db, claim, { author: 'system', text: messages.sessionFailed(reason), end: false, errorMessage: reason }, at(), event(null)),
+    };
+  }
+
+  /** What moves a task out of in_progress (releasing the claim), or fails it, with its webhook event, if the claim is still ours. */
+  function taskMoves(task: WorkedTaskRow, claim: ClaimRef, scribe: ScribeRow | undefined) {
+    const finish = (to: 'done' | 'waiting', author: 'scribe' | 'system', text: string, columns: Pick<WorkedTaskRow, 'last_error'> & Partial<Pick<WorkedTaskRow, 'result'>>) =>
+      moveTask(
+        db,
+        { id: task.id, from: 'in_progress', to, author, text, at: laterThan(clock, task.updated_at), claimToken: claim.token },
+        { claim_token: null, lease_until: null, attempts: 0, ...columns },
+        (trx) => recordEvents(trx, [taskEvent(task, scribe?.slug ?? '', to === 'done' ? { status: 'done', result: text } : { status: 'waiting', question: text })]),
+      );
+    return { finish, fail: (reason: string) => finish('waiting', 'system', messages.taskFailed(reason), { last_error: reason }) };
+  }
+
+  /** Records why a run failed: a session answered with the failure, a task left waiting for input. */
+  function fail(work: Work, claim: ClaimRef, scribe: ScribeRow | undefined, reason: string): Promise<unknown> {
+    return work.kind === 'session' ? sessionAnswers(work.row, claim, scribe).fail(reason) : taskMoves(work.row, claim, scribe).fail(reason);
+  }
+
+  async function answerSession(session: SessionRow, claim: ClaimRef, scribe: ScribeRow, signal: AbortSignal): Promise<void> {
+    const answers = sessionAnswers(session, claim, scribe);
+    const transcript = (await findMessages(db, session.id)).filter((m) => !m.partial);
+    const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, sessionId: session.id }));
+    const outcome = await writing({ kind: 'session', id: session.id }, (text) => saveDraftMessage(db, claim, text, answers.at()), (draft) =>
+      agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: () => mcpServersOf(scribe.id), signal, draft }),
+    );
+    await answers.answer(outcome.reply, outcome.end ?? false, transcript.length ? Number(transcript.at(-1)!.id) : undefined);
+  }
+
+  async function workTask(task: WorkedTaskRow, claim: ClaimRef, scribe: ScribeRow, signal: AbortSignal): Promise<void> {
+    const { finish } = taskMoves(task, claim, scribe);
+    const history = (await findTaskEvents(db, task.id)).filter((e) => !e.partial);
+    const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, taskId: task.id }));
+    const attachments = await attachmentsOf(task);
+    const draftedAt = () => laterThan(clock, task.updated_at);
+    const outcome = await writing({ kind: 'task', id: task.id }, (text) => saveDraftEvent(db, claim, text, draftedAt()), (draft) =>
+      agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers: () => mcpServersOf(scribe.id), signal, draft }),
+    );
+    if (outcome.status === 'done') await finish('done', 'scribe', outcome.result, { result: outcome.result, last_error: null });
+    else await finish('waiting', 'scribe', outcome.question, { last_error: null });
+  }
+
+  /**
+   * Runs the agent with a writer that stores its answer while the model writes it (`save`,
+   * guarded by the run's claim), and stops that writer before the answer is recorded, or the
+   * run's failure, cancel or hand-back removes what it wrote.
+   */
+  async function writing<T>(work: { kind: Work['kind']; id: string }, save: (text: string) => Promise<boolean>, run: (draft: ReplyWriter) => Promise<T>): Promise<T> {
+    const draft = createReplyWriter({
+      save,
+      onSaved: (text) => onDraftSaved(work, text),
+      onError: (err) => logger.warn({ err, [work.kind]: work.id }, 'could not store an answer under way'),
+    });
+    try {
+      return await run(draft);
+    } finally {
+      await draft.close();
+    }
+  }
+
+  const queue: Queue<Work, Outcome> = {
+    name: 'agent runs',
+    channel: 'scribe_work',
+    options: { slots: options.concurrency, leaseMs: options.leaseMs, renewMs: options.renewMs, cancelCheckMs: options.cancelCheckMs },
+    outcomes: ['sessions', 'tasks'],
+    claim,
+    async run(work, { token, signal, lookAnewAfter }) {
+      const claimRef = { id: work.id, token };
+      const scribe = await findScribe(work.row.scribe_id);
+      if (!scribe) return tableOf(work);
+      // A capped scribe's turn comes back as its run ends (scribes/queries.ts, `runEnded`): the next claim looks for it.
+      if (scribe.max_concurrency !== null) lookAnewAfter();
+      if (work.row.attempts > options.maxAttempts) await fail(work, claimRef, scribe, messages.gaveUp(options.maxAttempts));
+      else if (work.kind === 'session') await answerSession(work.row, claimRef, scribe, signal);
+      else await workTask(work.row, claimRef, scribe, signal);
+      return tableOf(work);
+    },
+    renew: ({ token, items }, leaseUntil) => Promise.all(items.map((work) => queries.renewWorkLease(db, tableOf(work), { id: work.id, token }, leaseUntil))),
+    // The agent failed: recorded at once, not retried (input to a task, or a new message, tries again).
+    async giveUp(claimRef, work, err) {
+      await fail(work, claimRef, await findScribe(work.row.scribe_id), reasonOf(err));
+      return tableOf(work);
+    },
+    // Clears the claim and what the run had written of its answer; the engine tells the other processes.
+    handBack: (claimRef, work) => queries.releaseClaim(db, tableOf(work), claimRef, clock().toISOString()),
+    attemptsOf: (work) => work.row.attempts,
+    cancelled: (running) =>
+      queries.findCancelled(db, {
+        sessions: running.filter((work) => work.kind === 'session').map((work) => work.id),
+        tasks: running.filter((work) => work.kind === 'task').map((work) => work.id),
+      }),
+  };
+  return workQueue(queue, { clock, logger, wakeups });
+}
+
+/** A trace that records nothing once `signal` aborted: work cancelled or handed back leaves no trace of its last, aborted call. */
+function silencedBy(signal: AbortSignal, trace: Trace): Trace {
+  return { record: async (call) => (signal.aborted ? undefined : trace.record(call)) };
+}
+
+function reasonOf(err: unknown): string {
+  return err instanceof Error && err.message ? err.message : 'unknown error';
+}
