@@ -1,6 +1,6 @@
 import type { Db } from '../db/knex.js';
 import { dialectOf } from '../db/dialect.js';
-import { appendDelta, appendStreamEvent, insertedId } from '../streams/queries.js';
+import { appendDelta, appendStatusEvents, appendStreamEvent, insertedId } from '../streams/queries.js';
 import { claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
 import { bringRunTurnsForward, lapsed, runEnded } from '../scribes/queries.js';
 
@@ -194,7 +194,10 @@ export async function claimSessions(trx: Db, terms: LeaseTerms, pick: ClaimPick)
       updated_at: trx.raw('case when updated_at < ? then ? else updated_at end', [terms.now, terms.now]),
     },
   });
-  for (const row of rows) await appendStreamEvent(trx, row.id, { kind: 'status', data: { status: row.state } }, terms.now);
+  // Each claimed session's status as its stream tells it: one statement per state (running, or completed when ended at once).
+  for (const state of new Set(rows.map((row) => row.state))) {
+    await appendStatusEvents(trx, 'sessions', rows.filter((row) => row.state === state).map((row) => row.id), state, terms.now);
+  }
   return rows;
 }
 

@@ -239,7 +239,7 @@ export async function claimTasks(trx: Db, terms: LeaseTerms, pick: ClaimPick): P
   const byTime = new Map<string, string[]>();
   for (const [id, at] of moves) byTime.set(at, [...(byTime.get(at) ?? []), id]);
   for (const [at, ids] of byTime) await trx('tasks').whereIn('id', ids).update({ status: 'in_progress', updated_at: at });
-  await trx('task_events').insert(opened.map((task) => ({ task_id: task.id, from_status: 'open', to_status: 'in_progress', author: 'scribe', text: null, created_at: moves.get(task.id)! })));
+  await insertRows(trx, 'task_events', opened.map((task) => ({ task_id: task.id, from_status: 'open', to_status: 'in_progress', author: 'scribe', text: null, created_at: moves.get(task.id)! })));
   await appendStatusEvents(trx, 'tasks', opened.map((task) => task.id), 'in_progress', terms.now);
   return claimed.map((task) => (moves.has(task.id) ? { ...task, status: 'in_progress' as const, updated_at: moves.get(task.id)! } : task));
 }
