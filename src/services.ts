@@ -5,6 +5,7 @@ import type { Logger } from './logger.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { createOrganizationService } from './organizations/service.js';
 import { createScribeService } from './scribes/service.js';
+import { findScribesByIds } from './scribes/queries.js';
 import { createUserService } from './users/service.js';
 import { createEntryTypeService } from './entries/entry-type-service.js';
 import { type ReadWorkerOptions, createReadWorkers } from './entries/read-workers.js';
@@ -18,7 +19,7 @@ import type { SecretBox } from './secrets/secret-box.js';
 import { createDownloader, type DownloadLimits } from './requests/attachments/download.js';
 import { createOutbox } from './webhooks/events.js';
 import { createTrace } from './agents/trace.js';
-import { listAgentCalls, listMcpServers } from './agents/queries.js';
+import { listAgentCalls, listMcpServersOf } from './agents/queries.js';
 import { createMcpConnector, defaultMcpLimits, type McpLimits } from './agents/mcp.js';
 import { createMcpServerService } from './agents/mcp-servers.js';
 import { storedAttachments } from './agents/attachments.js';
@@ -46,6 +47,7 @@ import { createTaskService } from './tasks/service.js';
 import { createChannelService } from './channels/service.js';
 import { createScheduleService } from './schedules/service.js';
 import { defaultScheduleOptions, type ScheduleOptions } from './schedules/queue.js';
+import { groupCommits } from './db/group-commit.js';
 import { createAgentRuntime, defaultRuntimeOptions, type RuntimeOptions } from './runtime/queue.js';
 import { createBuiltinAgent } from './agents/builtin.js';
 import { createOpenAiAgent } from './agents/openai.js';
@@ -163,21 +165,25 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
     openai: createOpenAiAgent(config.openai, logger, { connectMcp, scribeEndpointFetch, secrets }),
     ...options.agents,
   };
+  const runtimeOptions = { ...defaultRuntimeOptions, concurrency: config.agentConcurrency, ...options.runtime };
+  // Runs' small writes (trace calls, drafts, finishes) share commits where that pays (SQLite).
+  const runWrites = groupCommits(db, { gapMs: runtimeOptions.commitGapMs });
   const runtime = createAgentRuntime({
     db,
     clock,
     logger,
     agentFor: (kind) => agents[kind],
-    findScribe: (id) => scribes.find(id),
+    findScribes: (ids) => findScribesByIds(db, ids),
     toolboxFor: (scribe) => createToolbox(scribe, { entryTypes, entries, tasks }),
     recordEvents: outbox.record,
-    traceFor: (work) => createTrace(db, clock, work),
-    mcpServersOf: (scribeId) => listMcpServers(db, secrets, scribeId),
+    traceFor: (work) => createTrace(runWrites, clock, work),
+    writes: runWrites,
+    mcpServersOf: (scribeIds) => listMcpServersOf(db, secrets, scribeIds),
     // Work given back as this process stops: another process takes it at once (PostgreSQL) or on its next look.
     wakeups,
     onDraftSaved: options.onDraftSaved,
     attachmentsOf: async (task) => (task.request_id ? storedAttachments(await listAttachments(db, task.request_id), (sha256) => store.pathFor(sha256)) : []),
-    options: { ...defaultRuntimeOptions, concurrency: config.agentConcurrency, ...options.runtime },
+    options: runtimeOptions,
   });
 
   const requests = createRequestService({

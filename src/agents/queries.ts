@@ -107,5 +107,13 @@ export async function findMcpServerById(db: Db, secrets: SecretBox, id: string):
 }
 
 export async function listMcpServers(db: Db, secrets: SecretBox, scribeId: string): Promise<McpServerRow[]> {
-  return (await db<StoredMcpServer>('mcp_servers').where({ scribe_id: scribeId }).orderBy([{ column: 'created_at' }, { column: 'id' }])).map(fromStoredServer(secrets));
+  return (await listMcpServersOf(db, secrets, [scribeId])).get(scribeId) ?? [];
+}
+
+/** The MCP servers of each of the scribes, oldest first (the agent runtime reads those of a claim's scribes at once). */
+export async function listMcpServersOf(db: Db, secrets: SecretBox, scribeIds: readonly string[]): Promise<Map<string, McpServerRow[]>> {
+  const rows = await db<StoredMcpServer>('mcp_servers').whereIn('scribe_id', scribeIds).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+  const byScribe = new Map<string, McpServerRow[]>();
+  for (const row of rows.map(fromStoredServer(secrets))) byScribe.set(row.scribe_id, [...(byScribe.get(row.scribe_id) ?? []), row]);
+  return byScribe;
 }

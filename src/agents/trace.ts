@@ -1,4 +1,4 @@
-import type { Db } from '../db/knex.js';
+import type { Writes } from '../db/group-commit.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import * as queries from './queries.js';
@@ -35,13 +35,13 @@ export function keep(value: unknown): string | null {
   return text.length > TRACE_KEEP_CHARS ? `${text.slice(0, TRACE_KEEP_CHARS)}… (cut: ${text.length} characters in all)` : text;
 }
 
-/** The trace of one run of the agent on one task or one session answer. */
-export function createTrace(db: Db, clock: Clock, work: { organizationId: string; scribeId: string; taskId?: string; sessionId?: string }): Trace {
+/** The trace of one run of the agent on one task or one session answer; each call is written through `writes` (db/group-commit.ts). */
+export function createTrace(writes: Writes, clock: Clock, work: { organizationId: string; scribeId: string; taskId?: string; sessionId?: string }): Trace {
   const runId = newId();
   let position = 0;
   return {
     async record(call) {
-      await queries.insertAgentCall(db, {
+      await writes((trx) => queries.insertAgentCall(trx, {
         organization_id: work.organizationId,
         scribe_id: work.scribeId,
         task_id: work.taskId ?? null,
@@ -57,7 +57,7 @@ export function createTrace(db: Db, clock: Clock, work: { organizationId: string
         input_tokens: call.inputTokens ?? null,
         output_tokens: call.outputTokens ?? null,
         created_at: clock().toISOString(),
-      });
+      }));
     },
   };
 }

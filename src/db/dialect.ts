@@ -57,6 +57,13 @@ export interface Dialect {
    * where it must (`holdRows`), so nothing is done there.
    */
   writeFirst(trx: Knex, table: string, column: string): Promise<void>;
+  /**
+   * Whether concurrent small writes share one transaction (db/group-commit.ts): on SQLite,
+   * where commits are one at a time and cost more than the rows in them; not on PostgreSQL,
+   * where they commit in parallel and a shared transaction holding many rows' locks could
+   * deadlock with another process's.
+   */
+  readonly sharesCommits: boolean;
   /** Runs `fn` while no other process runs migrations on this database. */
   withMigrationLock<T>(db: Knex, fn: () => Promise<T>): Promise<T>;
   /** Keeps the query planner's statistics current as data grows. Run daily, once per database. */
@@ -114,6 +121,7 @@ const sqlite: Dialect = {
   async writeFirst(trx, table, column) {
     await trx.raw('update ?? set ?? = ?? where 0', [table, column, column]);
   },
+  sharesCommits: true,
   /**
    * An exclusive SQLite lock on a sidecar file next to the database. The operating system
    * releases it when its process dies, so a crash never leaves it behind.
@@ -229,6 +237,7 @@ const postgres: Dialect = {
     return rows.map((row) => row.id);
   },
   async writeFirst() {},
+  sharesCommits: false,
   /**
    * A session advisory lock on a connection of its own: the server releases it when that
    * connection closes, so a crashed migrator never leaves it behind.

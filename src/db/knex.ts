@@ -75,6 +75,8 @@ function defineDeadline(conn: BetterSqlite3.Database): void {
 
 /** Distinct SQL texts kept prepared per connection; Knex emits a small, fixed set. */
 const STATEMENT_CACHE_SIZE = 500;
+/** Statements used once: Knex names each savepoint anew (`trxN`). */
+const ONE_OFF = /^(SAVEPOINT|RELEASE SAVEPOINT|ROLLBACK TO SAVEPOINT) /i;
 
 /**
  * Knex's better-sqlite3 dialect prepares every statement anew, which costs more than
@@ -85,6 +87,8 @@ function cacheStatements(conn: BetterSqlite3.Database): void {
   const prepare = conn.prepare.bind(conn);
   const cache = new Map<string, BetterSqlite3.Statement>();
   conn.prepare = ((sql: string) => {
+    // Kept, they would push the reusable statements out.
+    if (ONE_OFF.test(sql)) return prepare(sql);
     let statement = cache.get(sql);
     if (!statement) {
       statement = prepare(sql);

@@ -12,6 +12,7 @@ import { finishSession, findMessages, saveDraftMessage, type SessionRow } from '
 import { findTaskEvents, moveTask, saveDraftEvent, type WorkedTaskRow } from '../tasks/queries.js';
 import { createReplyWriter, type ReplyWriter } from '../agents/reply-writer.js';
 import { sessionEvent, taskEvent, type RecordEvents } from '../webhooks/events.js';
+import type { Writes } from '../db/group-commit.js';
 import { workQueue, type ClaimRef, type Claimed, type ClaimTerms, type Queue } from '../work/engine.js';
 import * as queries from './queries.js';
 
@@ -26,6 +27,10 @@ export interface RuntimeOptions {
   maxAttempts: number;
   /** How often, while work runs, the runtime looks for its work cancelled by another process (one query a table). */
   cancelCheckMs: number;
+  /** The least time between two claims: runs that end meanwhile free slots that one claim fills. */
+  claimGapMs: number;
+  /** The least time between two commits of runs' writes on SQLite: writes that come meanwhile share the next (db/group-commit.ts). */
+  commitGapMs: number;
 }
 
 export const defaultRuntimeOptions: RuntimeOptions = {
@@ -34,6 +39,9 @@ export const defaultRuntimeOptions: RuntimeOptions = {
   renewMs: 10_000,
   maxAttempts: 3,
   cancelCheckMs: 1_000,
+  // Small beside a model call's seconds, and enough that a busy process claims runs by the dozen.
+  claimGapMs: 20,
+  commitGapMs: 10,
 };
 
 export const messages = {
@@ -42,8 +50,8 @@ export const messages = {
   gaveUp: (attempts: number) => `gave up after ${attempts} attempts`,
 };
 
-/** One piece of agent work claimed: a session to answer or a task to work. */
-type Work = queries.Run & { id: string };
+/** One piece of agent work claimed (a session to answer or a task to work), with its scribe and MCP servers as the claim read them. */
+type Work = queries.Run & { id: string; scribe: ScribeRow | undefined; mcpServers: readonly McpServerRow[] };
 
 /** What `tick()` counts: runs that ended, by kind of work. */
 type Outcome = 'sessions' | 'tasks';
@@ -67,13 +75,14 @@ export function createAgentRuntime({
   logger,
   wakeups,
   agentFor,
-  findScribe,
+  findScribes,
   toolboxFor,
   recordEvents = async () => [],
   traceFor = () => noTrace,
   attachmentsOf = async () => [],
-  mcpServersOf = async () => [],
+  mcpServersOf = async () => new Map(),
   onDraftSaved = () => {},
+  writes = (work) => work(db),
   options = defaultRuntimeOptions,
 }: {
   db: Db;
@@ -82,7 +91,7 @@ export function createAgentRuntime({
   /** Where other processes are told of work handed back as this one stops: they take it at once. */
   wakeups?: Wakeups;
   agentFor: (kind: AgentKind) => Agent;
-  findScribe: (id: string) => Promise<ScribeRow | undefined>;
+  findScribes: (ids: readonly string[]) => Promise<ScribeRow[]>;
   toolboxFor: (scribe: ScribeRow) => Toolbox;
   /** Writes a finished answer's or task's webhook event in the transaction that records it (the outbox). */
   recordEvents?: RecordEvents;
@@ -90,10 +99,12 @@ export function createAgentRuntime({
   traceFor?: (work: { organizationId: string; scribeId: string; taskId?: string; sessionId?: string }) => Trace;
   /** The stored files of the receipt a task came from (agents/attachments.ts). */
   attachmentsOf?: (task: WorkedTaskRow) => Promise<AgentAttachment[]>;
-  /** The MCP servers whose tools the scribe's agent may call (agents/mcp.ts). */
-  mcpServersOf?: (scribeId: string) => Promise<McpServerRow[]>;
+  /** The MCP servers whose tools each scribe's agent may call (agents/mcp.ts). */
+  mcpServersOf?: (scribeIds: readonly string[]) => Promise<ReadonlyMap<string, readonly McpServerRow[]>>;
   /** An answer under way was stored anew (its whole text so far): for readers that follow it. */
   onDraftSaved?: (work: { kind: Work['kind']; id: string }, text: string) => void;
+  /** How a run's writes (its drafts and its finish) reach the database: each on its own, or sharing commits with other runs' (db/group-commit.ts). */
+  writes?: Writes;
   options?: RuntimeOptions;
 }) {
   const tableOf = (work: Work): Outcome => (work.kind === 'session' ? 'sessions' : 'tasks');
@@ -108,8 +119,17 @@ export function createAgentRuntime({
     for (;;) {
       const claimed = await queries.claimRuns(db, { token, now: now.toISOString(), leaseUntil, slots: limit }, (turns) => shareOut(limit, turns));
       if (claimed.runs.length === 0 && claimed.passed > 0) continue;
-      return { items: claimed.runs.map((run) => ({ id: run.row.id, ...run })), inconclusive: claimed.skipped > 0 };
+      return { items: await withScribes(claimed.runs), inconclusive: claimed.skipped > 0 };
     }
+  }
+
+  /** The claimed runs with their scribes and MCP servers, read once for the claim rather than once a run. */
+  async function withScribes(runs: readonly queries.Run[]): Promise<Work[]> {
+    if (runs.length === 0) return [];
+    const ids = [...new Set(runs.map((run) => run.row.scribe_id))];
+    const [scribes, servers] = await Promise.all([findScribes(ids), mcpServersOf(ids)]);
+    const byId = new Map(scribes.map((scribe) => [scribe.id, scribe]));
+    return runs.map((run) => ({ id: run.row.id, ...run, scribe: byId.get(run.row.scribe_id), mcpServers: servers.get(run.row.scribe_id) ?? [] }));
   }
 
   /** The free slots shared among the scribes whose turn it is: as many each, within what each may still start. */
@@ -136,19 +156,21 @@ export function createAgentRuntime({
     return {
       at,
       answer: (reply: string, end: boolean, answeredUpTo: number | undefined) =>
-        finishSession(db, claim, { author: 'scribe', text: reply, end, errorMessage: null, answeredUpTo }, at(), event(reply)),
-      fail: (reason: string) => finishSession(db, claim, { author: 'system', text: messages.sessionFailed(reason), end: false, errorMessage: reason }, at(), event(null)),
+        writes((trx) => finishSession(trx, claim, { author: 'scribe', text: reply, end, errorMessage: null, answeredUpTo }, at(), event(reply))),
+      fail: (reason: string) => writes((trx) => finishSession(trx, claim, { author: 'system', text: messages.sessionFailed(reason), end: false, errorMessage: reason }, at(), event(null))),
     };
   }
 
   /** What moves a task out of in_progress (releasing the claim), or fails it, with its webhook event, if the claim is still ours. */
   function taskMoves(task: WorkedTaskRow, claim: ClaimRef, scribe: ScribeRow | undefined) {
     const finish = (to: 'done' | 'waiting', author: 'scribe' | 'system', text: string, columns: Pick<WorkedTaskRow, 'last_error'> & Partial<Pick<WorkedTaskRow, 'result'>>) =>
-      moveTask(
-        db,
+      writes((trx) =>
+        moveTask(
+        trx,
         { id: task.id, from: 'in_progress', to, author, text, at: laterThan(clock, task.updated_at), claimToken: claim.token },
         { claim_token: null, lease_until: null, attempts: 0, ...columns },
         (trx) => recordEvents(trx, [taskEvent(task, scribe?.slug ?? '', to === 'done' ? { status: 'done', result: text } : { status: 'waiting', question: text })]),
+      ),
       );
     return { finish, fail: (reason: string) => finish('waiting', 'system', messages.taskFailed(reason), { last_error: reason }) };
   }
@@ -158,24 +180,24 @@ export function createAgentRuntime({
     return work.kind === 'session' ? sessionAnswers(work.row, claim, scribe).fail(reason) : taskMoves(work.row, claim, scribe).fail(reason);
   }
 
-  async function answerSession(session: SessionRow, claim: ClaimRef, scribe: ScribeRow, signal: AbortSignal): Promise<void> {
+  async function answerSession(session: SessionRow, claim: ClaimRef, scribe: ScribeRow, mcpServers: readonly McpServerRow[], signal: AbortSignal): Promise<void> {
     const answers = sessionAnswers(session, claim, scribe);
     const transcript = (await findMessages(db, session.id)).filter((m) => !m.partial);
     const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, sessionId: session.id }));
-    const outcome = await writing({ kind: 'session', id: session.id }, (text) => saveDraftMessage(db, claim, text, answers.at()), (draft) =>
-      agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: () => mcpServersOf(scribe.id), signal, draft }),
+    const outcome = await writing({ kind: 'session', id: session.id }, (text) => writes((trx) => saveDraftMessage(trx, claim, text, answers.at())), (draft) =>
+      agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: async () => mcpServers, signal, draft }),
     );
     await answers.answer(outcome.reply, outcome.end ?? false, transcript.length ? Number(transcript.at(-1)!.id) : undefined);
   }
 
-  async function workTask(task: WorkedTaskRow, claim: ClaimRef, scribe: ScribeRow, signal: AbortSignal): Promise<void> {
+  async function workTask(task: WorkedTaskRow, claim: ClaimRef, scribe: ScribeRow, mcpServers: readonly McpServerRow[], signal: AbortSignal): Promise<void> {
     const { finish } = taskMoves(task, claim, scribe);
     const history = (await findTaskEvents(db, task.id)).filter((e) => !e.partial);
     const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, taskId: task.id }));
     const attachments = await attachmentsOf(task);
     const draftedAt = () => laterThan(clock, task.updated_at);
-    const outcome = await writing({ kind: 'task', id: task.id }, (text) => saveDraftEvent(db, claim, text, draftedAt()), (draft) =>
-      agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers: () => mcpServersOf(scribe.id), signal, draft }),
+    const outcome = await writing({ kind: 'task', id: task.id }, (text) => writes((trx) => saveDraftEvent(trx, claim, text, draftedAt())), (draft) =>
+      agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers: async () => mcpServers, signal, draft }),
     );
     if (outcome.status === 'done') await finish('done', 'scribe', outcome.result, { result: outcome.result, last_error: null });
     else await finish('waiting', 'scribe', outcome.question, { last_error: null });
@@ -202,24 +224,24 @@ export function createAgentRuntime({
   const queue: Queue<Work, Outcome> = {
     name: 'agent runs',
     channel: 'scribe_work',
-    options: { slots: options.concurrency, leaseMs: options.leaseMs, renewMs: options.renewMs, cancelCheckMs: options.cancelCheckMs },
+    options: { slots: options.concurrency, leaseMs: options.leaseMs, renewMs: options.renewMs, cancelCheckMs: options.cancelCheckMs, claimGapMs: options.claimGapMs },
     outcomes: ['sessions', 'tasks'],
     claim,
     async run(work, { token, signal, lookAnewAfter }) {
       const claimRef = { id: work.id, token };
-      const scribe = await findScribe(work.row.scribe_id);
+      const { scribe } = work;
       if (!scribe) return tableOf(work);
       // A capped scribe's turn comes back as its run ends (scribes/queries.ts, `runEnded`): the next claim looks for it.
       if (scribe.max_concurrency !== null) lookAnewAfter();
       if (work.row.attempts > options.maxAttempts) await fail(work, claimRef, scribe, messages.gaveUp(options.maxAttempts));
-      else if (work.kind === 'session') await answerSession(work.row, claimRef, scribe, signal);
-      else await workTask(work.row, claimRef, scribe, signal);
+      else if (work.kind === 'session') await answerSession(work.row, claimRef, scribe, work.mcpServers, signal);
+      else await workTask(work.row, claimRef, scribe, work.mcpServers, signal);
       return tableOf(work);
     },
     renew: ({ token, items }, leaseUntil) => Promise.all(items.map((work) => queries.renewWorkLease(db, tableOf(work), { id: work.id, token }, leaseUntil))),
     // The agent failed: recorded at once, not retried (input to a task, or a new message, tries again).
     async giveUp(claimRef, work, err) {
-      await fail(work, claimRef, await findScribe(work.row.scribe_id), reasonOf(err));
+      await fail(work, claimRef, work.scribe, reasonOf(err));
       return tableOf(work);
     },
     // Clears the claim and what the run had written of its answer; the engine tells the other processes.

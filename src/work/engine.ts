@@ -24,7 +24,8 @@ import { settledWithin } from '../lib/settled-within.js';
  * - renews the leases of what runs, so that only a process that died loses its work;
  * - finishes: a run that fails is retried after its back-off, or given up after
  *   `maxAttempts`; work stopped by `stop()` is handed back and the other processes told;
- * - coalesces: one claim at a time; calls made while one runs share a single follow-up.
+ * - coalesces: one claim at a time; calls made while one runs share a single follow-up, which
+ *   starts no sooner than `claimGapMs` after it.
  *   A claim that finds nothing is remembered (by what it passed over), so that a finished
  *   item refills its slot without asking again; a nudge or the poll clears that, and a
  *   claim that started before the nudge does not record its empty finding;
@@ -50,6 +51,12 @@ export interface QueueOptions {
   backoffMs?: (attempt: number) => number;
   /** How often, while items run, the queue's `cancelled` is asked which of them were cancelled elsewhere. */
   cancelCheckMs?: number;
+  /**
+   * The least time from one claim's start to the next one's: slots that free meanwhile are
+   * filled by one claim, not one claim each. For queues of many short-lived runs, whose
+   * claims would otherwise each take one item.
+   */
+  claimGapMs?: number;
 }
 
 /** What a claim is asked to take. */
@@ -149,6 +156,8 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
   /** A claim waits behind the running one: later calls join it rather than queue more. */
   let queued = false;
   let lastTickAt: Date | null = null;
+  /** When the last claim started (performance.now()), for `claimGapMs`. */
+  let lastClaimStart = -Infinity;
   /** What claims found nothing for (by what they passed over) since the last look for new work. */
   const foundEmpty = new Set<string>();
   /** Counts the looks anew, so that a claim that started before one does not mark its finding as still current. */
@@ -308,8 +317,11 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
   function refill(): Promise<void> {
     if (closing || queued) return claiming;
     queued = true;
-    claiming = claiming.then(() => {
+    claiming = claiming.then(async () => {
+      const wait = lastClaimStart + (options.claimGapMs ?? 0) - performance.now();
+      if (wait > 0 && !closing) await new Promise((resolve) => setTimeout(resolve, wait));
       queued = false;
+      lastClaimStart = performance.now();
       lastTickAt = clock();
       return claimAndStart();
     });

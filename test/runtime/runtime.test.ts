@@ -1,3 +1,4 @@
+import { findScribesByIds } from '../../src/scribes/queries.js';
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { createHarness, staffOf, testClock, type Harness, type Tenant } from '../helpers/harness.js';
@@ -81,7 +82,7 @@ describe('the agent runtime', () => {
       clock,
       logger: createLogger('silent'),
       agentFor: () => agent,
-      findScribe: (id) => h.services.scribes.find(id),
+      findScribes: (ids) => findScribesByIds(h.db, ids),
       toolboxFor: (scribe) => createToolbox(scribe, h.services),
       options: { ...defaultRuntimeOptions, ...options },
     });

@@ -1,3 +1,4 @@
+import { findScribesByIds } from '../../src/scribes/queries.js';
 import { expect } from 'chai';
 import { createHarness, eventually, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
 import { startFakeOpenAi } from '../helpers/fake-openai.js';
@@ -197,7 +198,7 @@ describe('answers written as the model streams them', function () {
       clock: h.services.clock,
       logger: createLogger('silent'),
       agentFor: () => createOpenAiAgent(h.config.openai, createLogger('silent'), { scribeEndpointFetch: createGuardedFetch(anyAddress), secrets: h.services.secrets }),
-      findScribe: (scribeId) => h.services.scribes.find(scribeId),
+      findScribes: (ids) => findScribesByIds(h.db, ids),
       toolboxFor: (scribe) => createToolbox(scribe, h.services),
       options: defaultRuntimeOptions,
     });

@@ -1,0 +1,70 @@
+import type { Db } from './knex.js';
+import { dialectOf } from './dialect.js';
+
+/**
+ * Runs a short write (one statement, or a function that makes its own transaction) on its
+ * own, or in a transaction shared with others (`groupCommits`).
+ */
+export type Writes = <T>(work: (trx: Db) => Promise<T>) => Promise<T>;
+
+/**
+ * Group commit for the small writes of many concurrent runs (a trace's call, a draft, a
+ * finish). On SQLite, where one writer commits at a time and a commit costs more than the
+ * few rows before it, writes share transactions: those that arrive while one group
+ * commits, or within `gapMs` of its start, go together in the next. A write is one
+ * statement or makes its own transaction, which becomes a savepoint in the group's: one
+ * that fails rolls back alone and its caller gets its error; the others commit. A write
+ * that comes when no group has started for `gapMs` starts one at once. Like every SQLite
+ * transaction here, a grouped write writes before it reads (dialect.ts, `writeFirst`).
+ *
+ * On PostgreSQL each write keeps its own transaction (or none, for one statement): writes
+ * there commit in parallel on the pool's connections, and one group holding the row locks
+ * of many runs could deadlock with another process's group (dialect.ts, `sharesCommits`).
+ */
+export function groupCommits(db: Db, { gapMs = 0 }: { gapMs?: number } = {}): Writes {
+  if (!dialectOf(db).sharesCommits) return (work) => work(db);
+  type Pending = { work: (trx: Db) => Promise<unknown>; resolve(value: unknown): void; reject(err: unknown): void };
+  let waiting: Pending[] = [];
+  let committing = false;
+  let lastStart = -Infinity;
+
+  async function commitGroups(): Promise<void> {
+    while (waiting.length > 0) {
+      const wait = lastStart + gapMs - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      lastStart = performance.now();
+      const group = waiting;
+      waiting = [];
+      const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
+      try {
+        await db.transaction(async (trx) => {
+          for (const write of group) {
+            try {
+              outcomes.push({ ok: true, value: await write.work(trx) });
+            } catch (err) {
+              outcomes.push({ ok: false, err });
+            }
+          }
+        });
+        group.forEach((write, i) => {
+          const outcome = outcomes[i]!;
+          if (outcome.ok) write.resolve(outcome.value);
+          else write.reject(outcome.err);
+        });
+      } catch (err) {
+        // The commit itself failed: nothing of the group was written.
+        for (const write of group) write.reject(err);
+      }
+    }
+    committing = false;
+  }
+
+  return <T>(work: (trx: Db) => Promise<T>) =>
+    new Promise<T>((resolve, reject) => {
+      waiting.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      if (committing) return;
+      committing = true;
+      // After the writes this one's caller makes in the same turn: they join its group.
+      queueMicrotask(() => void commitGroups());
+    });
+}
