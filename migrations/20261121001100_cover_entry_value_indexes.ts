@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 
 /**
  * The typed value indexes also hold the entry id, so listing a field's matches reads the
- * index alone (a 500-id numeric range: 286 → 168 µs; docs/performance.md).
+ * index alone, without reading each match's row (docs/performance.md).
  */
 const INDEXES = [
   ['entry_values_number', 'number_value'],
@@ -17,8 +17,8 @@ export async function up(knex: Knex): Promise<void> {
       t.index(['field_id', column, 'entry_id'], name);
     });
   }
-  // New indexes start without statistics, and without them the planner picks badly (a
-  // combined search went from 1.4 ms to 360 ms on the bench data): gather them now.
+  // New indexes start without statistics, and without them the planner may pick a plan
+  // far slower than the right one: gather them now.
   await knex.raw('analyze entry_values');
 }
 

@@ -3,8 +3,8 @@ import type { Knex } from 'knex';
 /**
  * The page-order index also holds what reading in page order checks first (visibility and
  * the folded text), so a search that reads a type's entries in page order reads the index
- * alone until an entry passes those checks, instead of each entry's whole row (a scan of
- * 100,000 entries for a text they lack: about half the time; docs/performance.md).
+ * alone until an entry passes those checks, instead of each entry's whole row, which was much
+ * of such a scan's cost (docs/performance.md).
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('entries', (t) => {

@@ -74,7 +74,7 @@ const envSchema = z.object({
 /**
  * One thread per core the server's own thread leaves, at most four (more would wait on the
  * server's thread anyway), and at least two, so that one long search does not hold up the
- * next page (and on 2 cores the combined search bench row went from 1,354 to 1,652 req/s).
+ * next page: while one thread works a search, the other serves pages.
  */
 function defaultReadThreads(): number {
   return Math.min(4, Math.max(2, os.availableParallelism() - 1));

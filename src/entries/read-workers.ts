@@ -79,9 +79,9 @@ export function createReadWorkers({
     };
   };
   // Pages, and the first FAST_BUDGET_MS of every search. A thread takes its next read while
-  // the last page travels back to the server's thread (selective search bench row: 1,819 ->
-  // 2,710 req/s), so these reads carry no abort signal: piscina never queues a read behind
-  // an abortable one, and each of these stops at its short deadline by itself.
+  // the last page travels back to the server's thread, rather than idling until it arrives,
+  // so these reads carry no abort signal: piscina never queues a read behind an abortable
+  // one, and each of these stops at its short deadline by itself.
   const reads = pool(threads, 2);
   // Searches that need longer: one at a time per thread, so that stopping one (terminating
   // its thread) never takes another along; an organization gets at most threads - 1 of them.

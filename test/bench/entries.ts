@@ -160,8 +160,9 @@ export async function benchEntries(dataDir: string, n: number): Promise<void> {
   }
   await close();
 
-  // The search itself: logging at warn and rate limits off, as in the earlier runs (the API
-  // section measures production settings).
+  // The search itself: logging at warn and rate limits off, so the rows measure the search
+  // and compare with the entries figures in performance.md (the API section measures
+  // production settings).
   const server = await startServer(['dist/src/main.js'], { DATA_DIR: dataDir, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' });
   const rows: Row[] = [];
   try {

@@ -16,8 +16,9 @@ export interface CliResult {
 
 /**
  * Runs an admin CLI command in this process, as the entry point (src/cli/admin.ts) runs it
- * with its own argv, environment and streams. Spawning costs a second per command, and the
- * CLI suites run hundreds; `runAdminProcess` is the real binary, for what only a process shows.
+ * with its own argv, environment and streams. Spawning a process costs far more than the
+ * command, and the CLI suites run hundreds; `runAdminProcess` is the real binary, for what
+ * only a process shows.
  */
 export async function runAdmin(args: string[], env: Record<string, string>, { stdin = '' }: { stdin?: string } = {}): Promise<CliResult> {
   let stdout = '';

@@ -271,7 +271,7 @@ class Planner {
   private checked(candidates: Knex.QueryBuilder, checks: Predicate[]): Knex.QueryBuilder {
     const { db } = this;
     // The LIMIT keeps SQLite from flattening the sorted candidates into the checks, which
-    // would check every candidate before sorting (2,000 at 1,000,000 entries: 8.6 → 3.1 ms).
+    // would check every candidate before sorting, instead of stopping once a page is full.
     const sorted = inPageOrder(db, candidates, Number.MAX_SAFE_INTEGER);
     const query = db.from(sorted.as('d')).select('d.entry_id', 'd.entry_created_at');
     const entryRow = checks.some(needsEntryRow);

@@ -1,8 +1,7 @@
 /**
  * Counts kept for a while per process, for choosing search plans. A plan chosen from a
  * minute-old count is as correct as one chosen from a fresh count (only its speed may
- * differ), and counting costs a query per search (about 20–40 µs at 100,000 entries, a
- * tenth of a search).
+ * differ), and counting costs a query per search, a noticeable share of the search itself.
  */
 export class RememberedCounts {
   private readonly counts = new Map<string, { count: number; at: number }>();

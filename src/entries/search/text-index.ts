@@ -23,7 +23,7 @@ export interface TextIndex {
 
 /**
  * Pages of index one merge step writes; other queries run between steps. A step's length
- * varies (the longest measured 130–160 ms at 100,000 entries, with 25 to 500 pages a step).
+ * varies with what it merges, so this bounds the work of a step, not its time.
  */
 const MERGE_STEP_PAGES = 50;
 
@@ -36,8 +36,8 @@ const fts5: TextIndex = {
   },
   /**
    * Merges the FTS5 index into one segment (its 'merge' command). Writes leave it in several
-   * segments, and a lookup reads every segment: merged, a lookup of two trigrams took 78 µs
-   * instead of 111 µs at 100,000 entries (docs/performance.md).
+   * segments, and a lookup reads every segment, so a merged index answers lookups sooner
+   * (docs/performance.md).
    */
   async merge(db) {
     for (let steps = 0; ; steps++) {

@@ -10,9 +10,9 @@ import { containsPattern, textIndexOf } from './text-index.js';
  * (text-index.ts: FTS5 on SQLite, pg_trgm on PostgreSQL): the index says which values hold
  * all of some trigrams, and LIKE then checks the text itself.
  *
- * A trigram lookup costs as much as its trigrams' postings (measured at 100,000 entries:
- * "004" AND "042" 53 µs; any lookup that includes "cit" 2.2 ms, as "cit" is in every city),
- * so a text asks only for its rarest trigrams, found from the estimates of `TrigramStats`.
+ * A trigram lookup costs as much as its trigrams' postings, so one that includes a common
+ * trigram ("cit", in every city) costs many times one of rare trigrams only: a text asks only
+ * for its rarest trigrams, found from the estimates of `TrigramStats`.
  */
 
 /** How a text is looked up: its rarest trigrams, and about how many values hold them all. */
@@ -34,9 +34,9 @@ const MAX_ESTIMATED = 8;
 /**
  * About how many text values hold some trigrams, remembered for a while. Each estimate reads
  * at most `sample` postings, in rowid order: fewer means that is the count; otherwise the
- * `sample`-th posting's place in the rowid range says how dense they are (reading 1,000
- * postings takes about 80 µs; counting all of a common trigram's 2.3 ms at 100,000 entries,
- * ten times that at 1,000,000). The estimates only choose a plan (which trigrams to ask for,
+ * `sample`-th posting's place in the rowid range says how dense they are (reading a sample is
+ * cheap, while counting all of a common trigram's postings costs many times more, and grows
+ * with the number of entries). The estimates only choose a plan (which trigrams to ask for,
  * whether to list matches or read in page order), never the results: stale or skewed ones
  * (values of a trigram bunched in time) cost speed at most.
  */
@@ -67,7 +67,7 @@ export class TrigramStats {
   /**
    * How to look `foldedText` up in the index; undefined when it has no trigram the index can
    * take. The chosen trigrams are estimated together too, as a text can be much rarer than
-   * each of its trigrams ("0042": 1,489 values hold "004", 119 hold "004" and "042").
+   * each of its trigrams ("0042": far fewer values hold both "004" and "042" than "004").
    */
   async lookup(foldedText: string): Promise<TextLookup | undefined> {
     const all = trigramsOf(foldedText);
