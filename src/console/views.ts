@@ -7,6 +7,7 @@ import type { EndpointRow } from '../webhooks/queries.js';
 import type { EndpointInput } from '../webhooks/service.js';
 import type { ChannelInput, ChannelListRow } from '../channels/service.js';
 import type { ScheduleInput } from '../schedules/service.js';
+import type { presentMcpServer } from '../agents/mcp-servers.js';
 import type { Chart } from './charts.js';
 import type { DashboardCharts } from './activity-charts.js';
 import type { Pager } from './pager.js';
@@ -121,16 +122,22 @@ export interface Views {
   'schedules/show': { title: string; schedule: Result<Services['schedules']['get']>; fires: Result<Services['schedules']['firePage']>['items']; pager: Pager; preview: SchedulePreview };
   'scribes/index': { title: string; scribes: Result<Reads['scribesWithCounts']> };
   'scribes/new': { title: string; form: Record<string, string | boolean>; error: string | null; states: readonly string[]; agents: readonly string[] };
+  /** A scribe's Activity tab. */
   'scribes/show': {
     title: string;
     scribe: Scribe;
     throughput: Chart | null;
     sessions: Result<Services['sessions']['listWithTranscripts']>;
     receipts: Result<Reads['listReceipts']>['items'];
-    tasks: Result<Services['tasks']['listForScribe']>;
+    tasks: Result<Reads['listTasks']>['items'];
+  };
+  /** A scribe's Settings tab. */
+  'scribes/settings': {
+    title: string;
+    scribe: Scribe;
     schedules: Result<Services['schedules']['list']>;
     channels: ChannelListRow[];
-    mcpServers: object[];
+    mcpServers: Array<ReturnType<typeof presentMcpServer>>;
     agents: readonly string[];
   };
   'search/index': {

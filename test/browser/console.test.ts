@@ -126,6 +126,7 @@ describe('the console in Chromium', function () {
 
   it('creates a schedule with a preview of its fire times, runs it now and shows the fire', async () => {
     await page.goto(`${c.base}/b/atlas`);
+    await page.getByRole('navigation', { name: 'Scribe' }).getByRole('link', { name: 'Settings' }).click();
     await page.getByRole('link', { name: 'New schedule' }).click();
     await page.getByLabel('Cron expression').fill('0 9 * * 1-5');
     await page.getByLabel('Time zone').fill('Nowhere/Land');
@@ -146,7 +147,7 @@ describe('the console in Chromium', function () {
   });
 
   it('creates a signed webhook channel, shows its secret once, and lists a delivery linked to its receipt', async () => {
-    await page.goto(`${c.base}/b/atlas`);
+    await page.goto(`${c.base}/b/atlas/settings`);
     await page.getByRole('link', { name: 'New channel' }).click();
     await page.getByLabel('Name').fill('Order hook');
     await page.getByLabel('Verification').selectOption('hmac-sha256');

@@ -20,7 +20,7 @@ describe('the console in Chromium at 390 px', function () {
     const type = await c.h.services.entryTypes.create(c.t.organizationId, { name: 'Companies', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Website', type: 'text' }, { name: 'Public', type: 'boolean' }] });
     const entry = await c.h.services.entries.create(c.t.organizationId, type.id, { fields: { Name: 'Acme Corporation International Holdings', Website: 'https://acme.example.com/with/a/long/path', Public: true } });
     routes.push(
-      '/', '/scribes', '/b/atlas', '/receipts', `/receipts/${request.id}`, '/tasks', `/tasks/${task.id}`, '/sessions', `/sessions/${sessionId}`,
+      '/', '/scribes', '/b/atlas', '/b/atlas/settings', '/receipts', `/receipts/${request.id}`, '/tasks', `/tasks/${task.id}`, '/sessions', `/sessions/${sessionId}`,
       '/entry-types', `/entry-types/${type.id}`, `/entries/${entry.id}`, `/entries/${entry.id}/edit`, '/schedules', '/channels', '/webhooks', '/keys', '/users', '/audit', '/account', '/scribes/new', '/search?q=long',
     );
   });

@@ -29,7 +29,7 @@ describe('console access', () => {
   after(() => h.close());
 
   const pages = () => [
-    '/', '/scribes', `/b/${t.scribe.slug}`, '/receipts', `/receipts/${ids.receiptId}`, '/tasks', `/tasks/${ids.taskId}`,
+    '/', '/scribes', `/b/${t.scribe.slug}`, `/b/${t.scribe.slug}/settings`, '/receipts', `/receipts/${ids.receiptId}`, '/tasks', `/tasks/${ids.taskId}`,
     `/sessions/${ids.sessionId}`, '/entry-types', `/entry-types/${ids.typeId}`, `/entries/${ids.entryId}`, `/entries/${ids.entryId}/edit`,
     `/entry-types/${ids.typeId}/new`, `/entry-types/${ids.typeId}/edit`, '/keys', '/audit',
   ];
@@ -252,7 +252,7 @@ describe('console access', () => {
       const theirs = await populate(h, other);
       const admin = await signIn(h, t, 'admin');
       const reads = [
-        `/b/${other.scribe.slug}`, `/receipts/${theirs.receiptId}`, `/tasks/${theirs.taskId}`, `/sessions/${theirs.sessionId}`,
+        `/b/${other.scribe.slug}`, `/b/${other.scribe.slug}/settings`, `/receipts/${theirs.receiptId}`, `/tasks/${theirs.taskId}`, `/sessions/${theirs.sessionId}`,
         `/entry-types/${theirs.typeId}`, `/entries/${theirs.entryId}`, `/entries/${theirs.entryId}/edit`, `/entry-types/${theirs.typeId}/new`, `/entry-types/${theirs.typeId}/edit`,
         `/receipts/${theirs.receiptId}/attachments/0`,
       ];

@@ -35,7 +35,7 @@ describe('console: channels', () => {
     expect(secretOn(again.text)).to.equal(undefined);
     expect(again.text).not.to.include(secret!);
     expect((await admin.get('/channels')).text).to.include(`/channels/${id}`).and.include('Support form');
-    expect((await admin.get(`/b/${t.scribe.slug}`)).text).to.include(`/channels/${id}`);
+    expect((await admin.get(`/b/${t.scribe.slug}/settings`)).text).to.include(`/channels/${id}`);
   });
 
   it('refuses a bad form with 422 and the reason, keeping what was typed', async () => {

@@ -37,7 +37,7 @@ describe('console pages and actions', () => {
     const entry = await h.services.entries.create(t.organizationId, type.id, { fields: { Name: HOSTILE } });
     await h.services.scribes.setAgent(t.organizationId, t.scribe.slug, { instructions: HOSTILE });
     const task = await h.db('tasks').where({ request_id: id }).first();
-    const pages = [`/receipts/${id}`, '/receipts', `/tasks/${task.id}`, '/tasks', `/sessions/${chat.body.session_id}`, `/b/${t.scribe.slug}`, `/entry-types/${type.id}`, `/entries/${entry.id}`, `/entries/${entry.id}/edit`, '/'];
+    const pages = [`/receipts/${id}`, '/receipts', `/tasks/${task.id}`, '/tasks', `/sessions/${chat.body.session_id}`, `/b/${t.scribe.slug}`, `/b/${t.scribe.slug}/settings`, `/entry-types/${type.id}`, `/entries/${entry.id}`, `/entries/${entry.id}/edit`, '/'];
     for (const path of pages) {
       const res = await admin.get(path);
       expect(res.status, path).to.equal(200);
@@ -69,9 +69,9 @@ describe('console pages and actions', () => {
     it('powers a scribe off and on, and records who did it', async () => {
       const off = await admin.post(`/b/${t.scribe.slug}/state`, { state: 'powered_off' });
       expect(off.status).to.equal(303);
-      expect(off.headers.location).to.equal(`/b/${t.scribe.slug}`);
+      expect(off.headers.location).to.equal(`/b/${t.scribe.slug}/settings`);
       expect((await h.db('scribes').where({ id: t.scribe.id }).first()).state).to.equal('powered_off');
-      const page = await admin.get(`/b/${t.scribe.slug}`);
+      const page = await admin.get(`/b/${t.scribe.slug}/settings`);
       expect(page.text).to.include(`${t.scribe.slug} is now powered off.`);
       await admin.post(`/b/${t.scribe.slug}/state`, { state: 'active' });
       expect((await h.db('scribes').where({ id: t.scribe.id }).first()).state).to.equal('active');
@@ -83,8 +83,8 @@ describe('console pages and actions', () => {
 
     it('refuses an unknown state with a message and changes nothing', async () => {
       const res = await admin.post(`/b/${t.scribe.slug}/state`, { state: 'asleep' });
-      expect(res.status).to.equal(303);
-      expect((await admin.get(`/b/${t.scribe.slug}`)).text).to.include('State must be one of active, powered_off, unprovisioned');
+      expect([res.status, res.headers.location]).to.deep.equal([303, `/b/${t.scribe.slug}/settings`]);
+      expect((await admin.get(`/b/${t.scribe.slug}/settings`)).text).to.include('State must be one of active, powered_off, unprovisioned');
       expect((await h.db('scribes').where({ id: t.scribe.id }).first()).state).to.equal('active');
     });
 
@@ -102,8 +102,8 @@ describe('console pages and actions', () => {
       expect(await h.db('scribes').where({ id: t.scribe.id }).first()).to.include({ agent: 'openai', instructions: 'Be brief.' });
       await admin.post(`/b/${t.scribe.slug}/agent`, { agent: 'builtin', instructions: '' });
       const res = await admin.post(`/b/${t.scribe.slug}/agent`, { agent: 'gpt', instructions: '' });
-      expect(res.status).to.equal(303);
-      expect((await admin.get(`/b/${t.scribe.slug}`)).text).to.include('Agent must be one of builtin, openai');
+      expect([res.status, res.headers.location]).to.deep.equal([303, `/b/${t.scribe.slug}/settings`]);
+      expect((await admin.get(`/b/${t.scribe.slug}/settings`)).text).to.include('Agent must be one of builtin, openai');
       expect((await h.db('scribes').where({ id: t.scribe.id }).first()).agent).to.equal('builtin');
     });
 
@@ -118,7 +118,7 @@ describe('console pages and actions', () => {
         return { ...scribe, model_api_key: scribe.model_api_key && h.services.secrets.open(scribe.model_api_key) };
       };
       expect(await row()).to.include({ model: 'llama3.2', model_base_url: 'https://models.example.com/v1', model_api_key: key, max_tool_rounds: 4, token_budget: 20000 });
-      const page = (await admin.get(`/b/${t.scribe.slug}`)).text;
+      const page = (await admin.get(`/b/${t.scribe.slug}/settings`)).text;
       expect(page).not.to.include(key);
       expect(page).to.include('(one is set; it is never shown: leave empty to keep it)');
       await save({ model: 'llama3.2' });
@@ -127,7 +127,7 @@ describe('console pages and actions', () => {
       expect(await row()).to.include({ model_api_key: null, model: null });
       const refused = await save({ token_budget: '12' });
       expect(refused.status).to.equal(303);
-      expect((await admin.get(`/b/${t.scribe.slug}`)).text).to.include('Token budget must be a whole number from 100 to 10000000');
+      expect((await admin.get(`/b/${t.scribe.slug}/settings`)).text).to.include('Token budget must be a whole number from 100 to 10000000');
       await save({ agent: 'builtin' });
     });
 
@@ -135,10 +135,10 @@ describe('console pages and actions', () => {
       const save = (maxConcurrency: string) => admin.post(`/b/${t.scribe.slug}/agent`, { agent: 'builtin', instructions: '', max_concurrency: maxConcurrency });
       expect((await save('12')).status).to.equal(303);
       expect(await h.db('scribes').where({ id: t.scribe.id }).first()).to.include({ max_concurrency: 12 });
-      expect((await admin.get(`/b/${t.scribe.slug}`)).text).to.include('id="max_concurrency" name="max_concurrency" inputmode="numeric" value="12"');
+      expect((await admin.get(`/b/${t.scribe.slug}/settings`)).text).to.include('id="max_concurrency" name="max_concurrency" inputmode="numeric" value="12"');
       expect((await audit()).at(-1)).to.include({ action: 'scribe.agent', subject_id: t.scribe.id, actor_label: admin.email });
       await save('0');
-      expect((await admin.get(`/b/${t.scribe.slug}`)).text).to.include('Max concurrency must be a whole number from 1 to 10000');
+      expect((await admin.get(`/b/${t.scribe.slug}/settings`)).text).to.include('Max concurrency must be a whole number from 1 to 10000');
       expect(await h.db('scribes').where({ id: t.scribe.id }).first()).to.include({ max_concurrency: 12 });
       await save('');
       expect(await h.db('scribes').where({ id: t.scribe.id }).first()).to.include({ max_concurrency: null });
@@ -146,13 +146,13 @@ describe('console pages and actions', () => {
 
     it('adds an MCP server with headers it never shows again, and removes it', async () => {
       await admin.post(`/b/${t.scribe.slug}/mcp`, { url: 'https://tools.example.com/mcp', headers: 'Authorization: Bearer mcp-console-secret\nX-Team: ops' });
-      const page = (await admin.get(`/b/${t.scribe.slug}`)).text;
+      const page = (await admin.get(`/b/${t.scribe.slug}/settings`)).text;
       expect(page).to.include('https://tools.example.com/mcp').and.include('with Authorization, X-Team');
       expect(page).not.to.include('mcp-console-secret');
       const [server] = await h.services.mcpServers.list(t.scribe.id);
       expect(server!.headers).to.deep.equal({ Authorization: 'Bearer mcp-console-secret', 'X-Team': 'ops' });
       await admin.post(`/b/${t.scribe.slug}/mcp`, { url: 'ftp://tools.example.com/mcp', headers: '' });
-      expect((await admin.get(`/b/${t.scribe.slug}`)).text).to.include('MCP server URL must be an http:// or https:// URL without credentials, at most 2000 characters');
+      expect((await admin.get(`/b/${t.scribe.slug}/settings`)).text).to.include('MCP server URL must be an http:// or https:// URL without credentials, at most 2000 characters');
       expect(await h.services.mcpServers.list(t.scribe.id)).to.have.length(1);
       const viewer = await signIn(h, t, 'viewer');
       expect((await viewer.post(`/b/${t.scribe.slug}/mcp/${server!.id}/remove`, {})).status).to.equal(403);

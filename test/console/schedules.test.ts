@@ -54,7 +54,7 @@ describe('console: schedules', () => {
     expect(page.text).to.include('At 09:00, Monday through Friday').and.include('Europe/Berlin').and.include('Tue, 24 Nov 2026, 09:00:00 CET');
     expect(page.text).to.include('Summarize yesterday').and.include('No fires yet.');
     expect((await admin.get('/schedules')).text).to.include(`/schedules/${id}`).and.include('Morning brief');
-    expect((await admin.get(`/b/${t.scribe.slug}`)).text).to.include(`/schedules/${id}`);
+    expect((await admin.get(`/b/${t.scribe.slug}/settings`)).text).to.include(`/schedules/${id}`);
 
     clock.set('2026-11-24T08:00:00.500Z');
     await h.services.schedules.tick();
@@ -112,7 +112,7 @@ describe('console: schedules', () => {
     // Written before these checks, or straight into the database.
     await h.db('schedules').where({ id: hashed }).update({ cron: 'H * * * *' });
     await h.db('schedules').where({ id: impossible }).update({ cron: '0 0 31 2 *', paused: true, next_run_at: null });
-    for (const path of ['/schedules', `/b/${t.scribe.slug}`]) {
+    for (const path of ['/schedules', `/b/${t.scribe.slug}/settings`]) {
       const page = await admin.get(path);
       expect(page.status, path).to.equal(200);
       expect(page.text.match(/invalid expression/g), path).to.have.length(2);
@@ -137,7 +137,7 @@ describe('console: schedules', () => {
     const page = await viewer.get(`/schedules/${id}`);
     expect(page.status).to.equal(200);
     expect(page.text).to.not.include(`action="/schedules/${id}/pause"`).and.not.include('/edit"');
-    expect((await viewer.get(`/b/${t.scribe.slug}`)).text).to.not.include('New schedule');
+    expect((await viewer.get(`/b/${t.scribe.slug}/settings`)).text).to.not.include('New schedule');
     for (const path of [`/schedules/${id}/pause`, `/schedules/${id}/run`, `/schedules/${id}/delete`, `/b/${t.scribe.slug}/schedules`]) {
       expect((await viewer.post(path, form)).status, path).to.equal(403);
     }

@@ -60,8 +60,8 @@ describe('console scribes: create and rename', () => {
   it('renames a scribe from its page, audited; its slug stays', async () => {
     const res = await admin.post(`/b/${t.scribe.slug}/name`, { name: '  Atlas the Second ' });
     expect(res.status).to.equal(303);
-    expect(res.headers.location).to.equal(`/b/${t.scribe.slug}`);
-    const page = await admin.get(`/b/${t.scribe.slug}`);
+    expect(res.headers.location).to.equal(`/b/${t.scribe.slug}/settings`);
+    const page = await admin.get(`/b/${t.scribe.slug}/settings`);
     expect(page.text).to.include('Renamed to Atlas the Second.').and.include('<h1>Atlas the Second');
     const row = await h.db('scribes').where({ id: t.scribe.id }).first();
     expect(row).to.include({ name: 'Atlas the Second', slug: t.scribe.slug });
@@ -72,8 +72,8 @@ describe('console scribes: create and rename', () => {
   it('refuses a blank or too long name on rename with the service\'s message', async () => {
     for (const [name, message] of [[' ', 'Name is required'], ['x'.repeat(201), 'Name must be at most 200 characters']]) {
       const res = await admin.post(`/b/${t.scribe.slug}/name`, { name: name! });
-      expect(res.status).to.equal(303);
-      expect((await admin.get(`/b/${t.scribe.slug}`)).text).to.include(message);
+      expect([res.status, res.headers.location]).to.deep.equal([303, `/b/${t.scribe.slug}/settings`]);
+      expect((await admin.get(`/b/${t.scribe.slug}/settings`)).text).to.include(message);
     }
     expect((await h.db('scribes').where({ id: t.scribe.id }).first()).name).to.equal('Atlas the Second');
   });
@@ -81,7 +81,7 @@ describe('console scribes: create and rename', () => {
   it('refuses a viewer New scribe and both actions, with a valid CSRF token', async () => {
     const viewer = await signIn(h, t, 'viewer');
     expect((await viewer.get('/scribes')).text).not.to.include('href="/scribes/new"');
-    expect((await viewer.get(`/b/${t.scribe.slug}`)).text).not.to.include('/name"');
+    for (const tab of ['', '/settings']) expect((await viewer.get(`/b/${t.scribe.slug}${tab}`)).text).not.to.include('/name"');
     expect((await viewer.get('/scribes/new')).status).to.equal(403);
     expect((await viewer.post('/scribes', { name: 'Mine', slug: 'mine' })).status).to.equal(403);
     expect((await viewer.post(`/b/${t.scribe.slug}/name`, { name: 'Mine' })).status).to.equal(403);

@@ -103,7 +103,7 @@ describe('agent traces, usage, per-scribe model settings and limits', function (
     expect(calls.map((c) => c.name)).to.deep.equal(['own-model']);
     expect(JSON.stringify(await h.db('agent_calls'))).not.to.include(SCRIBE_KEY);
     const admin = await signIn(h, t, 'admin');
-    for (const path of [`/sessions/${id}`, '/b/oracle']) expect((await admin.get(path)).text, path).not.to.include(SCRIBE_KEY);
+    for (const path of [`/sessions/${id}`, '/b/oracle', '/b/oracle/settings']) expect((await admin.get(path)).text, path).not.to.include(SCRIBE_KEY);
   });
 
   it('stops a looping model at the token budget, with a failure that says so', async () => {

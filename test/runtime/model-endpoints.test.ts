@@ -156,7 +156,7 @@ describe("scribes' own model endpoints: the address policy and the operator's ke
       const admin = await signIn(h, t, 'admin');
       const res = await admin.post('/b/oracle/agent', { agent: 'openai', instructions: '', model: '', base_url: 'http://169.254.169.254/latest/', api_key: '', max_tool_rounds: '', token_budget: '' });
       expect(res.status).to.equal(303);
-      expect((await admin.get('/b/oracle')).text).to.include(PRIVATE);
+      expect((await admin.get('/b/oracle/settings')).text).to.include(PRIVATE);
       expect((await h.db('scribes').where({ slug: 'oracle', organization_id: t.organizationId }).first()).model_base_url).to.equal('https://models.example.com/v1');
     });
 

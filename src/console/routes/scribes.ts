@@ -10,13 +10,26 @@ import { zoneClock } from '../charts.js';
 import { isLiveRefresh } from '../live.js';
 import { render } from '../views.js';
 
-/** How many sessions a scribe's page shows, collapsed; the rest are on its sessions list. */
+/** How many sessions a scribe's Activity tab shows, collapsed; the rest are on its sessions list. */
 const LATEST_SESSIONS = 5;
+/** How many receipts and tasks it shows; the rest are on the lists filtered to the scribe. */
+const LATEST_ROWS = 10;
 
-/** The scribes list and each scribe's own page, `/b/<slug>`, which also lists its chat sessions. */
+/**
+ * The scribes list and each scribe's own page in two tabs, each its own address: Activity
+ * (`/b/<slug>`: its latest sessions, receipts and tasks) and Settings (`/b/<slug>/settings`:
+ * name, state, agent, MCP servers, schedules, channels), where every settings form returns.
+ */
 export function scribeRoutes(services: Services): Router {
   const router = Router();
   const pageOf = (slug: string) => `/b/${encodeURIComponent(slug)}`;
+  const settingsOf = (slug: string) => `${pageOf(slug)}/settings`;
+  const backToSettings = (req: Request) => settingsOf(String(req.params.slug));
+  /** The scribe a `/b/:slug` page is of: 404 for a slug of no scribe of the organization. */
+  const scribeOf = async (req: Request) => {
+    const ref = await services.scribes.getBySlug(req.user!.organization_id, String(req.params.slug));
+    return (await services.scribes.find(ref.id))!;
+  };
 
   router.get('/scribes', async (req, res) => {
     render(res, 'scribes/index', { title: 'Scribes', scribes: await services.consoleReads.scribesWithCounts(req.user!.organization_id) });
@@ -73,26 +86,31 @@ export function scribeRoutes(services: Services): Router {
       const scribe = await services.scribes.rename(req.user!.organization_id, slug, String(req.body.name ?? ''));
       await services.audit.record(userActor(req), 'scribe.rename', { type: 'scribe', id: scribe.id }, scribe.name);
       flash(req, 'notice', `Renamed to ${scribe.name}.`);
-      return pageOf(slug);
-    }, (req) => pageOf(String(req.params.slug))),
+      return settingsOf(slug);
+    }, backToSettings),
   );
 
   router.get('/b/:slug', async (req, res) => {
     const org = req.user!.organization_id;
-    const ref = await services.scribes.getBySlug(org, String(req.params.slug));
-    const scribe = (await services.scribes.find(ref.id))!;
-    const [throughput, sessions, receipts, tasks, schedules, channels, mcpServers] = await Promise.all([
+    const scribe = await scribeOf(req);
+    const [throughput, sessions, receipts, tasks] = await Promise.all([
       // The page polls while open; the chart is not one of the parts a refresh swaps.
       isLiveRefresh(req) ? null : scribeThroughputChart(services.consoleReads, org, scribe.id, services.clock().getTime(), zoneClock(res.locals.timeZone)),
       services.sessions.listWithTranscripts(scribe.id, LATEST_SESSIONS),
-      services.consoleReads.listReceipts(org, { scribeId: scribe.id, limit: 10, countTotal: false }),
-      services.tasks.listForScribe(scribe.id, { limit: 10 }),
-      services.schedules.list(org, scribe.id),
-      services.channels.list(org, scribe.id),
-      services.mcpServers.list(scribe.id),
+      // The first rows of the lists its "All … of this scribe" links open.
+      services.consoleReads.listReceipts(org, { scribeId: scribe.id, limit: LATEST_ROWS, countTotal: false }),
+      services.consoleReads.listTasks(org, { scribeId: scribe.id, limit: LATEST_ROWS, countTotal: false }),
     ]);
     // The page always polls (views/scribes/show.ejs): new sessions arrive from the API at any time.
-    render(res, 'scribes/show', { title: scribe.name, scribe, throughput, sessions, receipts: receipts.items, tasks, schedules, channels, mcpServers: mcpServers.map(presentMcpServer), agents: AGENT_KINDS });
+    render(res, 'scribes/show', { title: scribe.name, scribe, throughput, sessions, receipts: receipts.items, tasks: tasks.items });
+  });
+
+  // Not live: settings change only by staff's hand (these forms or the CLI), and each refresh would read them all again.
+  router.get('/b/:slug/settings', async (req, res) => {
+    const org = req.user!.organization_id;
+    const scribe = await scribeOf(req);
+    const [schedules, channels, mcpServers] = await Promise.all([services.schedules.list(org, scribe.id), services.channels.list(org, scribe.id), services.mcpServers.list(scribe.id)]);
+    render(res, 'scribes/settings', { title: `Settings of ${scribe.name}`, scribe, schedules, channels, mcpServers: mcpServers.map(presentMcpServer), agents: AGENT_KINDS });
   });
 
   router.post(
@@ -103,8 +121,8 @@ export function scribeRoutes(services: Services): Router {
       const scribe = await services.scribes.setState(req.user!.organization_id, slug, String(req.body.state ?? ''));
       await services.audit.record(userActor(req), 'scribe.state', { type: 'scribe', id: scribe.id }, scribe.state);
       flash(req, 'notice', `${scribe.slug} is now ${scribe.state.replace('_', ' ')}.`);
-      return pageOf(slug);
-    }, (req) => pageOf(String(req.params.slug))),
+      return settingsOf(slug);
+    }, backToSettings),
   );
 
   router.post(
@@ -128,8 +146,8 @@ export function scribeRoutes(services: Services): Router {
       });
       await services.audit.record(userActor(req), 'scribe.agent', { type: 'scribe', id: scribe.id }, scribe.agent);
       flash(req, 'notice', 'Agent settings saved.');
-      return pageOf(slug);
-    }, (req) => pageOf(String(req.params.slug))),
+      return settingsOf(slug);
+    }, backToSettings),
   );
 
   router.post(
@@ -140,8 +158,8 @@ export function scribeRoutes(services: Services): Router {
       const headers = String(req.body.headers ?? '').split(/\r?\n/);
       const server = await services.mcpServers.add(userActor(req), slug, { url: String(req.body.url ?? ''), headers });
       flash(req, 'notice', `MCP server ${server.url} added: its tools are offered to the openai agent.`);
-      return pageOf(slug);
-    }, (req) => pageOf(String(req.params.slug))),
+      return settingsOf(slug);
+    }, backToSettings),
   );
 
   router.post(
@@ -150,8 +168,8 @@ export function scribeRoutes(services: Services): Router {
     action(async (req) => {
       await services.mcpServers.remove(userActor(req), String(req.params.id));
       flash(req, 'notice', 'MCP server removed.');
-      return pageOf(String(req.params.slug));
-    }, (req) => pageOf(String(req.params.slug))),
+      return backToSettings(req);
+    }, backToSettings),
   );
 
   return router;
