@@ -294,7 +294,12 @@ export async function bulkSelection(
   return { total: Number((count as { n?: number | string } | undefined)?.n ?? 0), ids: (rows as Array<{ id: string }>).map((r) => r.id) };
 }
 
-export type SessionListRow = Pick<SessionRow, 'id' | 'state' | 'reply_due' | 'error_message' | 'discarded_at' | 'created_at' | 'updated_at'> & { scribe_slug: string; first_message: string | null };
+export type SessionListRow = Pick<SessionRow, 'id' | 'state' | 'reply_due' | 'error_message' | 'discarded_at' | 'created_at' | 'updated_at'> & {
+  scribe_slug: string;
+  first_message: string | null;
+  /** With a text filter: the session's first message that contains the text. */
+  matching_message?: string | null;
+};
 
 /** What the sessions list narrows to: `reply_due` (the scribe owes an answer) or one of the states. */
 export const SESSION_FILTERS = ['reply_due', ...SESSION_STATES] as const;
@@ -306,8 +311,18 @@ export interface SessionFilter {
   scribeId?: string;
   /** `reply_due` or a state (SESSION_FILTERS). */
   status?: string;
-  /** Text any of the session's messages contains, any case. */
+  /** Text any of the session's messages contains, any case (what users, staff and the scribe wrote; not the system's notes). */
   text?: string;
+}
+
+/** The messages a text filter looks through: the conversation's own, not the system's notes (a failure's reason). */
+const SEARCHED_AUTHORS = ['user', 'staff', 'scribe'];
+
+/** The messages of the session `x` that contain `text`, any case (the dialect's LIKE). */
+function messagesContaining(db: Db, text: string): Knex.QueryBuilder {
+  const query = db('session_messages as m').whereRaw('m.session_id = x.id').whereIn('m.author', SEARCHED_AUTHORS);
+  dialectOf(db).whereContains(query, 'm.text', text);
+  return query;
 }
 
 /** The sessions of the organization `filter` selects, as `sessions as x`. */
@@ -326,9 +341,7 @@ function filterSessions(db: Db, organizationId: string, filter: SessionFilter): 
     // SESSION_SEARCH_WINDOW sessions the other filters give (by the sessions' own indexes
     // and session_messages (session_id, id)), however many match.
     const newest = narrow(db('sessions as w'), 'w').orderBy([{ column: 'w.created_at', order: 'desc' }, { column: 'w.id', order: 'desc' }]).limit(SESSION_SEARCH_WINDOW).select('w.id');
-    const matching = db('session_messages as m').whereRaw('m.session_id = x.id').select(db.raw('1'));
-    dialectOf(db).whereContains(matching, 'm.text', filter.text);
-    query.whereIn('x.id', newest).whereExists(matching);
+    query.whereIn('x.id', newest).whereExists(messagesContaining(db, filter.text).select(db.raw('1')));
   }
   return query;
 }
@@ -347,6 +360,8 @@ export async function listSessions(db: Db, organizationId: string, filter: ListF
       's.slug as scribe_slug',
       db('session_messages as m').where('m.session_id', db.ref('x.id')).orderBy('m.id').limit(1).select('m.text').as('first_message'),
     );
+  // Like first_message: one lookup per listed session, by session_messages (session_id, id).
+  if (filter.text) query.select(messagesContaining(db, filter.text).orderBy('m.id').limit(1).select('m.text').as('matching_message'));
   return readKeysetPage<SessionListRow>(db, query, byCreatedAt('x'), filter.at ?? {}, filter.limit, { countTotal: filter.countTotal });
 }
 

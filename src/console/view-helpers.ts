@@ -106,6 +106,49 @@ export function truncate(text: string | null | undefined, n = 80): string {
   return value.length > n ? `${value.slice(0, n - 1)}…` : value;
 }
 
+/** A search result's text around what was found: `match` as it stands in the text, and the text either side of it. */
+export interface Snippet {
+  before: string;
+  match: string;
+  after: string;
+}
+
+/**
+ * The part of `text` around the first occurrence of `find` (any case; a run of spaces in
+ * `find` matches any run of white space), up to `around` characters either side, cut at
+ * white space where there is some, white space collapsed, a cut end marked "…". When
+ * JavaScript's case folding does not find it where the database's did: the text's start,
+ * with no match.
+ */
+export function snippet(text: string | null | undefined, find: string, around = 60): Snippet {
+  const value = text ?? '';
+  const pattern = find
+    .trim()
+    .split(/\s+/)
+    .map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    .join('\\s+');
+  const found = pattern ? new RegExp(pattern, 'iu').exec(value) : null;
+  if (!found) return { before: truncate(value, 2 * around), match: '', after: '' };
+  const end = found.index + found[0].length;
+  let from = wholeCharacterAt(value, Math.max(0, found.index - around));
+  let to = wholeCharacterAt(value, Math.min(value.length, end + around));
+  // Cut ends at white space where there is some, so no word shows in part.
+  if (from > 0) from += value.slice(from, found.index).search(/\s/) + 1;
+  if (to < value.length) to = end + Math.max(0, value.slice(end, to).search(/\s\S*$/));
+  const collapse = (part: string) => part.replace(/\s+/g, ' ');
+  return {
+    before: (from > 0 ? '…' : '') + collapse(value.slice(from, found.index)).trimStart(),
+    match: collapse(found[0]),
+    after: collapse(value.slice(end, to)).trimEnd() + (to < value.length ? '…' : ''),
+  };
+}
+
+/** `i`, or the index after it when `i` falls between the halves of a surrogate pair. */
+function wholeCharacterAt(text: string, i: number): number {
+  const code = text.charCodeAt(i);
+  return code >= 0xdc00 && code <= 0xdfff ? i + 1 : i;
+}
+
 export function bytes(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
@@ -138,4 +181,4 @@ export function inZone(at: string | Date, timeZone: string): string {
   }).format(typeof at === 'string' ? new Date(at) : at);
 }
 
-export const viewHelpers = { timeAgo, localTime, exactTime, tone, label, truncate, bytes, withQuery, inZone, describeSchedule: describeStored, markdown, traceTimeline, TIMELINE_UNITS };
+export const viewHelpers = { timeAgo, localTime, exactTime, tone, label, truncate, snippet, bytes, withQuery, inZone, describeSchedule: describeStored, markdown, traceTimeline, TIMELINE_UNITS };

@@ -146,8 +146,12 @@ export interface Views {
     receipts: Result<Reads['listReceipts']>['items'];
     tasks: Result<Reads['listTasks']>['items'];
     scribes: Result<Reads['scribesMatching']>;
+    entries: Array<Result<Services['entries']['findByPrimary']>[number] & { primary: string; seeAll: string | null }>;
+    sessions: Result<Reads['listSessions']>['items'];
+    searchWindow: number;
     moreReceipts?: boolean;
     moreTasks?: boolean;
+    moreSessions?: boolean;
     error: string | null;
     nothing: string;
   };

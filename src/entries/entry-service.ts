@@ -1,7 +1,7 @@
 import type { Db } from '../db/knex.js';
 import { type Clock, isoNow } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
-import { NotFoundError, ValidationError } from '../http/errors.js';
+import { HttpError, NotFoundError, ValidationError } from '../http/errors.js';
 import type { EntryTypeService, EntryTypeWithFields } from './entry-type-service.js';
 import { type FieldValue, fieldMap, fold, messages as valueMessages, normalizeValues, searchRows } from './field-values.js';
 import * as queries from './queries.js';
@@ -43,6 +43,14 @@ export function presentEntry(row: ServedEntryRow): ApiEntry {
 function parseEntry(json: string): ApiEntry {
   const entry = JSON.parse(json) as ApiEntry;
   return { ...entry, fields: fieldMap(Object.entries(entry.fields)) };
+}
+
+/** A type's entries that the console's search box found (see `findByPrimary`). */
+export interface PrimaryMatches {
+  type: EntryTypeWithFields;
+  entries: ApiEntry[];
+  more: boolean;
+  timedOut: boolean;
 }
 
 export interface EntryInput {
@@ -181,6 +189,29 @@ export function createEntryService({
     async list(type: EntryTypeWithFields, options: ListOptions): Promise<{ entries: ApiEntry[]; nextCursor: string | null }> {
       const page = await this.listJson(type, options);
       return { entries: page.entries.map((json) => parseEntry(json)), nextCursor: page.nextCursor };
+    },
+
+    /**
+     * The entries of each of the organization's types whose primary value contains `text`, in
+     * any case, drafts and archived ones included: the first `limit` of each type in page order,
+     * whether more follow, and whether the type's read stopped at its deadline instead
+     * (`timedOut`). Each type is read as its list reads a search (in the read threads, under
+     * its own deadline), all at once. Types with no match are left out.
+     */
+    async findByPrimary(organizationId: string, text: string, limit: number): Promise<PrimaryMatches[]> {
+      const types = await entryTypes.list(organizationId);
+      const found = await Promise.all(
+        types.map(async (type): Promise<PrimaryMatches> => {
+          try {
+            const page = await this.list(type, { primaryContains: text, limit, includeDrafts: true, includeArchived: true });
+            return { type, entries: page.entries, more: page.nextCursor !== null, timedOut: false };
+          } catch (err) {
+            if (!(err instanceof HttpError) || err.status !== 503) throw err;
+            return { type, entries: [], more: false, timedOut: true };
+          }
+        }),
+      );
+      return found.filter((matches) => matches.entries.length > 0 || matches.timedOut);
     },
 
     /**

@@ -5,7 +5,8 @@ import { decodeAfter, keysetPage } from '../http/cursor.js';
 import { HttpError } from '../http/errors.js';
 import type { EntryTypeWithFields } from './entry-type-service.js';
 import * as queries from './queries.js';
-import { planSearch } from './search/compile.js';
+import { planPredicate, planSearch } from './search/compile.js';
+import { primaryContains } from './search/resolve.js';
 import { RememberedCounts } from './search/remembered-counts.js';
 import { TrigramStats } from './search/text-match.js';
 
@@ -26,6 +27,11 @@ export interface ListOptions {
   limit: number;
   after?: unknown;
   q?: string;
+  /**
+   * Instead of `q`: entries whose primary field's value contains this text, in any case (as
+   * `"<primary>":"<text>"` would, for texts the language cannot quote). The console's search box.
+   */
+  primaryContains?: string;
   includeDrafts: boolean;
   includeArchived: boolean;
   /** When the read must be over (epoch ms); the reader's timeout (`READ_TIMEOUT_MS`) from the call when not given. */
@@ -76,7 +82,11 @@ export function createPageReader({ db, searchDriveLimit, timeoutMs = READ_TIMEOU
     /** What `listJson` reads: its page and one entry more, under the search's plan (the bench explains it). */
     async planPage(type: EntryTypeWithFields, options: ListOptions): Promise<queries.EntryListOptions> {
       const after = decodeAfter(options.after, (id) => UUID_PATTERN.test(id));
-      const plan = await planSearch(db, type, options.q ?? '', { ...estimates, driveLimit: searchDriveLimit, deadline: options.deadline });
+      const planOptions = { ...estimates, driveLimit: searchDriveLimit, deadline: options.deadline };
+      const plan =
+        options.primaryContains === undefined
+          ? await planSearch(db, type, options.q ?? '', planOptions)
+          : await planPredicate(db, type, primaryContains(type.fields, options.primaryContains), planOptions);
       return {
         entryTypeId: type.id,
         includeDrafts: options.includeDrafts,

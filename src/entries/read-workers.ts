@@ -37,6 +37,10 @@ const SLOW_QUERY_TTL_MS = 60_000;
 
 const timedOut = (result: ReadResult) => 'error' in result && result.error.status === 503;
 
+/** What a search is remembered by: its type and what it asks (a primary-field search kept apart from any `q`). */
+const searchKey = (typeId: string, { q, primaryContains }: Pick<ListOptions, 'q' | 'primaryContains'>) =>
+  primaryContains === undefined ? `${typeId}\u0000${q}` : `${typeId}\u0001${primaryContains}`;
+
 /**
  * Entry pages read in worker threads, each with its own read-only connection (SQLite in WAL
  * mode lets readers run beside the writer, and each statement sees every commit made
@@ -87,7 +91,7 @@ export function createReadWorkers({
   // its thread) never takes another along; an organization gets at most threads - 1 of them.
   const slow = pool(threads, 1);
   const gate = new SearchGate(Math.max(1, threads - 1));
-  // Searches (type and q) that outlasted their budget in the last minute go straight to the
+  // Searches (type and what they ask) that outlasted their budget in the last minute go straight to the
   // slow lane instead of spending it again; all forgotten at once at the cap, like the plan
   // estimates (a forgotten one only spends its 50 ms again).
   const slowQueries = new Map<string, number>();
@@ -108,8 +112,8 @@ export function createReadWorkers({
    */
   async function read(type: EntryTypeWithFields, options: ListOptions, signal?: AbortSignal): Promise<ReadResult> {
     const deadline = Date.now() + timeoutMs;
-    const search = Boolean(options.q?.trim());
-    const known = search ? `${type.id}\u0000${options.q}` : '';
+    const search = Boolean(options.q?.trim()) || options.primaryContains !== undefined;
+    const known = search ? searchKey(type.id, options) : '';
     if (!search || !knownSlow(known)) {
       // The budget runs from when a thread takes the search up, not while it waits in the queue.
       const quick: ReadTask = { type, options: { ...options, deadline, ...(search && { budgetMs: FAST_BUDGET_MS }) } };
@@ -166,7 +170,7 @@ export function createReadWorkers({
     searchLoad: (organizationId: string) => gate.load(organizationId),
 
     /** Whether this search of the type outlasted its budget in the last minute (it then starts in the slow lane). */
-    knownSlow: (typeId: string, q: string) => knownSlow(`${typeId}\u0000${q}`),
+    knownSlow: (typeId: string, q: string) => knownSlow(searchKey(typeId, { q })),
 
     /** Lets the reads under way finish, then ends the threads. */
     async close(): Promise<void> {

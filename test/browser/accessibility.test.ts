@@ -37,7 +37,7 @@ describe('the console through axe-core', function () {
     await c.h.services.users.create({ organizationId: c.t.organizationId, email: 'viewer@example.com', password: 'correct horse battery', role: 'viewer' });
     routes.push(
       '/', '/scribes', '/b/atlas', '/b/atlas/settings', '/receipts', `/receipts/${request.id}`, '/tasks', `/tasks/${task.id}`, '/sessions', `/sessions/${sessionId}`,
-      '/entry-types', `/entry-types/${type.id}`, `/entries/${entry.id}`, '/schedules', '/channels', '/webhooks', '/keys', '/audit', '/account', '/search?q=acme',
+      '/entry-types', `/entry-types/${type.id}`, `/entries/${entry.id}`, '/schedules', '/channels', '/webhooks', '/keys', '/audit', '/account', '/search?q=acme', '/search?q=working',
     );
   });
 

@@ -30,6 +30,30 @@ describe('the console in Chromium: search, retry and discard', function () {
     await c.shot('search-results');
   });
 
+  it('finds an entry by its primary field and a session by the text of a message from the header, at 1366 and 390 px wide', async () => {
+    const type = await c.h.services.entryTypes.create(c.t.organizationId, { name: 'Vessels', fields: [{ name: 'Name', type: 'text', primary: true }] });
+    const entry = await c.h.services.entries.create(c.t.organizationId, type.id, { fields: { Name: 'MV Albatross' } });
+    const { session_id: sessionId } = await c.api('POST', '/scribes/atlas/chat', { message: 'Where is the <i>Albatross</i> berthed?' });
+    const { page } = c;
+    for (const width of [1366, 390]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.goto(`${c.base}/sessions`);
+      const box = page.getByRole('searchbox', { name: 'Find an id, slug or title' });
+      expect(await box.getAttribute('placeholder')).to.equal('Find id, slug, title, entry, message…');
+      await box.fill('albatross');
+      await page.keyboard.press('Enter');
+      await page.waitForURL(/\/search\?q=albatross/);
+      expect(await page.getByRole('link', { name: 'MV Albatross' }).getAttribute('href')).to.equal(`/entries/${entry.id}`);
+      const session = page.locator('.found-sessions li');
+      expect(await session.getByRole('link').getAttribute('href')).to.equal(`/sessions/${sessionId}`);
+      expect(await session.locator('.snippet').textContent()).to.equal('Where is the <i>Albatross</i> berthed?');
+      expect(await session.locator('mark').textContent()).to.equal('Albatross');
+      expect(await overflowsSideways(page), `${width} px`).to.equal(false);
+      await c.shot(`search-entries-and-sessions-${width}`);
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
   it('retries a failed receipt from its page and shows the new receipt linked to the old', async () => {
     const { page } = c;
     const id = await failedReceipt('Retry me');

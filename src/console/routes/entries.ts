@@ -148,7 +148,8 @@ async function entryWithType(services: Services, organizationId: string, id: str
   return { entry, type: await services.entryTypes.get(organizationId, entry.entry_type_id) };
 }
 
-function primaryOf(type: EntryTypeWithFields): string {
+/** The name of the type's primary field. */
+export function primaryOf(type: EntryTypeWithFields): string {
   return type.fields.find((f) => f.is_primary)!.name;
 }
 

@@ -83,6 +83,11 @@ export async function planSearch(db: Db, type: EntryTypeWithFields, q: string, o
     if (err instanceof SearchSyntaxError) throw new BadRequestError(messages.invalidQuery(err.message));
     throw err;
   }
+  return planPredicate(db, type, predicate, options);
+}
+
+/** Plans the reading of `type`'s entries that hold `predicate` (a parsed `q`, or one built by code). */
+export async function planPredicate(db: Db, type: EntryTypeWithFields, predicate: Predicate, options: PlanOptions): Promise<SearchPlan> {
   const context = { entryId: 'e.id', organizationId: type.organization_id, entryRow: true, deadline: options.deadline };
   const limit = options.driveLimit ?? driveLimitFor(type.entry_count);
   if (limit >= 0) {

@@ -34,7 +34,20 @@ export function resolveSearch(node: SearchNode, fields: readonly FieldRow[]): Pr
     const items = node.items.map((item) => resolveSearch(item, fields));
     return node.kind === 'and' ? mergeSameField(items) : { kind: 'or', items };
   }
-  const predicate = resolveTerm(node, fields);
+  return possible(resolveTerm(node, fields));
+}
+
+/**
+ * "The primary field's value contains `text`, in any case": what the term
+ * `"<primary>":"<text>"` asks, for any text, double quotes included (the console's search box).
+ */
+export function primaryContains(fields: readonly FieldRow[], text: string): Predicate {
+  const field = fields.find((f) => f.is_primary)!;
+  return possible({ kind: 'text-contains', field, text: fold(text) });
+}
+
+/** The predicate, or `none` when it looks for text no value holds. */
+function possible(predicate: Predicate): Predicate {
   // Stored text never holds U+0000 (field-values.ts refuses it; PostgreSQL could not store it).
   return textsOf(predicate).some((text) => text.includes('\0')) ? { kind: 'none' } : predicate;
 }
