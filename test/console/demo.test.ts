@@ -53,7 +53,8 @@ describe('the demo seed', function () {
     expect(receipts.some((bar) => bar.failed > 0), 'a failure in the last 3 hours').to.equal(true);
     const latencies = await h.services.consoleReads.fulfilledLatencies(demo.organizationId, bars, 100);
     expect(latencies.filter((ms) => ms.length > 0).length).to.be.at.least(bars.length - 2);
-    expect(latencies.flat().every((ms) => ms > 0 && ms < 5000)).to.equal(true);
+    // Seconds at most, as the dispatcher takes them: not the minutes between bursts.
+    expect(latencies.flat().every((ms) => ms > 0 && ms < 10_000)).to.equal(true);
 
     const page = await staff.get('/');
     expect(page.status).to.equal(200);
