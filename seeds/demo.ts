@@ -1,10 +1,17 @@
-import type { Services } from '../src/services.js';
-import { operatorActor } from '../src/audit/service.js';
+import type { ServiceOptions, Services } from '../src/services.js';
+import { operatorActor, type Actor } from '../src/audit/service.js';
+import { actorOf } from '../src/http/api-key-auth.js';
+import { createBuiltinAgent } from '../src/agents/builtin.js';
+import { generator } from './generator.js';
+import { demoAgent } from './demo-scripts.js';
+import { HISTORY_MS, replayHistory, travelClock, type TravelClock } from './demo-history.js';
 
 /**
  * Demo data: one organization with a known API key and console user, a scribe in each
- * state, a few receipts, a weekly schedule and a webhook channel. Running it again changes nothing: each part is made only
- * when missing. The key and password are public; never seed them into a real install.
+ * state, two schedules, a webhook channel, Companies and Contacts entries, and three days of
+ * history (demo-history.ts) so the console has something to show. Running it again changes
+ * nothing: each part is made only when missing, and the history only with a new
+ * organization. The key and password are public; never seed them into a real install.
  */
 export const DEMO = {
   organizationName: 'Demo Org',
@@ -17,25 +24,27 @@ export const DEMO = {
     { slug: 'hermes', name: 'Hermes', state: 'powered_off', agent: 'builtin', instructions: 'You carry messages between teams.' },
     { slug: 'nova', name: 'Nova', state: 'unprovisioned', agent: 'builtin', instructions: '' },
   ],
-  tasks: [
-    { summary: 'Summarize the Q3 support tickets and list the three most common complaints.' },
-    {
-      summary: 'Draft a welcome email for new enterprise customers.',
-      title: 'Enterprise welcome email',
-      acceptance_criteria: 'Under 200 words, friendly tone, links to the onboarding guide.',
-    },
-    { summary: 'Check the pricing page for broken links.\nReport each broken link with the page it is on.' },
-  ],
   /** A webhook channel without verification, so a plain curl reaches atlas (its URL is printed at start). */
   channel: { scribe: 'atlas', kind: 'webhook', name: 'Demo webhook', verify: 'none' },
-  schedule: {
-    scribe: 'atlas',
-    cron: '0 9 * * 1',
-    timezone: 'Europe/Berlin',
-    title: 'Weekly summary',
-    summary: "Summarize last week's receipts: what was asked, what was done, what is still open.",
-  },
+  schedules: [
+    {
+      scribe: 'atlas',
+      cron: '0 9 * * 1',
+      timezone: 'Europe/Berlin',
+      title: 'Weekly summary',
+      summary: "Summarize last week's receipts: what was asked, what was done, what is still open.",
+    },
+    {
+      scribe: 'atlas',
+      cron: '0 8 * * *',
+      timezone: 'Europe/Berlin',
+      title: 'Morning digest',
+      summary: 'List what was done overnight, what waits for input and what failed.',
+    },
+  ],
 } as const;
+
+const MINUTE = 60_000;
 
 /** Fixed ids, so the README's examples work as written against any demo database. */
 export const DEMO_ENTRY_TYPES = {
@@ -59,18 +68,6 @@ const WORDS = {
   family: ['Lovelace', 'Hopper', 'Turing', 'Torvalds', 'Liskov', 'Thompson', 'Hamilton', 'Ritchie', 'Allen', 'Backus'],
   title: ['CTO', 'Head of Sales', 'Engineer', 'Office Manager', 'CFO', 'Designer', 'Support Lead'],
 };
-
-/** A small deterministic generator (mulberry32), so every demo has the same data. */
-function generator(seed: number) {
-  let state = seed;
-  const next = () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return { next, pick: <T>(list: readonly T[]) => list[Math.floor(next() * list.length)]! };
-}
 
 /** Companies and Contacts: a few named ones the README uses, then a few hundred generated. */
 async function seedEntries(services: Services, organizationId: string): Promise<void> {
@@ -144,27 +141,50 @@ export interface DemoCredentials {
   webhookPath: string;
 }
 
-export async function seed(services: Services): Promise<DemoCredentials> {
+/**
+ * Seeds the demo through services that `open` makes with the options given (the demo's
+ * clock, which the history sets back, and its agent); stops them when done.
+ */
+export async function seed(open: (options: ServiceOptions) => Services): Promise<DemoCredentials> {
+  const clock = travelClock();
+  const services = open({
+    clock,
+    agents: { builtin: demoAgent(createBuiltinAgent()) },
+    // The history ticks each queue itself, at each moment's time.
+    dispatchOnAccept: false,
+    runOnNewWork: false,
+    deliverOnEvent: false,
+    // Retries exactly on the documented schedule, so the oldest deliveries have used it up.
+    webhooks: { random: () => 0.5 },
+    readThreads: 0,
+  });
+  try {
+    return await seedWith(services, clock);
+  } finally {
+    clock.resume();
+    await services.stop();
+  }
+}
+
+async function seedWith(services: Services, clock: TravelClock): Promise<DemoCredentials> {
   const { db } = services;
+  const now = clock().getTime();
   const existingKey = await services.organizations.authenticate(DEMO.apiKey);
+  // A new organization is made three days ago, and lives its history up to now.
+  if (!existingKey) clock.startAt(now - HISTORY_MS - 15 * MINUTE);
   const organizationId = existingKey?.organizationId ?? (await services.organizations.createOrganization({ name: DEMO.organizationName })).id;
   if (!existingKey) await services.organizations.createApiKey({ organizationId, name: 'Demo key', key: DEMO.apiKey });
 
-  if (!(await services.users.findByEmail(DEMO.userEmail))) {
-    await services.users.create({ organizationId, email: DEMO.userEmail, password: DEMO.userPassword, role: 'admin' });
-  }
+  const user = (await services.users.findByEmail(DEMO.userEmail)) ?? (await services.users.create({ organizationId, email: DEMO.userEmail, password: DEMO.userPassword, role: 'admin' }));
 
   for (const scribe of DEMO.scribes) {
     const exists = await db('scribes').where({ organization_id: organizationId, slug: scribe.slug }).first();
-    if (exists) continue;
-    const created = await services.scribes.create({ organizationId, ...scribe });
-    if (created.state !== 'active') continue;
-    for (const task of DEMO.tasks) await services.requests.submit(created, { task });
+    if (!exists) await services.scribes.create({ organizationId, ...scribe });
   }
 
-  if ((await services.schedules.list(organizationId)).length === 0) {
-    const { scribe, ...schedule } = DEMO.schedule;
-    await services.schedules.create(operatorActor(organizationId), scribe, schedule);
+  const schedules = await services.schedules.list(organizationId);
+  for (const { scribe, ...schedule } of DEMO.schedules) {
+    if (!schedules.some((s) => s.title === schedule.title)) await services.schedules.create(operatorActor(organizationId), scribe, schedule);
   }
 
   let [channel] = await services.channels.list(organizationId);
@@ -175,6 +195,12 @@ export async function seed(services: Services): Promise<DemoCredentials> {
   }
 
   await seedEntries(services, organizationId);
+
+  if (!existingKey) {
+    const admin: Actor = { type: 'user', id: user.id, label: user.email, organizationId };
+    const api = actorOf({ caller: (await services.organizations.authenticate(DEMO.apiKey))! });
+    await replayHistory(services, clock, { organizationId, admin, api, now, random: generator(7) });
+  }
 
   return { organizationId, apiKey: DEMO.apiKey, email: DEMO.userEmail, password: DEMO.userPassword, webhookPath: `/inbound/${channel.token}` };
 }

@@ -81,6 +81,8 @@ export interface ServiceOptions {
   runtime?: Partial<RuntimeOptions>;
   /** False leaves new sessions and tasks for an explicit runtime tick (tests that watch each state). */
   runOnNewWork?: boolean;
+  /** False leaves new webhook deliveries for an explicit tick of the webhook worker (the demo's seed, which attempts each at its time). */
+  deliverOnEvent?: boolean;
   /** Replaces the agents by kind (tests). */
   agents?: Partial<Record<AgentKind, Agent>>;
   /** Told each time an answer under way is stored anew (tests count the writes). */
@@ -90,6 +92,8 @@ export interface ServiceOptions {
   schedules?: Partial<ScheduleOptions>;
   /** Replaces how long an entry read may take (5 s) and the module the read threads run (tests). */
   reads?: Partial<ReadWorkerOptions>;
+  /** Replaces READ_THREADS: 0 reads entries in this thread (the demo's seed, whose few searches are not worth starting threads for). */
+  readThreads?: number;
 }
 
 export type Services = ReturnType<typeof createServices>;
@@ -114,10 +118,11 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
   // Outbound webhooks: events written with the changes they report, sent by the worker.
   const webhookOptions = { ...defaultWebhookWorkerOptions, timeoutMs: 15_000, ...options.webhooks };
   const webhookWorker = createWebhookWorker({ db, clock, logger, sender: createSender(webhookPolicy, webhookOptions), secrets, options: webhookOptions });
+  const deliverOnEvent = options.deliverOnEvent ?? true;
   const outbox = createOutbox({
     clock,
     onRecorded: (eventId) => {
-      webhookWorker.nudge();
+      if (deliverOnEvent) webhookWorker.nudge();
       void wakeups.notify('scribe_webhooks', eventId);
     },
   });
@@ -139,9 +144,10 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
   const dispatchOnAccept = options.dispatchOnAccept ?? true;
   const audit = createAuditLog({ db, clock });
   const entryTypes = createEntryTypeService({ db, clock });
+  const readThreads = options.readThreads ?? config.readThreads;
   const readWorkers =
-    config.readThreads > 0
-      ? createReadWorkers({ threads: config.readThreads, databaseFile: config.databaseUrl, searchDriveLimit: options.searchDriveLimit, ...options.reads })
+    readThreads > 0
+      ? createReadWorkers({ threads: readThreads, databaseFile: config.databaseUrl, searchDriveLimit: options.searchDriveLimit, ...options.reads })
       : undefined;
   const entries = createEntryService({ db, clock, entryTypes, readWorkers, searchDriveLimit: options.searchDriveLimit, readTimeoutMs: options.reads?.timeoutMs });
 

@@ -20,11 +20,9 @@ export async function benchConsole(dataDir: string): Promise<void> {
   const config = loadConfig({ DATA_DIR: dataDir });
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   await migrateToLatest(db);
-  const services = createServices({ config, db, logger: createLogger('silent'), options: { runOnNewWork: false } });
-  const demo = await seed(services);
+  const demo = await seed((options) => createServices({ config, db, logger: createLogger('silent'), options }));
   const receipt = await db('requests').orderBy('created_at', 'desc').first('id');
   const entry = await db('entries').where({ entry_type_id: DEMO_ENTRY_TYPES.contacts }).first('id');
-  await services.stop();
 
   const rows: string[] = [];
   await measure(dataDir, demo, rows, [

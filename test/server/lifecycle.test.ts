@@ -292,8 +292,8 @@ describe('the server process', function () {
         const res = await fetch(`${demo.url}/api/v1/scribes/atlas/requests`, { headers: { 'X-Api-Key': key } });
         expect(res.status).to.equal(200);
         const body = (await res.json()) as { requests: unknown[] };
-        // The first run's webhook call below made one more.
-        expect(body.requests.length).to.equal(run === 0 ? 3 : 4);
+        // The seed's history: three days of them.
+        expect(body.requests.length).to.be.greaterThan(10);
         // The printed console login signs in (through the form, as a browser would).
         const [, email, password] = /Console login:\s+(\S+) \/ (\S+)/.exec(demo.output())!;
         const signedIn = await signInByForm(demo.url, email!, password!);
@@ -305,7 +305,7 @@ describe('the server process', function () {
         // The printed organization is the key's (the README's admin commands take it as ORG_ID).
         const listed = await runAdmin(['schedule', 'list', '--org', orgId], await installEnv(dataDir));
         expect(listed.code, listed.stderr).to.equal(0);
-        expect(JSON.parse(listed.stdout).schedules.map((s: { scribe: string }) => s.scribe)).to.deep.equal(['atlas']);
+        expect(JSON.parse(listed.stdout).schedules.map((s: { scribe: string }) => s.scribe)).to.deep.equal(['atlas', 'atlas']);
         if (run === 0) {
           // The printed webhook example works as printed.
           const [, url, body] = /curl -s (\S+\/inbound\/\S+) -H 'Content-Type: application\/json' -d '([^']+)'/.exec(demo.output())!;
@@ -320,6 +320,9 @@ describe('the server process', function () {
       if (first) expect(now, 'a second run adds nothing').to.deep.equal(first);
       first = now;
     }
-    expect(first).to.deep.equal({ organizations: 1, api_keys: 1, users: 1, scribes: 3, schedules: 1, channels: 1, requests: 4, entry_types: 2, entries: 355 });
+    const { requests, ...made } = first!;
+    expect(made).to.deep.equal({ organizations: 1, api_keys: 1, users: 1, scribes: 3, schedules: 2, channels: 1, entry_types: 2, entries: 355 });
+    // The history's receipts (how many depends on the hour it was seeded at), and the webhook call's.
+    expect(requests).to.be.greaterThan(80);
   });
 });
