@@ -157,6 +157,8 @@ export async function seed(open: (options: ServiceOptions) => Services): Promise
     // Retries exactly on the documented schedule, so the oldest deliveries have used it up.
     webhooks: { random: () => 0.5 },
     readThreads: 0,
+    // A replay of one run at a time: nothing to gather into shared commits.
+    runtime: { commitGapMs: 0 },
   });
   try {
     return await seedWith(services, clock);

@@ -24,8 +24,8 @@ import { settledWithin } from '../lib/settled-within.js';
  * - renews the leases of what runs, so that only a process that died loses its work;
  * - finishes: a run that fails is retried after its back-off, or given up after
  *   `maxAttempts`; work stopped by `stop()` is handed back and the other processes told;
- * - coalesces: one claim at a time; calls made while one runs share a single follow-up, which
- *   starts no sooner than `claimGapMs` after it.
+ * - coalesces: one claim at a time; calls made while one runs share a single follow-up (one
+ *   that refills slots freed by runs that ended starts no sooner than `claimGapMs` after it).
  *   A claim that finds nothing is remembered (by what it passed over), so that a finished
  *   item refills its slot without asking again; a nudge or the poll clears that, and a
  *   claim that started before the nudge does not record its empty finding;
@@ -52,9 +52,10 @@ export interface QueueOptions {
   /** How often, while items run, the queue's `cancelled` is asked which of them were cancelled elsewhere. */
   cancelCheckMs?: number;
   /**
-   * The least time from one claim's start to the next one's: slots that free meanwhile are
-   * filled by one claim, not one claim each. For queues of many short-lived runs, whose
-   * claims would otherwise each take one item.
+   * The least time from one claim's start to a claim that refills slots freed by runs that
+   * ended: slots that free meanwhile are filled by one claim, not one claim each. For queues
+   * of many runs, whose claims would otherwise each take one item. New work and the poll
+   * claim at once, unless such a refill is waiting already: they join it.
    */
   claimGapMs?: number;
 }
@@ -247,9 +248,9 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
         runs.delete(item.id);
       }
       inFlight.delete(unit);
-      // A slot is free: the next claim need not wait for the poll.
+      // A slot is free: the next claim need not wait for the poll, only for `claimGapMs`.
       if (anew) lookAnew();
-      void refill();
+      void refill({ gap: true });
     });
     inFlight.add(unit);
     return unit;
@@ -314,11 +315,11 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
   }
 
   /** Claims into the free slots and starts what it took (`claimAndStart`), behind any claim under way. Never throws. */
-  function refill(): Promise<void> {
+  function refill({ gap = false } = {}): Promise<void> {
     if (closing || queued) return claiming;
     queued = true;
     claiming = claiming.then(async () => {
-      const wait = lastClaimStart + (options.claimGapMs ?? 0) - performance.now();
+      const wait = gap ? lastClaimStart + (options.claimGapMs ?? 0) - performance.now() : 0;
       if (wait > 0 && !closing) await new Promise((resolve) => setTimeout(resolve, wait));
       queued = false;
       lastClaimStart = performance.now();

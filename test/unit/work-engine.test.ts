@@ -158,6 +158,23 @@ describe('the work engine', () => {
     expect(q.claims).to.equal(2);
   });
 
+  it('refills the slots freed by runs that end within claimGapMs with one claim, not one claim each', async () => {
+    const took: number[] = [];
+    let n = 0;
+    const q = memoryQueue(async () => {
+      await later(10 * ++n);
+      return 'done';
+    }, { options: { slots: 4, claimGapMs: 1000 } });
+    for (let i = 0; i < 8; i++) q.add(`item ${i}`, `key ${i}`);
+    q.worker.fill();
+    await later(300);
+    // The four first runs ended 10 to 40 ms in; their slots wait for the gap.
+    expect([q.claims, q.worker.running, q.due.length]).to.deep.equal([1, 0, 4]);
+    for (let i = 0; i < 40 && q.claims < 2; i++) await later(50);
+    took.push(q.worker.running);
+    expect([q.claims, ...took, q.due.length], 'one claim took the four others').to.deep.equal([2, 4, 0]);
+  });
+
   it('remembers a claim that found nothing until a nudge, and does not let a claim that started before the nudge record its finding', async () => {
     const q = memoryQueue(async () => 'done');
     await q.worker.tick();

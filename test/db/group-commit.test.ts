@@ -1,0 +1,75 @@
+import { expect } from 'chai';
+import { createHarness, type Harness } from '../helpers/harness.js';
+import { testDatabaseKind } from '../helpers/databases.js';
+import { groupCommits } from '../../src/db/group-commit.js';
+import type { Db } from '../../src/db/knex.js';
+
+describe('group commit of small writes (db/group-commit.ts)', function () {
+  this.timeout(20_000);
+  let h: Harness;
+  let commits = 0;
+  const countCommits = (query: { sql: string }) => {
+    if (/^commit;?$/i.test(query.sql.trim())) commits++;
+  };
+
+  before(async () => {
+    h = await createHarness();
+    await h.db.schema.createTable('group_commit_probe', (t) => {
+      t.string('v').primary();
+    });
+    h.db.on('query', countCommits);
+  });
+  after(async () => {
+    h.db.off('query', countCommits);
+    await h.db.schema.dropTable('group_commit_probe');
+    await h.close();
+  });
+  beforeEach(async () => {
+    await h.db('group_commit_probe').delete();
+    commits = 0;
+  });
+
+  const insert = (v: string) => (trx: Db) => trx('group_commit_probe').insert({ v });
+  /** A write of two statements in its own transaction: the second fails on a duplicate. */
+  const insertTwice = (v: string) => (trx: Db) => trx.transaction(async (inner) => {
+    await inner('group_commit_probe').insert({ v });
+    await inner('group_commit_probe').insert({ v });
+  });
+  const stored = async () => (await h.db('group_commit_probe').orderBy('v').pluck('v')) as string[];
+
+  it(testDatabaseKind === 'sqlite' ? 'commits writes made together in one transaction on SQLite' : 'leaves each write to itself on PostgreSQL: one statement, no transaction', async () => {
+    const writes = groupCommits(h.db);
+    await Promise.all(['a', 'b', 'c', 'd'].map((v) => writes(insert(v))));
+    expect(await stored()).to.deep.equal(['a', 'b', 'c', 'd']);
+    expect(commits).to.equal(testDatabaseKind === 'sqlite' ? 1 : 0);
+  });
+
+  it('rolls back a write that fails alone: its caller gets the error, the writes beside it are kept', async () => {
+    const writes = groupCommits(h.db);
+    const outcomes = await Promise.allSettled([writes(insert('a')), writes(insertTwice('b')), writes(insert('c'))]);
+    expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+    expect(String((outcomes[1] as PromiseRejectedResult).reason)).to.match(/unique|duplicate/i);
+    expect(await stored(), 'nothing of the failed write, all of the others').to.deep.equal(['a', 'c']);
+  });
+
+  it('gathers the writes that come within gapMs of a commit into the next one', async () => {
+    const writes = groupCommits(h.db, { gapMs: 100 });
+    await writes(insert('a'));
+    const first = commits;
+    // Three writes a few milliseconds apart, within the gap of the first commit: one commit more.
+    const later: Array<Promise<unknown>> = [];
+    for (const v of ['b', 'c', 'd']) {
+      later.push(writes(insert(v)));
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await Promise.all(later);
+    expect(await stored()).to.deep.equal(['a', 'b', 'c', 'd']);
+    if (testDatabaseKind === 'sqlite') expect([first, commits]).to.deep.equal([1, 2]);
+  });
+
+  it('commits the first write at once, however long the gap (a wait would outlast the test)', async () => {
+    const writes = groupCommits(h.db, { gapMs: 60_000 });
+    await writes(insert('a'));
+    expect(await stored()).to.deep.equal(['a']);
+  });
+});
