@@ -28,6 +28,8 @@ export interface ClaimedRuns {
   passed: number;
   /** Scribes whose turn had come but that another claim held: their work may be due still. */
   skipped: number;
+  /** Scribes that got their whole share and keep a turn: they may have more due than the claim took. */
+  more: number;
 }
 
 /*
@@ -67,7 +69,7 @@ export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number }, s
     add('task', await claimTasks(trx, terms, { lapsed: terms.slots - runs.length }));
     if (runs.length > 0) await letGoOfPoweredOff(trx, runs, terms);
     const free = terms.slots - runs.length;
-    if (free <= 0) return { runs, passed: 0, skipped: 0 };
+    if (free <= 0) return { runs, passed: 0, skipped: 0, more: 0 };
 
     // scribes_run_turns: (run_turn_at, id) where run_turn_at is not null. Work is due from the
     // moment it exists, so a turn is never for later: one set by another process's clock, a little ahead, counts at once.
@@ -96,18 +98,20 @@ export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number }, s
     add('task', tasks);
 
     let passed = 0;
+    let more = 0;
     for (const turn of turns) {
       const share = shares.get(turn.id);
       if (turn.room > 0 && share === undefined) continue;
       const n = got.get(turn.id) ?? 0;
       const atCap = turn.max_concurrency !== null && turn.runs_in_flight + n >= turn.max_concurrency;
       const next = share === undefined || n < share || atCap ? null : terms.now;
+      if (next !== null) more++;
       await trx('scribes')
         .where({ id: turn.id })
         .update({ runs_in_flight: trx.raw('runs_in_flight + ?', [n]), run_turn_at: next });
       passed++;
     }
-    return { runs, passed, skipped: due.length - held.size };
+    return { runs, passed, skipped: due.length - held.size, more };
   });
 }
 

@@ -119,7 +119,8 @@ export function createAgentRuntime({
     for (;;) {
       const claimed = await queries.claimRuns(db, { token, now: now.toISOString(), leaseUntil, slots: limit }, (turns) => shareOut(limit, turns));
       if (claimed.runs.length === 0 && claimed.passed > 0) continue;
-      return { items: await withScribes(claimed.runs), inconclusive: claimed.skipped > 0 };
+      // A scribe given its whole share may have more due: a next claim shares out what is left.
+      return { items: await withScribes(claimed.runs), inconclusive: claimed.skipped > 0 || claimed.more > 0 };
     }
   }
 

@@ -84,7 +84,7 @@ export function createWebhookWorker({
     outcomes: ['attempted'],
     caps: { endpoint: options.perEndpoint, organization: options.perOrganization },
     keysOf: (delivery) => ({ endpoint: delivery.endpoint_id, organization: delivery.organization_id }),
-    claim: ({ now, token, leaseUntil, limit, full, room }) => {
+    claim: async ({ now, token, leaseUntil, limit, full, room }) => {
       const skipEndpoints = full.endpoint!;
       const terms = {
         now: now.toISOString(),
@@ -95,7 +95,11 @@ export function createWebhookWorker({
         skipOrganizations: full.organization!,
         skipEndpoints,
       };
-      return queries.claimInTurn(db, terms, (turns) => shareOut(limit, turns, room));
+      let shares: Array<[endpointId: string, count: number]> = [];
+      const claimed = await queries.claimInTurn(db, terms, (turns) => (shares = shareOut(limit, turns, room)));
+      // An endpoint given its whole share may have more due: a next claim shares out what is left.
+      const more = shares.some(([endpointId, share]) => claimed.filter((d) => d.endpoint_id === endpointId).length >= share);
+      return { items: claimed, inconclusive: more };
     },
     run: async (delivery, { token }) => {
       await deliver(delivery, token);

@@ -83,7 +83,11 @@ export type Claimed<Item> =
   | Item[]
   | {
       items: Item[];
-      /** Due work may have been out of this claim's reach (another claim held it): an empty finding is not remembered. */
+      /**
+       * Due work may have been out of this claim's reach (another claim held it, or it gave
+       * each key a share and some took all of theirs): an empty finding is not remembered,
+       * and taking fewer items than asked for does not prove that nothing more is due.
+       */
       inconclusive?: boolean;
     };
 
@@ -199,34 +203,39 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
     return Array.isArray(claimed) ? { token, items: claimed } : { token, items: claimed.items, inconclusive: claimed.inconclusive };
   }
 
-  /** One claim into `free` slots: what each slot is to work (an item, or a batch), its keys counted already. */
-  async function claimOnce(free: number): Promise<Array<Claim<Item>>> {
-    if (free <= 0 || closing) return [];
+  /**
+   * One claim into `free` slots: what each slot is to work (an item, or a batch), its keys
+   * counted already, and whether the claim took all there was (it found fewer than it asked
+   * for, and could reach all due work).
+   */
+  async function claimOnce(free: number): Promise<{ units: Array<Claim<Item>>; allTaken: boolean }> {
+    if (free <= 0 || closing) return { units: [], allTaken: true };
     const passOver = full();
     const asked = JSON.stringify(passOver);
-    if (foundEmpty.has(asked)) return [];
+    if (foundEmpty.has(asked)) return { units: [], allTaken: true };
     const look = looks;
-    const claimed = await claim(options.batchSize ?? free, passOver);
-    if (claimed.items.length === 0) {
-      if (look === looks && !claimed.inconclusive) foundEmpty.add(asked);
-      return [];
-    }
+    const limit = options.batchSize ?? free;
+    const claimed = await claim(limit, passOver);
+    const allTaken = claimed.items.length < limit && !claimed.inconclusive;
+    // Nothing is left for what this claim passed over, as if a next claim had found nothing.
+    if (allTaken && look === looks) foundEmpty.add(asked);
+    if (claimed.items.length === 0) return { units: [], allTaken };
     for (const item of claimed.items) countKeys(item, 1);
-    return options.batchSize ? [claimed] : claimed.items.map((item) => ({ token: claimed.token, items: [item] }));
+    return { units: options.batchSize ? [claimed] : claimed.items.map((item) => ({ token: claimed.token, items: [item] })), allTaken };
   }
 
   /**
-   * Claims into the free slots until a claim finds nothing or no slot is left, then starts
-   * what the claims took, together: runs that start at once (a burst of model calls, say)
-   * are not held up behind the queries of the claims that follow them.
+   * Claims into the free slots until a claim takes all there was or no slot is left, then
+   * starts what the claims took, together: runs that start at once (a burst of model calls,
+   * say) are not held up behind the queries of the claims that follow them.
    */
   async function claimAndStart(): Promise<void> {
     const taken: Array<Claim<Item>> = [];
     try {
       for (;;) {
-        const units = await claimOnce(options.slots - inFlight.size - taken.length);
-        if (units.length === 0) break;
+        const { units, allTaken } = await claimOnce(options.slots - inFlight.size - taken.length);
         taken.push(...units);
+        if (units.length === 0 || allTaken) break;
       }
     } catch (err) {
       logger.error({ err, queue: queue.name }, 'could not claim background work');
