@@ -15,7 +15,7 @@
     var ok = false;
     try {
       ok = document.execCommand('copy');
-    } catch (err) {
+    } catch (_err) {
       ok = false;
     }
     area.remove();

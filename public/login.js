@@ -6,7 +6,7 @@
   if (!field) return;
   try {
     field.value = Intl.DateTimeFormat().resolvedOptions().timeZone || '';
-  } catch (err) {
+  } catch (_err) {
     field.value = '';
   }
 })();

@@ -71,6 +71,7 @@ function runMocha(suite: Suite, args: string[], env: NodeJS.ProcessEnv): Run {
   return { suite, progress: () => tally(Buffer.concat(chunks).toString('utf8')), result };
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes start with ESC
 const stripAnsi = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
 
 /** The count on mocha's last "  N <word>" epilogue line, if it printed one. */

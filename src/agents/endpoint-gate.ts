@@ -105,7 +105,7 @@ export function createEndpointGate(now: () => number = Date.now): EndpointGate {
           if (!probe) return;
           // The endpoint answered the probe: it takes calls again.
           const p = pauses.get(endpoint);
-          if (p && p.probing && p.until <= now()) {
+          if (p?.probing && p.until <= now()) {
             pauses.delete(endpoint);
             wake(p);
           }

@@ -13,7 +13,8 @@ export function apiDocsRoutes(): { document: Router; browser: Router } {
   let text: string | undefined;
   const document = Router();
   document.get('/openapi.json', (_req, res) => {
-    res.type('json').send((text ??= JSON.stringify(openApiDocument())));
+    text ??= JSON.stringify(openApiDocument());
+    res.type('json').send(text);
   });
 
   const browser = Router();

@@ -118,7 +118,7 @@ export function createScheduleService({
     };
 
     const scribe = await scribes.find(schedule.scribe_id);
-    if (!scribe || scribe.state !== 'active') return skip(scribeMessages.scribeNotActive);
+    if (scribe?.state !== 'active') return skip(scribeMessages.scribeNotActive);
     if (schedule.overlap === 'skip' && !runBy) {
       const previous = await queries.latestSubmittedFire(db, schedule.id);
       if (previous && PENDING_RECEIPT.has(previous.request_status)) return skip(messages.previousReceiptPending(previous.request_status));

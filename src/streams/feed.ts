@@ -29,6 +29,7 @@ export function createStreamFeed({ db, url, logger, options = defaultFeedOptions
   const watchers = new Map<string, Set<() => void>>();
   const postgres = dialectOf(db).kind === 'postgres';
   const wakeups = postgres ? createWakeups({ db, url, logger }) : undefined;
+  // biome-ignore lint/correctness/noUnusedVariables: read by its `??=` in started(), so the process listens once
   let listening: Promise<void> | undefined;
   let poll: NodeJS.Timeout | undefined;
   let sweep: NodeJS.Timeout | undefined;
@@ -67,7 +68,10 @@ export function createStreamFeed({ db, url, logger, options = defaultFeedOptions
     /** Calls `onNew` whenever `subjectId` may have new events, until the returned function is called. */
     watch(subjectId: string, onNew: () => void): () => void {
       let set = watchers.get(subjectId);
-      if (!set) watchers.set(subjectId, (set = new Set()));
+      if (!set) {
+        set = new Set();
+        watchers.set(subjectId, set);
+      }
       set.add(onNew);
       started();
       return () => {

@@ -55,7 +55,7 @@ export function streamRoutes({ auth, db, tasks, sessions, feed, logger }: {
     if (!(FINAL[kind] as readonly string[]).includes(status)) return false;
     if (kind === 'task') return true;
     const row = await db('sessions').where({ id }).first('reply_due');
-    return !row || !row.reply_due;
+    return !row?.reply_due;
   }
 
   function serve(kind: Kind): RequestHandler {
@@ -92,7 +92,7 @@ export function streamRoutes({ auth, db, tasks, sessions, feed, logger }: {
       }
       /** Looks for new events; a wake-up while a look runs makes one more look after it. */
       function look(): void {
-        if (pumping) {
+        if (pumping !== undefined) {
           again = true;
           return;
         }

@@ -105,6 +105,9 @@ function afterCommit(trx: Db, fn: () => void): void {
   type Tx = { executionPromise?: Promise<unknown>; parentTransaction?: Tx };
   let outer = trx as unknown as Tx;
   while (outer.parentTransaction) outer = outer.parentTransaction;
-  if (!outer.executionPromise) return fn();
+  if (!outer.executionPromise) {
+    fn();
+    return;
+  }
   outer.executionPromise.then(fn, () => {});
 }

@@ -240,7 +240,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
     } catch (err) {
       logger.error({ err, queue: queue.name }, 'could not claim background work');
     }
-    for (const unit of taken) start(unit);
+    for (const unit of taken) void start(unit);
   }
 
   /** Works a claim in one slot (its keys counted), renewing its lease meanwhile; the slot refills when it ends. */

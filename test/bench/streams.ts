@@ -45,7 +45,7 @@ export async function benchStreams(dataDir: string): Promise<void> {
   const idle = await services.scribes.create({ organizationId, slug: 'idle', name: 'idle', state: 'powered_off' });
   const waiting: string[] = [];
   for (let i = 0; i < OPEN_STREAMS; i++) waiting.push((await services.sessions.start(idle, { message: `held ${i}`, endImmediately: false })).id);
-  const streamer = await services.scribes.create({ organizationId, slug: 'streamer', name: 'streamer' });
+  await services.scribes.create({ organizationId, slug: 'streamer', name: 'streamer' });
   await services.scribes.setAgent(organizationId, 'streamer', { agent: 'openai' });
   const submitted = await services.requests.submit(p.scribe, { task: { summary: 'A task to read' } });
   await services.dispatcher.tick();

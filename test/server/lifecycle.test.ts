@@ -2,7 +2,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { spawn } from 'node:child_process';
 import { expect } from 'chai';
-import { openDatabase } from '../../src/db/knex.js';
+import type { openDatabase } from '../../src/db/knex.js';
 import { eventually, tempDir } from '../helpers/harness.js';
 import { stored, installEnv, openInstall } from '../helpers/databases.js';
 import { runToExit, startProcess } from '../helpers/process.js';

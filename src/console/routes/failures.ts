@@ -94,7 +94,7 @@ export function failureRoutes(services: Services): Router {
       }
       flash(req, refused.size ? 'error' : 'notice', bulkOutcome(ACTS[act].done, kind, ids.length, refused));
       return `/${kind}${withQuery(filters)}`;
-    }, (req) => `/${kind}`));
+    }, () => `/${kind}`));
   }
 
   return router;

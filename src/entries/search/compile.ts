@@ -378,7 +378,7 @@ function checkOnTime(db: Db, query: Knex.QueryBuilder, predicate: Predicate, con
  * entry without it costs no lookup.
  */
 function check(db: Db, query: Knex.QueryBuilder, predicate: Predicate, context: CheckContext): void {
-  const valueOf = (fieldId: string) => db('entry_values as v').select(db.raw('1')).whereRaw('v.entry_id = ??', [context.entryId]).where('v.field_id', fieldId);
+  const valueRowOf = (fieldId: string) => db('entry_values as v').select(db.raw('1')).whereRaw('v.entry_id = ??', [context.entryId]).where('v.field_id', fieldId);
   switch (predicate.kind) {
     case 'and': {
       // Cheap checks first: an entry that fails one is not looked up for the others.
@@ -409,16 +409,16 @@ function check(db: Db, query: Knex.QueryBuilder, predicate: Predicate, context: 
       return;
     case 'text-contains':
       if (context.entryRow) whereEntryHasText(query, predicate.text);
-      query.whereExists(whereTextContains(valueOf(predicate.field.id), 'v', predicate.text));
+      query.whereExists(whereTextContains(valueRowOf(predicate.field.id), 'v', predicate.text));
       return;
     case 'number':
-      query.whereExists(whereAll(valueOf(predicate.field.id), 'v.number_value', predicate.conditions));
+      query.whereExists(whereAll(valueRowOf(predicate.field.id), 'v.number_value', predicate.conditions));
       return;
     case 'date':
-      query.whereExists(whereAll(valueOf(predicate.field.id), 'v.date_value', predicate.conditions));
+      query.whereExists(whereAll(valueRowOf(predicate.field.id), 'v.date_value', predicate.conditions));
       return;
     case 'boolean':
-      query.whereExists(valueOf(predicate.field.id).where('v.bool_value', predicate.value));
+      query.whereExists(valueRowOf(predicate.field.id).where('v.bool_value', predicate.value));
       return;
     case 'timestamp':
       query.where(`e.${predicate.column}`, predicate.operator, predicate.value);

@@ -87,6 +87,7 @@ function lastPathSegment(url: URL): string {
 export function sanitizeFilename(name: string): string {
   const cleaned = name
     .replace(/[\p{Default_Ignorable_Code_Point}\p{Cf}\p{Zl}\p{Zp}]/gu, '')
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces
     .replace(/[\u0000-\u001f\u007f-\u009f/\\:*?"<>|]+/g, '_')
     .replace(/^[.\s]+/, '')
     .trim()
