@@ -29,7 +29,10 @@ async function rewrite(knex: Knex, sealed: boolean, change: (box: SecretBox, val
       .andWhere(column, sealed ? 'like' : 'not like', SEALED);
     if (rows.length === 0) continue;
     if (!box) throw new Error(`${table}.${column} holds secrets to ${sealed ? 'open' : 'seal'}: migrate through the server or the admin CLI, which have the secrets key`);
-    for (const row of rows) await knex(table).where({ id: row.id }).update({ [column]: change(box, row.value) });
+    for (const row of rows)
+      await knex(table)
+        .where({ id: row.id })
+        .update({ [column]: change(box, row.value) });
   }
 }
 

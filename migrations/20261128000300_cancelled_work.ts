@@ -55,10 +55,7 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  const cancelled = [
-    ...(await knex('tasks').where({ status: 'cancelled' }).limit(1).pluck('id')),
-    ...(await knex('sessions').where({ state: 'cancelled' }).limit(1).pluck('id')),
-  ];
+  const cancelled = [...(await knex('tasks').where({ status: 'cancelled' }).limit(1).pluck('id')), ...(await knex('sessions').where({ state: 'cancelled' }).limit(1).pluck('id'))];
   if (cancelled.length > 0) throw new Error('cancelled tasks or sessions are stored: they have no status before this migration');
   await knex('task_events').where({ to_status: 'cancelled' }).orWhere({ from_status: 'cancelled' }).delete();
   await setChecks(knex, withCancelled, asBefore);

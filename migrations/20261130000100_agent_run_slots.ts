@@ -33,7 +33,8 @@ export async function up(knex: Knex): Promise<void> {
 export async function down(knex: Knex): Promise<void> {
   await knex.raw("create index tasks_work_queue_by_scribe on tasks (scribe_id, created_at, id) where status in ('open', 'in_progress')");
   await knex.raw('create index sessions_reply_queue_by_scribe on sessions (scribe_id, created_at, id) where reply_due');
-  for (const index of ['sessions_claimed', 'tasks_claimed', 'sessions_unclaimed_by_scribe', 'tasks_unclaimed_by_scribe', 'scribes_run_turns']) await knex.raw(`drop index ${index}`);
+  for (const index of ['sessions_claimed', 'tasks_claimed', 'sessions_unclaimed_by_scribe', 'tasks_unclaimed_by_scribe', 'scribes_run_turns'])
+    await knex.raw(`drop index ${index}`);
   // ALTER TABLE … DROP COLUMN, not Knex's dropColumn, which rebuilds the table on SQLite.
   for (const column of ['run_turn_at', 'runs_in_flight', 'max_concurrency']) await knex.raw(`alter table scribes drop column ${column}`);
 }

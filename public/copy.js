@@ -39,8 +39,12 @@
     var text = button.getAttribute('data-copy');
     var copy = navigator.clipboard && window.isSecureContext ? navigator.clipboard.writeText(text) : fallback(text);
     copy.then(
-      function () { show(button, 'Copied'); },
-      function () { show(button, 'Select and copy'); }
+      function () {
+        show(button, 'Copied');
+      },
+      function () {
+        show(button, 'Select and copy');
+      },
     );
   });
 })();

@@ -11,7 +11,9 @@
 
   function refresh() {
     fetch(window.location.href, { credentials: 'same-origin', headers: { 'X-Live-Refresh': '1' } })
-      .then(function (res) { return res.ok ? res.text() : null; })
+      .then(function (res) {
+        return res.ok ? res.text() : null;
+      })
       .then(function (html) {
         if (html === null) return schedule();
         var next = new DOMParser().parseFromString(html, 'text/html').querySelector('main');

@@ -57,7 +57,9 @@
     function search() {
       var ask = ++asked;
       fetch(url + '?q=' + encodeURIComponent(input.value), { credentials: 'same-origin', headers: { Accept: 'application/json' } })
-        .then(function (res) { return res.ok ? res.json() : null; })
+        .then(function (res) {
+          return res.ok ? res.json() : null;
+        })
         .then(function (body) {
           // Only the answer to the latest question is shown.
           if (body && ask === asked && document.activeElement === input) show(body.entries);
@@ -78,7 +80,9 @@
 
     function choose(option) {
       var id = option.getAttribute('data-id');
-      var existing = Array.prototype.find.call(picked.querySelectorAll('input[type="checkbox"]'), function (box) { return box.value === id; });
+      var existing = Array.prototype.find.call(picked.querySelectorAll('input[type="checkbox"]'), function (box) {
+        return box.value === id;
+      });
       if (existing) {
         existing.checked = true;
       } else {

@@ -270,7 +270,9 @@ function timeline(now: number, schedules: readonly ScheduleRow[], random: Random
   }
 
   for (const schedule of schedules) {
-    for (const at of nextFires(schedule, new Date(schedule.created_at), 10).map((d) => d.getTime()).filter((t) => t < now - 2 * MINUTE)) {
+    for (const at of nextFires(schedule, new Date(schedule.created_at), 10)
+      .map((d) => d.getTime())
+      .filter((t) => t < now - 2 * MINUTE)) {
       steps.push({ at: at + 200, act: fire }, { at: at + 45 * SECOND, act: work });
     }
   }

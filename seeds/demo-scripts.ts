@@ -291,7 +291,8 @@ export const HERMES = {
       title: 'Forward the Initech feature request to product',
       summary: 'Initech asked for CSV exports of every report. Forward the request to product with the context.',
     },
-    result: 'Forwarded to **product@** with the context: Initech (85 seats) asked for CSV exports of every report, to load them into their own BI tool. Product added it to the roadmap review.',
+    result:
+      'Forwarded to **product@** with the context: Initech (85 seats) asked for CSV exports of every report, to load them into their own BI tool. Product added it to the roadmap review.',
   },
 } satisfies Record<string, TaskScript>;
 
@@ -380,7 +381,10 @@ export const CHATS = {
  * `fallback`.
  */
 export function demoAgent(fallback: Agent): Agent {
-  const tasks = new Map<string, TaskScript['result']>([...Object.values({ ...ATLAS, ...HERMES }).map((s): [string, TaskScript['result']] => [s.task.title, s.result]), ...Object.entries(SCHEDULED)]);
+  const tasks = new Map<string, TaskScript['result']>([
+    ...Object.values({ ...ATLAS, ...HERMES }).map((s): [string, TaskScript['result']] => [s.task.title, s.result]),
+    ...Object.entries(SCHEDULED),
+  ]);
   const questions = new Map(Object.values(ATLAS).flatMap((s) => ('question' in s ? [[s.task.title, s.question] as const] : [])));
   const turns = new Map(Object.values(CHATS).flatMap((chat) => chat.map((turn): [string, ChatTurn['reply']] => [turn.user, turn.reply])));
   return {

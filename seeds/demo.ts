@@ -177,7 +177,8 @@ async function seedWith(services: Services, clock: TravelClock): Promise<DemoCre
   const organizationId = existingKey?.organizationId ?? (await services.organizations.createOrganization({ name: DEMO.organizationName })).id;
   if (!existingKey) await services.organizations.createApiKey({ organizationId, name: 'Demo key', key: DEMO.apiKey });
 
-  const user = (await services.users.findByEmail(DEMO.userEmail)) ?? (await services.users.create({ organizationId, email: DEMO.userEmail, password: DEMO.userPassword, role: 'admin' }));
+  const user =
+    (await services.users.findByEmail(DEMO.userEmail)) ?? (await services.users.create({ organizationId, email: DEMO.userEmail, password: DEMO.userPassword, role: 'admin' }));
 
   for (const scribe of DEMO.scribes) {
     const exists = await db('scribes').where({ organization_id: organizationId, slug: scribe.slug }).first();

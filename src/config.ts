@@ -5,9 +5,7 @@ import { type DatabaseKind, databaseKindOf } from './db/dialect.js';
 import { DEFAULT_POOL_SIZE } from './db/knex.js';
 
 /** Booleans as operators write them in env files. */
-const envBoolean = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be true or false' })
-  .transform((value) => value === 'true' || value === '1' || value === 'yes');
+const envBoolean = z.enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be true or false' }).transform((value) => value === 'true' || value === '1' || value === 'yes');
 
 /** `all`: HTTP and background work; `web`: HTTP only; `worker`: background work only, no port. */
 const PROCESS_ROLES = ['all', 'web', 'worker'] as const;
@@ -61,7 +59,12 @@ const envSchema = z.object({
   HTTP_HEADERS_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(100).default(20_000),
   HTTP_REQUEST_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(100).default(30_000),
   // Agent runs (tasks and session answers) in flight at once in one process: sized by model time, not CPU (docs/deploy.md).
-  AGENT_CONCURRENCY: z.coerce.number({ error: 'must be a whole number' }).int('must be a whole number').min(1, 'must be from 1 to 10000').max(10_000, 'must be from 1 to 10000').default(100),
+  AGENT_CONCURRENCY: z.coerce
+    .number({ error: 'must be a whole number' })
+    .int('must be a whole number')
+    .min(1, 'must be from 1 to 10000')
+    .max(10_000, 'must be from 1 to 10000')
+    .default(100),
   // On SIGTERM, how long running agent work may go on before it is stopped and handed back (docs/deploy.md).
   SHUTDOWN_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(0).max(600_000).default(10_000),
   // The email channels' SMTP listener (channels/smtp.ts): none unless SMTP_PORT is set.

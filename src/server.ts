@@ -47,7 +47,17 @@ export async function startServer(config: Config, logger: Logger, options: Servi
   let smtp: SmtpListener | undefined;
   try {
     server = serves ? await listen(config, createApp({ config, logger, services, sessionSecret: resolveSessionSecret(config.sessionSecret, config.dataDir) })) : undefined;
-    smtp = serves && config.smtp ? await startSmtpListener({ host: config.smtp.host, port: config.smtp.port, limits: { maxConnections: config.smtp.maxConnections }, channels: services.channels, store: services.attachmentStore, logger }).catch((err) => Promise.reject(new ListenError('SMTP_PORT', 'SMTP_HOST', config.smtp!.port, config.smtp!.host, err))) : undefined;
+    smtp =
+      serves && config.smtp
+        ? await startSmtpListener({
+            host: config.smtp.host,
+            port: config.smtp.port,
+            limits: { maxConnections: config.smtp.maxConnections },
+            channels: services.channels,
+            store: services.attachmentStore,
+            logger,
+          }).catch((err) => Promise.reject(new ListenError('SMTP_PORT', 'SMTP_HOST', config.smtp!.port, config.smtp!.host, err)))
+        : undefined;
   } catch (err) {
     if (server) await closeServer(server);
     await services.stop();

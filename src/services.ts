@@ -103,7 +103,19 @@ export type Services = ReturnType<typeof createServices>;
  * stored secrets: the install's box (secrets/keys.ts) unless given, which the caller also
  * migrates with.
  */
-export function createServices({ config, db, logger, secrets = openSecretBox(config), options = {} }: { config: Config; db: Db; logger: Logger; secrets?: SecretBox; options?: ServiceOptions }) {
+export function createServices({
+  config,
+  db,
+  logger,
+  secrets = openSecretBox(config),
+  options = {},
+}: {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  secrets?: SecretBox;
+  options?: ServiceOptions;
+}) {
   const clock = options.clock ?? systemClock;
   const metrics = createMetrics(db);
   const wakeups = createWakeups({ db, url: config.databaseUrl, logger });
@@ -146,9 +158,7 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
   const entryTypes = createEntryTypeService({ db, clock });
   const readThreads = options.readThreads ?? config.readThreads;
   const readWorkers =
-    readThreads > 0
-      ? createReadWorkers({ threads: readThreads, databaseFile: config.databaseUrl, searchDriveLimit: options.searchDriveLimit, ...options.reads })
-      : undefined;
+    readThreads > 0 ? createReadWorkers({ threads: readThreads, databaseFile: config.databaseUrl, searchDriveLimit: options.searchDriveLimit, ...options.reads }) : undefined;
   const entries = createEntryService({ db, clock, entryTypes, readWorkers, searchDriveLimit: options.searchDriveLimit, readTimeoutMs: options.reads?.timeoutMs });
 
   // New sessions, tasks given input and scribes powered on wake the runtime at once;
@@ -211,13 +221,7 @@ export function createServices({ config, db, logger, secrets = openSecretBox(con
   const maintenance = createMaintenance({ db, clock });
   // Every process that does background work runs every queue: their claims keep each item to one process.
   const background = createBackground({
-    runners: [
-      dispatcher,
-      schedules.firing,
-      webhookWorker,
-      runtime,
-      createJobs({ db, clock, logger, jobs: maintenanceJobs({ idempotency, retention, maintenance }) }),
-    ],
+    runners: [dispatcher, schedules.firing, webhookWorker, runtime, createJobs({ db, clock, logger, jobs: maintenanceJobs({ idempotency, retention, maintenance }) })],
     wakeups,
   });
 

@@ -20,7 +20,10 @@ const TEXT_TYPES = new Set(['application/json', 'application/xml', 'application/
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
 
 /** The stored files of a task, read on demand from the attachment store's path for each. */
-export function storedAttachments(rows: ReadonlyArray<{ filename: string; content_type: string; size_bytes: number; sha256: string }>, pathFor: (sha256: string) => string): AgentAttachment[] {
+export function storedAttachments(
+  rows: ReadonlyArray<{ filename: string; content_type: string; size_bytes: number; sha256: string }>,
+  pathFor: (sha256: string) => string,
+): AgentAttachment[] {
   return rows.map((row) => ({ filename: row.filename, contentType: row.content_type, sizeBytes: row.size_bytes, read: () => fs.readFile(pathFor(row.sha256)) }));
 }
 

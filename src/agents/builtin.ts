@@ -56,7 +56,9 @@ export function createBuiltinAgent(): Agent {
 const ASKS_ABOUT_WORK = /\b(working on|status|tasks?|busy|doing)\b/i;
 
 const COMMON_WORDS = new Set(
-  'the and for with what who where when which about are was were you your yours have has had can could would should will please tell show find look know any anything some something there their this that these those from into onto our out all not but how why does did get give need want like more most much many just only also than then them they its it\'s i\'m me my mine'.split(' '),
+  "the and for with what who where when which about are was were you your yours have has had can could would should will please tell show find look know any anything some something there their this that these those from into onto our out all not but how why does did get give need want like more most much many just only also than then them they its it's i'm me my mine".split(
+    ' ',
+  ),
 );
 
 /** The words worth searching for: 3+ letters or digits, common words left out, at most 5. */

@@ -68,7 +68,14 @@ export function createMcpServerService({
   return {
     async add(actor: Actor, slug: string, input: { url: string; headers?: readonly string[] }): Promise<McpServerRow> {
       const scribe = await scribes.getBySlug(actor.organizationId, slug);
-      const row: McpServerRow = { id: newId(), organization_id: actor.organizationId, scribe_id: scribe.id, url: checkUrl(input.url), headers: checkHeaders(input.headers ?? []), created_at: isoNow(clock) };
+      const row: McpServerRow = {
+        id: newId(),
+        organization_id: actor.organizationId,
+        scribe_id: scribe.id,
+        url: checkUrl(input.url),
+        headers: checkHeaders(input.headers ?? []),
+        created_at: isoNow(clock),
+      };
       if ((await queries.listMcpServers(db, secrets, scribe.id)).length >= MAX_SERVERS) throw new ValidationError(messages.tooManyServers);
       await db.transaction(async (trx) => {
         await queries.insertMcpServer(trx, secrets, row);

@@ -72,9 +72,9 @@ export function createMcpConnector(policy: AddressPolicy, limits: McpLimits = de
 
   async function callTool(client: Client, name: string, args: Record<string, unknown>): Promise<unknown> {
     const result = await client.callTool({ name, arguments: args }, undefined, { timeout: limits.callTimeoutMs });
-    const text = (result.content as Array<{ type: string; text?: string }> | undefined)
-      ?.map((part) => (part.type === 'text' ? (part.text ?? '') : `[${part.type} content]`))
-      .join('\n') ?? JSON.stringify(result.structuredContent ?? null);
+    const text =
+      (result.content as Array<{ type: string; text?: string }> | undefined)?.map((part) => (part.type === 'text' ? (part.text ?? '') : `[${part.type} content]`)).join('\n') ??
+      JSON.stringify(result.structuredContent ?? null);
     const kept = text.length > limits.resultChars ? `${text.slice(0, limits.resultChars)}… (cut: ${text.length} characters in all)` : text;
     return result.isError ? { error: kept } : { result: kept };
   }
@@ -93,7 +93,9 @@ export function createMcpConnector(policy: AddressPolicy, limits: McpLimits = de
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout;
-  return Promise.race([promise, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms / 1000} s`)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms / 1000} s`)), ms)))]).finally(() =>
+    clearTimeout(timer),
+  );
 }
 
 /** Why a server could not be used, in a few words; never its headers. */

@@ -94,12 +94,7 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
   }
 
   /** Runs the conversation until a terminal tool call or plain text ends it, tracing every call. */
-  async function converse<T>(
-    input: AgentInput,
-    conversation: ChatCompletionMessageParam[],
-    tools: Array<ToolSpec<T>>,
-    fromText: (text: string) => T,
-  ): Promise<T> {
+  async function converse<T>(input: AgentInput, conversation: ChatCompletionMessageParam[], tools: Array<ToolSpec<T>>, fromText: (text: string) => T): Promise<T> {
     const { scribe, trace } = input;
     const model = scribe.model ?? config.model;
     if (!model) throw new AgentError(messages.notConfigured);
@@ -157,7 +152,13 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
    * tool call (that text was not the answer). An endpoint that refuses the stream (400 or 422)
    * is asked again plainly, and only plainly from then on if that works.
    */
-  async function complete(client: OpenAI, endpoint: string, params: { model: string; messages: ChatCompletionMessageParam[]; tools: ChatCompletionTool[] }, signal: AbortSignal, draft: AnswerDraft | undefined): Promise<ChatCompletion> {
+  async function complete(
+    client: OpenAI,
+    endpoint: string,
+    params: { model: string; messages: ChatCompletionMessageParam[]; tools: ChatCompletionTool[] },
+    signal: AbortSignal,
+    draft: AnswerDraft | undefined,
+  ): Promise<ChatCompletion> {
     if (plainEndpoints.has(endpoint)) return client.chat.completions.create(params, { signal });
     // A call made again (after a wait) writes its answer afresh.
     draft?.discard();
@@ -198,7 +199,14 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
    * Retry-After) pauses the endpoint for every run of this process; this run waits too, says so
    * in its trace, and calls again: it does not fail for it. Any other failure is put in words.
    */
-  async function modelCall<T>(endpoint: string, model: string, request: () => Promise<T>, trace: Trace, signal: AbortSignal, stopping: AbortSignal): Promise<{ completion: T; started: number }> {
+  async function modelCall<T>(
+    endpoint: string,
+    model: string,
+    request: () => Promise<T>,
+    trace: Trace,
+    signal: AbortSignal,
+    stopping: AbortSignal,
+  ): Promise<{ completion: T; started: number }> {
     let ticket = await gate.enter(endpoint, signal);
     for (;;) {
       const started = performance.now();
@@ -268,7 +276,10 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
           content:
             attachments.length === 0
               ? lines.join('\n')
-              : [{ type: 'text', text: `${lines.join('\n')}\n\nThe task came with ${attachments.length === 1 ? 'this file' : `these ${attachments.length} files`}:` }, ...(await attachmentParts(attachments, { vision: input.scribe.model_vision ?? false }))],
+              : [
+                  { type: 'text', text: `${lines.join('\n')}\n\nThe task came with ${attachments.length === 1 ? 'this file' : `these ${attachments.length} files`}:` },
+                  ...(await attachmentParts(attachments, { vision: input.scribe.model_vision ?? false })),
+                ],
         },
       ];
       return converse(input, conversation, [...dataTools<TaskOutcome>(), completeTaskTool, askForInputTool], (text) => ({ status: 'done', result: text }));
@@ -278,9 +289,7 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
 
 function systemPrompt(input: AgentInput, role: string): string {
   const own = input.scribe.instructions.trim();
-  return [`You are ${input.scribe.name}, a scribe: an agent that works for one organization.`, role, own && `Your instructions:\n${own}`]
-    .filter(Boolean)
-    .join('\n\n');
+  return [`You are ${input.scribe.name}, a scribe: an agent that works for one organization.`, role, own && `Your instructions:\n${own}`].filter(Boolean).join('\n\n');
 }
 
 /** The most of an endpoint's error answer staff are shown: enough to act on, not a page of someone's internals. */
@@ -292,7 +301,9 @@ function detailOf(err: InstanceType<typeof OpenAI.APIError>): string {
   // Without a JSON error message the SDK's own message is "<status> <body text>", or says there was no body.
   const text = typeof error?.message === 'string' ? error.message : err.message.replace(/^\d{3} /, '');
   if (text === 'status code (no body)') return '';
-  return Array.from(text.slice(0, DETAIL_CHARS + 1)).slice(0, DETAIL_CHARS).join('');
+  return Array.from(text.slice(0, DETAIL_CHARS + 1))
+    .slice(0, DETAIL_CHARS)
+    .join('');
 }
 
 /** A tool the model may call: data tools return a result to it; terminal tools end the work with `final`. */

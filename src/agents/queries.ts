@@ -31,7 +31,10 @@ export async function listAgentCalls(db: Db, of: { taskId: string } | { sessionI
 }
 
 /** Token totals of each task's or session's model calls, by its id (ids without calls are absent). */
-export async function usageOf(db: Db, of: { taskIds: readonly string[] } | { sessionIds: readonly string[] }): Promise<Map<string, { input_tokens: number; output_tokens: number }>> {
+export async function usageOf(
+  db: Db,
+  of: { taskIds: readonly string[] } | { sessionIds: readonly string[] },
+): Promise<Map<string, { input_tokens: number; output_tokens: number }>> {
   const [column, ids] = 'taskIds' in of ? ['task_id', of.taskIds] : ['session_id', of.sessionIds];
   if (ids.length === 0) return new Map();
   const rows: Array<{ id: string; input: number | string | null; output: number | string | null }> = await db('agent_calls')
@@ -86,7 +89,9 @@ export interface McpServerRow {
 
 /** Stored with its headers as sealed JSON (secrets/secret-box.ts). */
 type StoredMcpServer = Omit<McpServerRow, 'headers'> & { headers: string };
-const fromStoredServer = (secrets: SecretBox) => (row: StoredMcpServer): McpServerRow => ({ ...row, headers: JSON.parse(secrets.open(row.headers)) as Record<string, string> });
+const fromStoredServer =
+  (secrets: SecretBox) =>
+  (row: StoredMcpServer): McpServerRow => ({ ...row, headers: JSON.parse(secrets.open(row.headers)) as Record<string, string> });
 
 export async function insertMcpServer(db: Db, secrets: SecretBox, row: McpServerRow): Promise<void> {
   await db('mcp_servers').insert({ ...row, headers: secrets.seal(JSON.stringify(row.headers)) });
@@ -112,7 +117,9 @@ export async function listMcpServers(db: Db, secrets: SecretBox, scribeId: strin
 
 /** The MCP servers of each of the scribes, oldest first (the agent runtime reads those of a claim's scribes at once). */
 export async function listMcpServersOf(db: Db, secrets: SecretBox, scribeIds: readonly string[]): Promise<Map<string, McpServerRow[]>> {
-  const rows = await db<StoredMcpServer>('mcp_servers').whereIn('scribe_id', scribeIds).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+  const rows = await db<StoredMcpServer>('mcp_servers')
+    .whereIn('scribe_id', scribeIds)
+    .orderBy([{ column: 'created_at' }, { column: 'id' }]);
   const byScribe = new Map<string, McpServerRow[]>();
   for (const row of rows.map(fromStoredServer(secrets))) byScribe.set(row.scribe_id, [...(byScribe.get(row.scribe_id) ?? []), row]);
   return byScribe;

@@ -41,23 +41,25 @@ export function createTrace(writes: Writes, clock: Clock, work: { organizationId
   let position = 0;
   return {
     async record(call) {
-      await writes((trx) => queries.insertAgentCall(trx, {
-        organization_id: work.organizationId,
-        scribe_id: work.scribeId,
-        task_id: work.taskId ?? null,
-        session_id: work.sessionId ?? null,
-        run_id: runId,
-        position: position++,
-        kind: call.kind,
-        name: call.name.slice(0, 200),
-        arguments: keep(call.arguments),
-        result: keep(call.result),
-        duration_ms: Math.round(call.durationMs),
-        error: call.error ?? null,
-        input_tokens: call.inputTokens ?? null,
-        output_tokens: call.outputTokens ?? null,
-        created_at: clock().toISOString(),
-      }));
+      await writes((trx) =>
+        queries.insertAgentCall(trx, {
+          organization_id: work.organizationId,
+          scribe_id: work.scribeId,
+          task_id: work.taskId ?? null,
+          session_id: work.sessionId ?? null,
+          run_id: runId,
+          position: position++,
+          kind: call.kind,
+          name: call.name.slice(0, 200),
+          arguments: keep(call.arguments),
+          result: keep(call.result),
+          duration_ms: Math.round(call.durationMs),
+          error: call.error ?? null,
+          input_tokens: call.inputTokens ?? null,
+          output_tokens: call.outputTokens ?? null,
+          created_at: clock().toISOString(),
+        }),
+      );
     },
   };
 }

@@ -23,7 +23,13 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: object, example?: unknown) => ({ 'application/json': { schema, ...(example === undefined ? {} : { example }) } });
 
 export const examples = {
-  submit: { task: { summary: 'Summarize the open support tickets', acceptance_criteria: 'A bullet list', attachments: [{ url: 'https://example.com/tickets.csv', content_type: 'text/csv' }] } },
+  submit: {
+    task: {
+      summary: 'Summarize the open support tickets',
+      acceptance_criteria: 'A bullet list',
+      attachments: [{ url: 'https://example.com/tickets.csv', content_type: 'text/csv' }],
+    },
+  },
   chat: { message: 'What are you working on?', end_session_immediately: false },
   request: {
     request: {
@@ -84,26 +90,42 @@ export const examples = {
   },
   task: {
     task: {
-      id: '01935f00-0000-7000-8000-0000000000a1', scribe_id: 'atlas', request_id: 'req_01JD7X3Z8Q4N2M5K6P7R8S9T0V', status: 'waiting', title: 'Summarize the open support tickets',
-      summary: 'Summarize the open support tickets', acceptance_criteria: null, result: null, question: 'Which ticket queue do you mean?', error: null,
-      attachments: [{ filename: 'tickets.csv', content_type: 'text/csv', size: 2048 }], usage: { input_tokens: 812, output_tokens: 64 },
-      created_at: '2026-01-15T10:00:00.000Z', updated_at: '2026-01-15T10:00:03.120Z',
+      id: '01935f00-0000-7000-8000-0000000000a1',
+      scribe_id: 'atlas',
+      request_id: 'req_01JD7X3Z8Q4N2M5K6P7R8S9T0V',
+      status: 'waiting',
+      title: 'Summarize the open support tickets',
+      summary: 'Summarize the open support tickets',
+      acceptance_criteria: null,
+      result: null,
+      question: 'Which ticket queue do you mean?',
+      error: null,
+      attachments: [{ filename: 'tickets.csv', content_type: 'text/csv', size: 2048 }],
+      usage: { input_tokens: 812, output_tokens: 64 },
+      created_at: '2026-01-15T10:00:00.000Z',
+      updated_at: '2026-01-15T10:00:03.120Z',
     },
   },
   session: {
     session: {
-      id: '01935f00-0000-7000-8000-0000000000b2', scribe_id: 'atlas', status: 'running',
+      id: '01935f00-0000-7000-8000-0000000000b2',
+      scribe_id: 'atlas',
+      status: 'running',
       messages: [
         { id: 1, author: 'user', text: 'Who is our contact at Acme?', partial: false, created_at: '2026-01-15T10:00:00.000Z' },
         { id: 2, author: 'scribe', text: 'Your contact at Acme is', partial: true, created_at: '2026-01-15T10:00:01.250Z' },
       ],
-      usage: { input_tokens: 0, output_tokens: 0 }, created_at: '2026-01-15T10:00:00.000Z', updated_at: '2026-01-15T10:00:00.000Z',
+      usage: { input_tokens: 0, output_tokens: 0 },
+      created_at: '2026-01-15T10:00:00.000Z',
+      updated_at: '2026-01-15T10:00:00.000Z',
     },
   },
   input: { input: 'The support queue, last 7 days' },
   message: { message: 'And their phone number?' },
-  taskStream: 'id: 3\nevent: status\ndata: {"id":"01935f00-0000-7000-8000-0000000000a1","status":"in_progress",…}\n\nid: 4\nevent: delta\ndata: {"message_id":57,"text":"Three tickets are open: "}\n\n',
-  sessionStream: 'id: 2\nevent: message\ndata: {"id":1,"author":"user","text":"Who is our contact at Acme?","partial":false,"created_at":"2026-01-15T10:00:00.000Z"}\n\nid: 4\nevent: delta\ndata: {"message_id":2,"text":"Your contact at Acme is"}\n\n: keep-alive\n\n',
+  taskStream:
+    'id: 3\nevent: status\ndata: {"id":"01935f00-0000-7000-8000-0000000000a1","status":"in_progress",…}\n\nid: 4\nevent: delta\ndata: {"message_id":57,"text":"Three tickets are open: "}\n\n',
+  sessionStream:
+    'id: 2\nevent: message\ndata: {"id":1,"author":"user","text":"Who is our contact at Acme?","partial":false,"created_at":"2026-01-15T10:00:00.000Z"}\n\nid: 4\nevent: delta\ndata: {"message_id":2,"text":"Your contact at Acme is"}\n\n: keep-alive\n\n',
 } as const;
 
 /** The request body examples and the schemas that validate them (checked by the tests). */
@@ -143,7 +165,8 @@ const idempotencyKey = {
   name: 'Idempotency-Key',
   in: 'header',
   required: false,
-  description: 'Makes the call safe to retry: the same key and body replay the first response (header `Idempotent-Replayed: true`) for 24 hours; other parameters → 422, while the first runs → 409.',
+  description:
+    'Makes the call safe to retry: the same key and body replay the first response (header `Idempotent-Replayed: true`) for 24 hours; other parameters → 422, while the first runs → 409.',
   schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
 };
 
@@ -186,7 +209,7 @@ export function openApiDocument(): Record<string, unknown> {
           operationId: 'submitTask',
           summary: 'Submit a task',
           description: `Returns a receipt at once; the task is dispatched in the background. At most ${MAX_ATTACHMENTS} attachments, each downloaded before the receipt is returned.`,
-          parameters: [pathParam('scribe_id', 'The scribe\'s slug'), idempotencyKey],
+          parameters: [pathParam('scribe_id', "The scribe's slug"), idempotencyKey],
           requestBody: { required: true, content: json(ref('SubmitRequestBody'), examples.submit) },
           responses: {
             202: { description: 'Accepted', content: json(ref('RequestEnvelope'), examples.request) },
@@ -203,10 +226,10 @@ export function openApiDocument(): Record<string, unknown> {
         get: {
           tags: ['Task dispatch'],
           operationId: 'listRequests',
-          summary: 'List the scribe\'s requests',
+          summary: "List the scribe's requests",
           description: 'The receipts of one scribe, newest first, paged by cursor: pass `next_cursor` as `after` for the next page.',
           parameters: [
-            pathParam('scribe_id', 'The scribe\'s slug'),
+            pathParam('scribe_id', "The scribe's slug"),
             queryParam('status', 'Only receipts in this status', listQuery.properties.status!),
             queryParam('entity_type', 'Only receipts of this entity type', listQuery.properties.entity_type!),
             queryParam('limit', `Page size, default ${REQUEST_LIST_LIMIT.fallback}, clamped to ${REQUEST_LIST_LIMIT.max}`, { type: 'integer', minimum: 1 }),
@@ -223,7 +246,7 @@ export function openApiDocument(): Record<string, unknown> {
           tags: ['Task dispatch'],
           operationId: 'getRequest',
           summary: 'Poll a request',
-          description: 'The receipt as it is now: `accepted`, `dispatched`, then `fulfilled` (with the task\'s id in `entity_id`) or `failed` (with `error_message`).',
+          description: "The receipt as it is now: `accepted`, `dispatched`, then `fulfilled` (with the task's id in `entity_id`) or `failed` (with `error_message`).",
           parameters: [pathParam('id', 'The receipt id, `req_…`')],
           responses: {
             200: { description: 'The receipt', content: json(ref('RequestEnvelope'), examples.request) },
@@ -236,12 +259,19 @@ export function openApiDocument(): Record<string, unknown> {
           tags: ['Chat'],
           operationId: 'sendChatMessage',
           summary: 'Send a message to a scribe',
-          description: 'Creates a session that the scribe answers in the background; a powered-off scribe\'s session waits as queued.',
-          parameters: [pathParam('scribe_id', 'The scribe\'s slug'), idempotencyKey],
+          description: "Creates a session that the scribe answers in the background; a powered-off scribe's session waits as queued.",
+          parameters: [pathParam('scribe_id', "The scribe's slug"), idempotencyKey],
           requestBody: { required: false, content: json(ref('ChatBody'), examples.chat) },
           responses: {
             202: { description: 'Accepted', content: json(ref('ChatResponse'), examples.chatResponse) },
-            ...errors('A', { ...common, 400: 'Invalid JSON body', 404: 'Scribe not found', 409: 'A request with this Idempotency-Key is still in progress', 413: 'Request body too large', 422: 'message must be a string' }),
+            ...errors('A', {
+              ...common,
+              400: 'Invalid JSON body',
+              404: 'Scribe not found',
+              409: 'A request with this Idempotency-Key is still in progress',
+              413: 'Request body too large',
+              422: 'message must be a string',
+            }),
           },
         },
       },
@@ -390,7 +420,11 @@ export function openApiDocument(): Record<string, unknown> {
           description: 'Oldest first, paged by cursor; drafts and archived entries only when asked.',
           parameters: [
             pathParam('entry_type_id', 'The entry type id'),
-            queryParam('q', 'Search: words, `Field:value`, `Field>n`, `relationship:Name`, `&&`, `||`, parentheses. At most 2,000 characters, 20 terms and groups nested 100 deep; past a limit, 400 `Invalid search query: <reason>`', { type: 'string', maxLength: 2000 }),
+            queryParam(
+              'q',
+              'Search: words, `Field:value`, `Field>n`, `relationship:Name`, `&&`, `||`, parentheses. At most 2,000 characters, 20 terms and groups nested 100 deep; past a limit, 400 `Invalid search query: <reason>`',
+              { type: 'string', maxLength: 2000 },
+            ),
             queryParam('include_drafts', 'Include drafts', { type: 'boolean' }),
             queryParam('include_archived', 'Include archived entries', { type: 'boolean' }),
             queryParam('limit', `Page size, default ${ENTRY_LIST_LIMIT.fallback}, clamped to ${ENTRY_LIST_LIMIT.max}`, { type: 'integer', minimum: 1 }),
@@ -403,10 +437,24 @@ export function openApiDocument(): Record<string, unknown> {
         },
       },
       '/api/v1/openapi.json': {
-        get: { tags: ['Operations'], operationId: 'getOpenApiDocument', summary: 'This document', description: 'The OpenAPI 3.1 description of this API, from which clients can be generated.', security: [], responses: { 200: { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } } },
+        get: {
+          tags: ['Operations'],
+          operationId: 'getOpenApiDocument',
+          summary: 'This document',
+          description: 'The OpenAPI 3.1 description of this API, from which clients can be generated.',
+          security: [],
+          responses: { 200: { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } },
+        },
       },
       '/healthz': {
-        get: { tags: ['Operations'], operationId: 'getHealth', summary: 'Liveness', description: 'Answers while the process serves requests; it does not look at the database.', security: [], responses: { 200: { description: 'The process answers', content: json(ref('Health'), { status: 'ok' }) } } },
+        get: {
+          tags: ['Operations'],
+          operationId: 'getHealth',
+          summary: 'Liveness',
+          description: 'Answers while the process serves requests; it does not look at the database.',
+          security: [],
+          responses: { 200: { description: 'The process answers', content: json(ref('Health'), { status: 'ok' }) } },
+        },
       },
       '/readyz': {
         get: {

@@ -7,12 +7,18 @@ import { SESSION_STATES } from '../sessions/queries.js';
  * The shapes of the API's answers, as zod schemas: the OpenAPI document is generated from
  * them, and test/docs/openapi.test.ts checks real responses against them.
  */
-const timestamp = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/).describe('ISO 8601 UTC with milliseconds');
+const timestamp = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
+  .describe('ISO 8601 UTC with milliseconds');
 const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
 
 export const requestObject = z
   .object({
-    id: z.string().regex(/^req_[0-9A-HJKMNP-TV-Z]{26}$/).describe('`req_` and a ULID'),
+    id: z
+      .string()
+      .regex(/^req_[0-9A-HJKMNP-TV-Z]{26}$/)
+      .describe('`req_` and a ULID'),
     scribe_id: z.string().describe('The slug of the scribe'),
     status: z.enum(REQUEST_STATUSES),
     entity_type: z.enum(ENTITY_TYPES),
@@ -60,7 +66,15 @@ export const messageObject = z
   })
   .strict();
 export const sessionObject = z
-  .object({ id: uuid, scribe_id: z.string().describe('The slug of the scribe'), status: z.enum(SESSION_STATES), messages: z.array(messageObject), usage, created_at: timestamp, updated_at: timestamp })
+  .object({
+    id: uuid,
+    scribe_id: z.string().describe('The slug of the scribe'),
+    status: z.enum(SESSION_STATES),
+    messages: z.array(messageObject),
+    usage,
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
   .strict();
 export const sessionEnvelope = z.object({ session: sessionObject }).strict();
 
@@ -86,7 +100,10 @@ export const entryList = z
   .strict();
 
 export const errorA = z.object({ error: z.string() }).strict().describe('Form A: task dispatch and chat');
-export const errorB = z.object({ data: z.null(), meta: z.object({}).strict(), error: z.string() }).strict().describe('Form B: entries');
+export const errorB = z
+  .object({ data: z.null(), meta: z.object({}).strict(), error: z.string() })
+  .strict()
+  .describe('Form B: entries');
 
 export const health = z.object({ status: z.literal('ok') }).strict();
 export const readiness = z

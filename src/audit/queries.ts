@@ -74,11 +74,7 @@ const SUBJECT_QUERIES: Record<string, (db: Db, organizationId: string, ids: read
   request: (db, org, ids) => db('requests').where({ organization_id: org }).whereIn('id', ids).select('id', 'title as name'),
   task: (db, org, ids) => db('tasks').where({ organization_id: org }).whereIn('id', ids).select('id', 'title as name'),
   session: (db, org, ids) =>
-    db('sessions as x')
-      .join('scribes as s', 's.id', 'x.scribe_id')
-      .where('x.organization_id', org)
-      .whereIn('x.id', ids)
-      .select('x.id', db.raw("'chat with ' || s.slug as name")),
+    db('sessions as x').join('scribes as s', 's.id', 'x.scribe_id').where('x.organization_id', org).whereIn('x.id', ids).select('x.id', db.raw("'chat with ' || s.slug as name")),
   scribe: (db, org, ids) => db('scribes').where({ organization_id: org }).whereIn('id', ids).select('id', 'slug as name', 'slug as key'),
   schedule: (db, org, ids) => db('schedules').where({ organization_id: org }).whereIn('id', ids).select('id', db.raw('coalesce(title, summary) as name')),
   channel: (db, org, ids) => db('channels').where({ organization_id: org }).whereIn('id', ids).select('id', 'name'),

@@ -79,6 +79,10 @@ export function createAuditLog({ db, clock }: { db: Db; clock: Clock }) {
 
     /** What these events' subjects are called now, by `type:id`; a subject no longer found is missing. */
     subjectNames: (organizationId: string, events: ReadonlyArray<Pick<AuditEventRow, 'subject_type' | 'subject_id'>>): Promise<Map<string, SubjectName>> =>
-      findSubjectNames(db, organizationId, events.map((e) => ({ type: e.subject_type, id: e.subject_id }))),
+      findSubjectNames(
+        db,
+        organizationId,
+        events.map((e) => ({ type: e.subject_type, id: e.subject_id })),
+      ),
   };
 }

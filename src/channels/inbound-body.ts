@@ -29,7 +29,13 @@ export function readInboundBody(raw: Buffer, contentType: string | undefined): I
   }
   if (type === 'application/x-www-form-urlencoded') {
     const fields = Object.fromEntries(new URLSearchParams(text));
-    return { fields, json: null, text: Object.entries(fields).map(([name, value]) => `${name}: ${value}`).join('\n') };
+    return {
+      fields,
+      json: null,
+      text: Object.entries(fields)
+        .map(([name, value]) => `${name}: ${value}`)
+        .join('\n'),
+    };
   }
   return { fields: null, json: null, text };
 }

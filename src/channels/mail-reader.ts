@@ -282,7 +282,9 @@ function headerReader(root: MimeNode | undefined) {
     const line = lines.find((candidate) => candidate.key === key);
     if (!line) return undefined;
     // Raw 8-bit header bytes arrive as binary text: read them as UTF-8.
-    return Buffer.from(String(libmime.decodeHeader(line.line).value ?? ''), 'binary').toString().trim();
+    return Buffer.from(String(libmime.decodeHeader(line.line).value ?? ''), 'binary')
+      .toString()
+      .trim();
   };
 }
 

@@ -109,13 +109,22 @@ export async function findDeliveryByReplayKey(db: Db, channelId: string, replayK
 export async function listDeliveries(db: Db, channelId: string, limit: number): Promise<DeliveryRow[]> {
   return db<DeliveryRow>('channel_deliveries')
     .where({ channel_id: channelId })
-    .orderBy([{ column: 'received_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+    .orderBy([
+      { column: 'received_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
     .limit(limit);
 }
 
 /** A page of the channel's deliveries, newest first (the console's pager), with their capped total. */
 export function pageDeliveries(db: Db, channelId: string, at: PageAt, limit: number): Promise<KeysetPage<DeliveryRow>> {
-  return readKeysetPage(db, db<DeliveryRow>('channel_deliveries').where({ channel_id: channelId }), { columns: ['received_at', 'id'], keyOf: (row: DeliveryRow) => [row.received_at, row.id] }, at, limit);
+  return readKeysetPage(
+    db,
+    db<DeliveryRow>('channel_deliveries').where({ channel_id: channelId }),
+    { columns: ['received_at', 'id'], keyOf: (row: DeliveryRow) => [row.received_at, row.id] },
+    at,
+    limit,
+  );
 }
 
 /** The delivery (with its channel) that created a receipt, for the receipt's page. */

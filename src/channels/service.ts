@@ -179,7 +179,9 @@ export function createChannelService({
     try {
       if (!scribe) throw new NotFoundError(messages.notFound);
       if (channel.mode === 'chat') {
-        const session = await sessions.start(scribe, { message: content.summary, endImmediately: false }, channelActor(channel), (trx, made) => alongside(trx, made as { session_id: string }));
+        const session = await sessions.start(scribe, { message: content.summary, endImmediately: false }, channelActor(channel), (trx, made) =>
+          alongside(trx, made as { session_id: string }),
+        );
         return { status: statusOf.created, body: { session_id: session.id } };
       }
       const body = parseSubmitRequestBody({ task: { summary: content.summary, title: content.title?.slice(0, MAX_TITLE_LENGTH) || null } });

@@ -60,7 +60,17 @@ export const commands: Record<string, Command> = {
     usage: 'scribe list --org ORG_ID',
     async run(flags, s) {
       const org = await s.organizations.getOrganization(required(flags, 'org'));
-      return { scribes: (await s.scribes.list(org.id)).map(({ id, slug, name, state, agent, max_concurrency, created_at }) => ({ id, slug, name, state, agent, max_concurrency, created_at })) };
+      return {
+        scribes: (await s.scribes.list(org.id)).map(({ id, slug, name, state, agent, max_concurrency, created_at }) => ({
+          id,
+          slug,
+          name,
+          state,
+          agent,
+          max_concurrency,
+          created_at,
+        })),
+      };
     },
   },
   'key create': {
@@ -89,7 +99,7 @@ export const commands: Record<string, Command> = {
   'scribe set-agent': {
     usage:
       'scribe set-agent --org ORG_ID --slug SLUG [--agent builtin|openai] [--instructions TEXT] [--model NAME] [--base-url URL] [--api-key KEY]\n' +
-      '  [--vision true|false] [--max-tool-rounds N] [--token-budget N] [--max-concurrency N|none]   (an empty value goes back to the environment\'s; `none` lifts a budget or cap)',
+      "  [--vision true|false] [--max-tool-rounds N] [--token-budget N] [--max-concurrency N|none]   (an empty value goes back to the environment's; `none` lifts a budget or cap)",
     async run(flags, s) {
       const org = await s.organizations.getOrganization(required(flags, 'org'));
       const scribe = await s.scribes.setAgent(org.id, required(flags, 'slug'), {
@@ -182,7 +192,16 @@ export const commands: Record<string, Command> = {
       const task = await s.tasks.find(required(flags, 'id'));
       const events = task.events.map((e) => ({ from: e.from_status, to: e.to_status, author: e.author, text: e.text, partial: Boolean(e.partial), at: e.created_at }));
       const calls = await s.traces.of({ taskId: task.id });
-      return { id: task.id, status: task.status, title: task.title, result: task.result, last_error: task.last_error, events, usage: traceTotals(calls).usage, trace: presentTrace(calls) };
+      return {
+        id: task.id,
+        status: task.status,
+        title: task.title,
+        result: task.result,
+        last_error: task.last_error,
+        events,
+        usage: traceTotals(calls).usage,
+        trace: presentTrace(calls),
+      };
     },
   },
   'task input': {
@@ -197,7 +216,11 @@ export const commands: Record<string, Command> = {
     usage: 'schedule create --org ORG_ID --scribe SLUG --cron EXPR --summary TEXT [--title TEXT] [--acceptance-criteria TEXT] [--timezone ZONE] [--overlap skip|allow]',
     async run(flags, s) {
       const org = await s.organizations.getOrganization(required(flags, 'org'));
-      const schedule = await s.schedules.create(operatorActor(org.id), required(flags, 'scribe'), { ...scheduleFlags(flags), cron: required(flags, 'cron'), summary: required(flags, 'summary') });
+      const schedule = await s.schedules.create(operatorActor(org.id), required(flags, 'scribe'), {
+        ...scheduleFlags(flags),
+        cron: required(flags, 'cron'),
+        summary: required(flags, 'summary'),
+      });
       return { id: schedule.id, next_run_at: schedule.next_run_at };
     },
   },
@@ -206,7 +229,12 @@ export const commands: Record<string, Command> = {
     async run(flags, s) {
       const { actor, id } = await byId(flags, s.schedules);
       const current = await s.schedules.get(actor.organizationId, id);
-      const schedule = await s.schedules.update(actor, id, { ...current, ...scheduleFlags(flags), cron: optional(flags, 'cron') ?? current.cron, summary: optional(flags, 'summary') ?? current.summary });
+      const schedule = await s.schedules.update(actor, id, {
+        ...current,
+        ...scheduleFlags(flags),
+        cron: optional(flags, 'cron') ?? current.cron,
+        summary: optional(flags, 'summary') ?? current.summary,
+      });
       return { id: schedule.id, next_run_at: schedule.next_run_at };
     },
   },
@@ -260,7 +288,14 @@ export const commands: Record<string, Command> = {
       '  channel create --org ORG_ID --scribe SLUG --kind email --address ADDRESS [--mode task|chat] [--name NAME]',
     async run(flags, s) {
       const org = await s.organizations.getOrganization(required(flags, 'org'));
-      const input = { kind: required(flags, 'kind'), mode: optional(flags, 'mode'), name: optional(flags, 'name'), verify: optional(flags, 'verify'), secret: optional(flags, 'secret'), address: optional(flags, 'address') };
+      const input = {
+        kind: required(flags, 'kind'),
+        mode: optional(flags, 'mode'),
+        name: optional(flags, 'name'),
+        verify: optional(flags, 'verify'),
+        secret: optional(flags, 'secret'),
+        address: optional(flags, 'address'),
+      };
       const { channel, secret } = await s.channels.create(operatorActor(org.id), required(flags, 'scribe'), input);
       return channel.kind === 'email' ? { id: channel.id, address: channel.address } : { id: channel.id, url: `/inbound/${channel.token}`, secret };
     },
@@ -288,7 +323,15 @@ export const commands: Record<string, Command> = {
     async run(flags, s) {
       const { actor, id } = await byId(flags, s.channels);
       const channel = await s.channels.get(actor.organizationId, id);
-      const deliveries = (await s.channels.deliveries(id, 20)).map(({ received_at, sender, outcome, status, reason, request_id, session_id }) => ({ received_at, sender, outcome, status, reason, request_id, session_id }));
+      const deliveries = (await s.channels.deliveries(id, 20)).map(({ received_at, sender, outcome, status, reason, request_id, session_id }) => ({
+        received_at,
+        sender,
+        outcome,
+        status,
+        reason,
+        request_id,
+        session_id,
+      }));
       return { ...presentChannel(channel), deliveries };
     },
   },
@@ -296,7 +339,11 @@ export const commands: Record<string, Command> = {
     usage: `webhook create --org ORG_ID --url URL [--events ${EVENT_TYPES.join(',')}] [--description TEXT]`,
     async run(flags, s) {
       const org = await s.organizations.getOrganization(required(flags, 'org'));
-      const { endpoint, secret } = await s.webhooks.create(operatorActor(org.id), { url: required(flags, 'url'), events: eventsFlag(flags), description: optional(flags, 'description') });
+      const { endpoint, secret } = await s.webhooks.create(operatorActor(org.id), {
+        url: required(flags, 'url'),
+        events: eventsFlag(flags),
+        description: optional(flags, 'description'),
+      });
       return { id: endpoint.id, url: endpoint.url, secret, events: endpoint.events ?? [...EVENT_TYPES] };
     },
   },
@@ -306,7 +353,12 @@ export const commands: Record<string, Command> = {
       const { actor, id } = await byId(flags, s.webhooks);
       const enabled = optional(flags, 'enabled');
       if (enabled !== undefined && enabled !== 'true' && enabled !== 'false') throw new UsageError('--enabled must be true or false');
-      const endpoint = await s.webhooks.update(actor, id, { url: optional(flags, 'url'), events: eventsFlag(flags), description: optional(flags, 'description'), enabled: enabled === undefined ? undefined : enabled === 'true' });
+      const endpoint = await s.webhooks.update(actor, id, {
+        url: optional(flags, 'url'),
+        events: eventsFlag(flags),
+        description: optional(flags, 'description'),
+        enabled: enabled === undefined ? undefined : enabled === 'true',
+      });
       return presentEndpoint(endpoint);
     },
   },
@@ -330,9 +382,21 @@ export const commands: Record<string, Command> = {
     async run(flags, s) {
       const { actor, id } = await byId(flags, s.webhooks);
       const endpoint = await s.webhooks.get(actor.organizationId, id);
-      const deliveries = (await s.webhooks.deliveries(id, {}, 20)).map(({ id, event_id, event_type, status, attempts, last_attempt_at, response_status, error, duration_ms, available_at, created_at }) => ({
-        id, event_id, event_type, status, attempts, last_attempt_at, response_status, error, duration_ms, next_attempt_at: status === 'pending' ? available_at : null, created_at,
-      }));
+      const deliveries = (await s.webhooks.deliveries(id, {}, 20)).map(
+        ({ id, event_id, event_type, status, attempts, last_attempt_at, response_status, error, duration_ms, available_at, created_at }) => ({
+          id,
+          event_id,
+          event_type,
+          status,
+          attempts,
+          last_attempt_at,
+          response_status,
+          error,
+          duration_ms,
+          next_attempt_at: status === 'pending' ? available_at : null,
+          created_at,
+        }),
+      );
       return { ...presentEndpoint(endpoint), deliveries };
     },
   },
@@ -482,7 +546,19 @@ function presentChannel(channel: ChannelListRow) {
 /** A scribe's agent settings as the CLI prints them: whether a key is set, never the key. */
 function presentAgent(scribe: ScribeRow) {
   const { id, slug, agent, instructions, model, model_base_url, model_api_key, model_vision, max_tool_rounds, token_budget, max_concurrency } = scribe;
-  return { id, slug, agent, instructions, model, base_url: model_base_url, api_key_set: model_api_key !== null, vision: model_vision, max_tool_rounds, token_budget, max_concurrency };
+  return {
+    id,
+    slug,
+    agent,
+    instructions,
+    model,
+    base_url: model_base_url,
+    api_key_set: model_api_key !== null,
+    vision: model_vision,
+    max_tool_rounds,
+    token_budget,
+    max_concurrency,
+  };
 }
 
 /** The thing named by --id (a schedule, channel, webhook, MCP server or user), and the operator acting on its organization. */
@@ -595,5 +671,11 @@ export const FLAGS = {
 
 /** The usage of `some` commands (all by default), one per line; `<command> --help` prints one. */
 export function usage(some: Record<string, Command> = commands): string {
-  return ['usage: npm run --silent admin -- <command> [--flags]', '', ...Object.values(some).map((c) => `  ${c.usage}`), '', 'Each prints one JSON object; `<command> --help` shows its flags.'].join('\n');
+  return [
+    'usage: npm run --silent admin -- <command> [--flags]',
+    '',
+    ...Object.values(some).map((c) => `  ${c.usage}`),
+    '',
+    'Each prints one JSON object; `<command> --help` shows its flags.',
+  ].join('\n');
 }

@@ -85,4 +85,3 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv, { stdout,
     await db.destroy();
   }
 }
-

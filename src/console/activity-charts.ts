@@ -37,10 +37,7 @@ export interface DashboardCharts {
 export async function dashboardCharts(reads: ConsoleReads, organizationId: string, now: number, clock: ChartClock): Promise<DashboardCharts> {
   const window = timeWindow(now, DASHBOARD_SPAN.spanMs, DASHBOARD_SPAN.bucketMs);
   const buckets = bucketRanges(window);
-  const [counts, latencies] = await Promise.all([
-    reads.receiptsByBucket(organizationId, buckets),
-    reads.fulfilledLatencies(organizationId, buckets, LATENCY_SAMPLES_PER_BUCKET),
-  ]);
+  const [counts, latencies] = await Promise.all([reads.receiptsByBucket(organizationId, buckets), reads.fulfilledLatencies(organizationId, buckets, LATENCY_SAMPLES_PER_BUCKET)]);
   return { receipts: receiptsChart(counts, window, clock), latency: latencyChart(latencies, window, clock) };
 }
 

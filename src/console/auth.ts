@@ -111,7 +111,14 @@ export function authRoutes(services: Services, { limit = LOGIN_ATTEMPTS.limit, p
       handler: (req, res) => loginPage(res, 429, { email: String(req.body?.email ?? ''), error: messages.throttled, next: safeNext(req.body?.next) }),
     });
   const address = (req: Request) => ipKeyGenerator(req.ip ?? '');
-  const perAccount = throttle('login-account', limit, (req) => `${address(req)}|${String(req.body?.email ?? '').trim().toLowerCase()}`);
+  const perAccount = throttle(
+    'login-account',
+    limit,
+    (req) =>
+      `${address(req)}|${String(req.body?.email ?? '')
+        .trim()
+        .toLowerCase()}`,
+  );
   const perClient = throttle('login-address', perAddress, address);
 
   router.get('/login', (req, res) => {

@@ -184,8 +184,7 @@ export function barChart(input: ChartInput): Chart {
   const slot = (plot.right - plot.left) / window.buckets;
   const startOf = (i: number) => window.start + i * window.bucketMs;
 
-  const heightOf = (bucket: Array<number | null>) =>
-    mode === 'stacked' ? bucket.reduce<number>((sum, v) => sum + (v ?? 0), 0) : Math.max(0, ...bucket.map((v) => v ?? 0));
+  const heightOf = (bucket: Array<number | null>) => (mode === 'stacked' ? bucket.reduce<number>((sum, v) => sum + (v ?? 0), 0) : Math.max(0, ...bucket.map((v) => v ?? 0)));
   const scale = niceScale(Math.max(0, ...values.map(heightOf)));
   const yOf = (value: number) => round(plot.bottom - (value / scale.max) * plotHeight);
 

@@ -45,17 +45,7 @@ export interface ConsoleOptions {
  * SameSite=Lax and Secure over HTTPS; every state-changing request carries a CSRF token
  * (csrf-sync, the synchronizer token pattern).
  */
-export function consoleRouter({
-  services,
-  logger,
-  sessionSecret,
-  options = {},
-}: {
-  services: Services;
-  logger: Logger;
-  sessionSecret: string;
-  options?: ConsoleOptions;
-}): Router {
+export function consoleRouter({ services, logger, sessionSecret, options = {} }: { services: Services; logger: Logger; sessionSecret: string; options?: ConsoleOptions }): Router {
   const router = Router();
   router.use(refuseDeclaredTooLarge());
   router.use('/assets', express.static(PUBLIC_DIR, { index: false, maxAge: '1h', fallthrough: false }));
@@ -91,7 +81,7 @@ export function consoleRouter({
     Object.assign(res.locals, baseLocals(req), {
       user: req.user ?? null,
       csrfToken: csrf.generateToken(req),
-      flash: refresh ? null : req.session.flash ?? null,
+      flash: refresh ? null : (req.session.flash ?? null),
       // Every time on the page is written in the reader's zone, relative to the services' clock.
       timeZone: zoneOrUtc(req.user?.time_zone),
       now: services.clock().getTime(),

@@ -18,7 +18,12 @@ export type ReceiptListRow = Pick<RequestRow, 'id' | 'status' | 'title' | 'error
 
 /** Receipts by status created since `since`. */
 export async function receiptCounts(db: Db, organizationId: string, since: string): Promise<Record<RequestStatus, number>> {
-  return statusCounts(await db('requests').where({ organization_id: organizationId }).where('created_at', '>=', since).first(...countsByStatus(db)));
+  return statusCounts(
+    await db('requests')
+      .where({ organization_id: organizationId })
+      .where('created_at', '>=', since)
+      .first(...countsByStatus(db)),
+  );
 }
 
 /** A time range of created_at, [from, to): one bucket of a chart. */
@@ -289,7 +294,14 @@ export async function bulkSelection(
   if (action === 'retry' && kind === 'receipts') query.whereNotExists(db('requests as retry').whereRaw('retry.retry_of = r.id').select(db.raw('1')));
   const [count, rows] = await Promise.all([
     query.clone().count({ n: '*' }).first(),
-    query.clone().orderBy([{ column: `${alias}.created_at`, order: 'asc' }, { column: `${alias}.id`, order: 'asc' }]).limit(limit).select(`${alias}.id`),
+    query
+      .clone()
+      .orderBy([
+        { column: `${alias}.created_at`, order: 'asc' },
+        { column: `${alias}.id`, order: 'asc' },
+      ])
+      .limit(limit)
+      .select(`${alias}.id`),
   ]);
   return { total: Number((count as { n?: number | string } | undefined)?.n ?? 0), ids: (rows as Array<{ id: string }>).map((r) => r.id) };
 }
@@ -340,7 +352,13 @@ function filterSessions(db: Db, organizationId: string, filter: SessionFilter): 
     // substring, so the search is bounded: it reads the messages of the newest
     // SESSION_SEARCH_WINDOW sessions the other filters give (by the sessions' own indexes
     // and session_messages (session_id, id)), however many match.
-    const newest = narrow(db('sessions as w'), 'w').orderBy([{ column: 'w.created_at', order: 'desc' }, { column: 'w.id', order: 'desc' }]).limit(SESSION_SEARCH_WINDOW).select('w.id');
+    const newest = narrow(db('sessions as w'), 'w')
+      .orderBy([
+        { column: 'w.created_at', order: 'desc' },
+        { column: 'w.id', order: 'desc' },
+      ])
+      .limit(SESSION_SEARCH_WINDOW)
+      .select('w.id');
     query.whereIn('x.id', newest).whereExists(messagesContaining(db, filter.text).select(db.raw('1')));
   }
   return query;

@@ -38,7 +38,15 @@ const dateTimeFormats = new Map<string, Intl.DateTimeFormat>();
 function dateTime(at: Date, timeZone: string): string {
   let format = dateTimeFormats.get(timeZone);
   if (!format) {
-    format = new Intl.DateTimeFormat('en-GB', { timeZone: zoneOrUtc(timeZone), day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+    format = new Intl.DateTimeFormat('en-GB', {
+      timeZone: zoneOrUtc(timeZone),
+      day: 'numeric',
+      month: 'short',
+      year: 'numeric',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    });
     dateTimeFormats.set(timeZone, format);
   }
   return format.format(at);
@@ -181,4 +189,19 @@ export function inZone(at: string | Date, timeZone: string): string {
   }).format(typeof at === 'string' ? new Date(at) : at);
 }
 
-export const viewHelpers = { timeAgo, localTime, exactTime, tone, label, truncate, snippet, bytes, withQuery, inZone, describeSchedule: describeStored, markdown, traceTimeline, TIMELINE_UNITS };
+export const viewHelpers = {
+  timeAgo,
+  localTime,
+  exactTime,
+  tone,
+  label,
+  truncate,
+  snippet,
+  bytes,
+  withQuery,
+  inZone,
+  describeSchedule: describeStored,
+  markdown,
+  traceTimeline,
+  TIMELINE_UNITS,
+};

@@ -77,7 +77,15 @@ export interface Views {
   };
   'channels/index': { title: string; channels: ChannelListRow[]; scribes: Result<Services['scribes']['listNames']> };
   'channels/form': { title: string; scribe: ScribeRef; values: ChannelInput & { kind: string }; error: string | null; presets: readonly string[]; modes: readonly string[] };
-  'channels/show': { title: string; channel: ChannelListRow; url: string | null; sample: string | null; deliveries: Result<Services['channels']['deliveryPage']>['items']; pager: Pager; secret: string | null };
+  'channels/show': {
+    title: string;
+    channel: ChannelListRow;
+    url: string | null;
+    sample: string | null;
+    deliveries: Result<Services['channels']['deliveryPage']>['items'];
+    pager: Pager;
+    secret: string | null;
+  };
   'entry-types/index': { title: string; types: EntryTypeWithFields[]; counts: Record<string, number>; fieldTypes: readonly string[]; rows: number };
   'entry-types/show': {
     title: string;
@@ -92,7 +100,13 @@ export interface Views {
   };
   'entry-types/edit': { title: string; type: EntryTypeWithFields; types: EntryTypeWithFields[]; fieldTypes: readonly string[]; rows: number };
   'entries/form': { title: string; type: EntryTypeWithFields; entry: Result<Services['entries']['get']> | null; names: Map<string, string> };
-  'entries/show': { title: string; type: EntryTypeWithFields; entry: Result<Services['entries']['get']>; titles: Map<string, string>; linkedFrom: Result<Services['entries']['linkedFrom']> };
+  'entries/show': {
+    title: string;
+    type: EntryTypeWithFields;
+    entry: Result<Services['entries']['get']>;
+    titles: Map<string, string>;
+    linkedFrom: Result<Services['entries']['linkedFrom']>;
+  };
   'failures/bulk': { title: string; kind: string; act: string; verb: string; filters: Record<string, unknown>; upto: string; total: number; max: number };
   'keys/index': { title: string; keys: Result<Services['organizations']['listApiKeys']>; created: Result<Services['organizations']['createApiKey']> | null };
   'receipts/index': Filters<typeof receiptFilters> & {
@@ -119,7 +133,13 @@ export interface Views {
     error: string | null;
     overlaps: readonly string[];
   };
-  'schedules/show': { title: string; schedule: Result<Services['schedules']['get']>; fires: Result<Services['schedules']['firePage']>['items']; pager: Pager; preview: SchedulePreview };
+  'schedules/show': {
+    title: string;
+    schedule: Result<Services['schedules']['get']>;
+    fires: Result<Services['schedules']['firePage']>['items'];
+    pager: Pager;
+    preview: SchedulePreview;
+  };
   'scribes/index': { title: string; scribes: Result<Reads['scribesWithCounts']> };
   'scribes/new': { title: string; form: Record<string, string | boolean>; error: string | null; states: readonly string[]; agents: readonly string[] };
   /** A scribe's Activity tab. */

@@ -42,7 +42,10 @@ export interface ClaimOptions {
 
 /** The first `limit` due rows of the queue, in its order, as a SELECT of ids. */
 function candidates(db: Db, queue: Queue, { now, limit, only }: Omit<ClaimOptions, 'set' | 'alongside'>): Knex.QueryBuilder {
-  const query = db(queue.table).select('id').orderBy([...queue.order]).limit(limit);
+  const query = db(queue.table)
+    .select('id')
+    .orderBy([...queue.order])
+    .limit(limit);
   queue.due(query, now);
   only?.(query);
   return query;
@@ -83,7 +86,12 @@ export interface LeaseTerms {
 export type ClaimPick = { shares: ReadonlyArray<readonly [scribeId: string, count: number]> } | { lapsed: number };
 
 /** Claims the rows `pick` names, from `queues.unclaimed` (kept by `scribe_id`) or `queues.lapsed`. */
-export async function claimPicked<Row extends object>(db: Db, queues: { unclaimed: Queue; lapsed: Queue }, pick: ClaimPick, { now, set }: Pick<ClaimOptions, 'now' | 'set'>): Promise<Row[]> {
+export async function claimPicked<Row extends object>(
+  db: Db,
+  queues: { unclaimed: Queue; lapsed: Queue },
+  pick: ClaimPick,
+  { now, set }: Pick<ClaimOptions, 'now' | 'set'>,
+): Promise<Row[]> {
   if ('lapsed' in pick) return pick.lapsed > 0 ? claimDue<Row>(db, queues.lapsed, { now, limit: pick.lapsed, set }) : [];
   return claimDueInShares<Row>(db, queues.unclaimed, { now, column: 'scribe_id', shares: pick.shares, set });
 }

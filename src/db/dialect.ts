@@ -36,7 +36,14 @@ export interface Dialect {
    * two claimers, in any process, write the same row; `due` guards the write where the
    * database needs it. Returns the rows as written, each with what `alongside` adds (db/claims.ts).
    */
-  claimRows(db: Knex, table: string, candidates: readonly Knex.QueryBuilder[], due: (query: Knex.QueryBuilder) => void, set: Record<string, unknown>, alongside?: readonly Knex.Raw[]): Promise<unknown[]>;
+  claimRows(
+    db: Knex,
+    table: string,
+    candidates: readonly Knex.QueryBuilder[],
+    due: (query: Knex.QueryBuilder) => void,
+    set: Record<string, unknown>,
+    alongside?: readonly Knex.Raw[],
+  ): Promise<unknown[]>;
   /**
    * Locks the rows of `table` among `ids` that `where` keeps, in order of id, until `trx`
    * ends; the ids locked. A statement of its own, so the write that follows reads the rows
@@ -48,7 +55,12 @@ export interface Dialect {
    * unread (a read first would let another process write between it and the transaction's
    * first write); `where` is then for the caller's write to check.
    */
-  holdRows(trx: Knex, table: string, ids: readonly string[], options?: { exclusive?: boolean; skipLocked?: boolean; where?: (query: Knex.QueryBuilder) => void }): Promise<string[]>;
+  holdRows(
+    trx: Knex,
+    table: string,
+    ids: readonly string[],
+    options?: { exclusive?: boolean; skipLocked?: boolean; where?: (query: Knex.QueryBuilder) => void },
+  ): Promise<string[]>;
   /**
    * Makes `trx` a writer from its first statement, for a transaction that reads before it
    * writes. On SQLite such a transaction fails, unwaited, when another process wrote between
@@ -271,7 +283,9 @@ const postgres: Dialect = {
     await db.transaction(async (trx) => {
       const { rows } = await trx.raw('select pg_try_advisory_xact_lock(?) as locked', [ANALYZE_LOCK_KEY]);
       if (!rows[0].locked) return;
-      const never = await trx.raw(`select quote_ident(schemaname) || '.' || quote_ident(relname) as name from pg_stat_user_tables where last_analyze is null and last_autoanalyze is null`);
+      const never = await trx.raw(
+        `select quote_ident(schemaname) || '.' || quote_ident(relname) as name from pg_stat_user_tables where last_analyze is null and last_autoanalyze is null`,
+      );
       for (const table of never.rows as Array<{ name: string }>) await trx.raw(`analyze ${table.name}`);
     });
   },

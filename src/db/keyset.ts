@@ -79,7 +79,12 @@ function tuple(size: number, placeholder: string): string {
 
 /** How many rows `query` matches, reading at most `cap + 1` of them. */
 export async function countUpTo(db: Knex, query: Knex.QueryBuilder, cap: number): Promise<{ count: number; more: boolean }> {
-  const matched = query.clone().clearSelect().clearOrder().select(db.raw('1 as one')).limit(cap + 1);
+  const matched = query
+    .clone()
+    .clearSelect()
+    .clearOrder()
+    .select(db.raw('1 as one'))
+    .limit(cap + 1);
   const row = (await db.from(matched.as('matched')).count({ n: '*' }).first()) as { n: number | string } | undefined;
   const n = Number(row?.n ?? 0);
   return n > cap ? { count: cap, more: true } : { count: n, more: false };

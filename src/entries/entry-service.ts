@@ -95,7 +95,11 @@ export function createEntryService({
 
     for (const field of type.fields.filter((f) => f.type === 'relationship')) {
       const ids = (merged.get(field.name) as string[] | undefined) ?? [];
-      const found = await queries.findEntryTypesOfEntries(db, type.organization_id, ids.filter((id) => UUID_PATTERN.test(id)));
+      const found = await queries.findEntryTypesOfEntries(
+        db,
+        type.organization_id,
+        ids.filter((id) => UUID_PATTERN.test(id)),
+      );
       const ofTarget = new Set(found.filter((e) => e.entry_type_id === field.target_entry_type_id).map((e) => e.id));
       const missing = ids.find((id) => !ofTarget.has(id));
       if (missing) throw new ValidationError(messages.linkNotFound(field.name, missing));
@@ -104,7 +108,13 @@ export function createEntryService({
     return fieldMap(type.fields.filter((f) => merged.has(f.name)).map((f) => [f.name, merged.get(f.name)!]));
   }
 
-  async function save(type: EntryTypeWithFields, id: string, values: Record<string, FieldValue>, flags: { draft: boolean; archivedAt: string | null; createdAt: string; now: string }, isNew: boolean) {
+  async function save(
+    type: EntryTypeWithFields,
+    id: string,
+    values: Record<string, FieldValue>,
+    flags: { draft: boolean; archivedAt: string | null; createdAt: string; now: string },
+    isNew: boolean,
+  ) {
     const key = { entry_id: id, entry_created_at: flags.createdAt, entry_draft: flags.draft, entry_archived: flags.archivedAt !== null };
     const { valueRows, links, searchText, primaryText } = searchRows(key, type.fields, values);
     const row: EntryRow = {

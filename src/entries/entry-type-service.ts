@@ -69,7 +69,15 @@ export function createEntryTypeService({ db, clock }: { db: Db; clock: Clock }) 
   /** Relationship targets must be entry types of the same organization. */
   async function checkTargets(organizationId: string, fields: readonly FieldInput[]): Promise<void> {
     const targets = [...new Set(fields.flatMap((f) => (f.target ? [f.target] : [])))];
-    const found = new Set((await queries.findEntryTypesByIds(db, organizationId, targets.filter((t) => UUID_PATTERN.test(t)))).map((t) => t.id));
+    const found = new Set(
+      (
+        await queries.findEntryTypesByIds(
+          db,
+          organizationId,
+          targets.filter((t) => UUID_PATTERN.test(t)),
+        )
+      ).map((t) => t.id),
+    );
     for (const field of fields) {
       if (field.target && !found.has(field.target)) throw new ValidationError(messages.targetNotFound(field.name));
     }
@@ -104,7 +112,12 @@ export function createEntryTypeService({ db, clock }: { db: Db; clock: Clock }) 
       const type = await this.get(organizationId, id);
       const name = input.name === undefined ? type.name : input.name.trim();
       if (!name) throw new ValidationError(messages.nameRequired);
-      const added = input.addFields?.length ? validateFields(input.addFields, type.fields.map((f) => f.name)) : [];
+      const added = input.addFields?.length
+        ? validateFields(
+            input.addFields,
+            type.fields.map((f) => f.name),
+          )
+        : [];
       if (added.some((f) => f.primary)) throw new ValidationError(messages.onePrimary);
       await checkTargets(organizationId, added);
       const rows = fieldRows(id, added, type.fields.length);

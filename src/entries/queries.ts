@@ -112,7 +112,12 @@ export async function findEntryTypeById(db: Db, id: string): Promise<EntryTypeRo
 /** The organization's entry types by name, each with its fields in order. */
 export async function listEntryTypesWithFields(db: Db, organizationId: string): Promise<Array<EntryTypeRow & { fields: FieldRow[] }>> {
   const types = await db<EntryTypeRow>('entry_types').where({ organization_id: organizationId }).orderBy('name');
-  const fields = await db<FieldRow>('entry_type_fields').whereIn('entry_type_id', types.map((t) => t.id)).orderBy('position');
+  const fields = await db<FieldRow>('entry_type_fields')
+    .whereIn(
+      'entry_type_id',
+      types.map((t) => t.id),
+    )
+    .orderBy('position');
   return types.map((type) => ({ ...type, fields: fields.filter((f) => f.entry_type_id === type.id) }));
 }
 

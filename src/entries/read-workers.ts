@@ -56,12 +56,7 @@ const searchKey = (typeId: string, { q, primaryContains }: Pick<ListOptions, 'q'
  * waiting included (503 `Search timed out`); a caller that goes away (`signal`) stops a
  * search in the slow lane.
  */
-export function createReadWorkers({
-  threads,
-  timeoutMs = READ_TIMEOUT_MS,
-  workerFile = WORKER_FILE,
-  ...data
-}: ReadWorkerData & { threads: number } & Partial<ReadWorkerOptions>) {
+export function createReadWorkers({ threads, timeoutMs = READ_TIMEOUT_MS, workerFile = WORKER_FILE, ...data }: ReadWorkerData & { threads: number } & Partial<ReadWorkerOptions>) {
   // Piscina (maintained by Node.js core contributors) keeps the threads, queues the reads,
   // replaces a thread that dies and terminates the thread of a read that is aborted. Started
   // with the first read, so that a process that reads no entries starts no threads.

@@ -41,7 +41,14 @@ export function createIdempotency({ db, clock }: { db: Db; clock: Clock }) {
   /** Claims the key for this request, or says how to answer instead. */
   async function begin(organizationId: string, key: string, hash: string): Promise<{ replay?: { status: number; body: string } }> {
     const now = clock();
-    const row = { organization_id: organizationId, key, request_hash: hash, state: 'in_progress', created_at: now.toISOString(), expires_at: new Date(now.getTime() + KEY_TTL_MS).toISOString() };
+    const row = {
+      organization_id: organizationId,
+      key,
+      request_hash: hash,
+      state: 'in_progress',
+      created_at: now.toISOString(),
+      expires_at: new Date(now.getTime() + KEY_TTL_MS).toISOString(),
+    };
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
         await db('idempotency_keys').insert(row);
@@ -80,14 +87,18 @@ export function createIdempotency({ db, clock }: { db: Db; clock: Clock }) {
       }
       if (!KEY_PATTERN.test(key)) throw new BadRequestError(messages.invalidKey);
       const organizationId = callerOf(req).organizationId;
-      const hash = createHash('sha256').update(`${req.method} ${req.baseUrl}${req.path}\n${canonicalJson(rawBody)}`).digest('hex');
+      const hash = createHash('sha256')
+        .update(`${req.method} ${req.baseUrl}${req.path}\n${canonicalJson(rawBody)}`)
+        .digest('hex');
       const { replay } = await begin(organizationId, key, hash);
       if (replay) {
         res.status(replay.status).set('Idempotent-Replayed', 'true').type('json').send(replay.body);
         return;
       }
       const save: SaveResponse = async (trx, body) => {
-        await trx('idempotency_keys').where({ organization_id: organizationId, key }).update({ state: 'done', response_status: status, response_body: JSON.stringify(body) });
+        await trx('idempotency_keys')
+          .where({ organization_id: organizationId, key })
+          .update({ state: 'done', response_status: status, response_body: JSON.stringify(body) });
       };
       try {
         res.status(status).json(await work(save));

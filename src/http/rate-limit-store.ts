@@ -36,7 +36,10 @@ export class DatabaseRateLimitStore implements Store {
   }
 
   async get(key: string): Promise<ClientRateLimitInfo | undefined> {
-    const row = await this.db('rate_limit_hits').where({ key: this.prefix + key }).where('reset_at', '>', this.now()).first('hits', 'reset_at');
+    const row = await this.db('rate_limit_hits')
+      .where({ key: this.prefix + key })
+      .where('reset_at', '>', this.now())
+      .first('hits', 'reset_at');
     return row && { totalHits: Number(row.hits), resetTime: new Date(row.reset_at) };
   }
 
@@ -60,11 +63,16 @@ export class DatabaseRateLimitStore implements Store {
   }
 
   async decrement(key: string): Promise<void> {
-    await this.db('rate_limit_hits').where({ key: this.prefix + key }).where('hits', '>', 0).decrement('hits', 1);
+    await this.db('rate_limit_hits')
+      .where({ key: this.prefix + key })
+      .where('hits', '>', 0)
+      .decrement('hits', 1);
   }
 
   async resetKey(key: string): Promise<void> {
-    await this.db('rate_limit_hits').where({ key: this.prefix + key }).delete();
+    await this.db('rate_limit_hits')
+      .where({ key: this.prefix + key })
+      .delete();
   }
 
   private now(): string {

@@ -34,7 +34,10 @@ const KEEP_RUNS_MS = 7 * DAY_MS;
 export function createJobs({ db, clock, logger, jobs }: { db: Db; clock: Clock; logger: Logger; jobs: readonly Job[] }) {
   /** Each job's latest fire time this process has seen. */
   const seen = new Map<string, number>();
-  const latestFire = (job: Job, now: Date) => CronExpressionParser.parse(job.schedule, { tz: 'UTC', currentDate: new Date(now.getTime() + 1) }).prev().getTime();
+  const latestFire = (job: Job, now: Date) =>
+    CronExpressionParser.parse(job.schedule, { tz: 'UTC', currentDate: new Date(now.getTime() + 1) })
+      .prev()
+      .getTime();
 
   const queue: Queue<JobFire, never> = {
     name: 'jobs',

@@ -21,7 +21,10 @@ export function batchPerKey<I, R>(run: (key: string, items: I[]) => Promise<R[]>
       // Calls from now on wait for the next batch.
       waiting.set(key, []);
       try {
-        const results = await run(key, batch.map((call) => call.item));
+        const results = await run(
+          key,
+          batch.map((call) => call.item),
+        );
         batch.forEach((call, i) => call.resolve(results[i]!));
       } catch (err) {
         for (const call of batch) call.reject(err);

@@ -38,10 +38,7 @@ export async function findApiKey(db: Db, id: string): Promise<ApiKeyRow | undefi
 }
 
 /** Served by the unique index on key_hash; reads only what authentication needs. */
-export async function findActiveApiKeyByHash(
-  db: Db,
-  keyHash: string,
-): Promise<Pick<ApiKeyRow, 'id' | 'organization_id' | 'key_hash' | 'name' | 'prefix'> | undefined> {
+export async function findActiveApiKeyByHash(db: Db, keyHash: string): Promise<Pick<ApiKeyRow, 'id' | 'organization_id' | 'key_hash' | 'name' | 'prefix'> | undefined> {
   return db<ApiKeyRow>('api_keys').where({ key_hash: keyHash }).whereNull('revoked_at').first('id', 'organization_id', 'key_hash', 'name', 'prefix');
 }
 
@@ -57,6 +54,9 @@ export async function touchApiKey(db: Db, id: string, at: string): Promise<void>
 export async function listApiKeys(db: Db, organizationId: string): Promise<Array<Omit<ApiKeyRow, 'key_hash'>>> {
   return db<ApiKeyRow>('api_keys')
     .where({ organization_id: organizationId })
-    .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
     .select('id', 'organization_id', 'name', 'prefix', 'created_at', 'last_used_at', 'revoked_at');
 }

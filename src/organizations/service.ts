@@ -21,7 +21,10 @@ export type OrganizationService = ReturnType<typeof createOrganizationService>;
 export function createOrganizationService({ db, clock, logger }: { db: Db; clock: Clock; logger: Logger }) {
   const lastTouched = new Map<string, number>();
   // Every API call asks this: concurrent calls with one key share the lookup.
-  const findActiveKey = sharedLookup((keyHash: string) => keyHash, (keyHash: string) => queries.findActiveApiKeyByHash(db, keyHash));
+  const findActiveKey = sharedLookup(
+    (keyHash: string) => keyHash,
+    (keyHash: string) => queries.findActiveApiKeyByHash(db, keyHash),
+  );
 
   function touch(keyId: string): void {
     const now = clock().getTime();

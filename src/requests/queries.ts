@@ -80,11 +80,18 @@ export async function listRequests(
   filter: { scribeId: string; status?: RequestStatus; entityType?: string },
   page: { limit: number; after?: Position },
 ): Promise<ApiRequestRow[]> {
-  const query = db<RequestRow>('requests').select(...API_COLUMNS).where('scribe_id', filter.scribeId);
+  const query = db<RequestRow>('requests')
+    .select(...API_COLUMNS)
+    .where('scribe_id', filter.scribeId);
   if (filter.status) query.where('status', filter.status);
   if (filter.entityType) query.where('entity_type', filter.entityType);
   if (page.after) query.whereRaw('(created_at, id) < (?, ?)', [page.after.createdAt, page.after.id]);
-  return query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(page.limit);
+  return query
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(page.limit);
 }
 
 /** One receipt of an organization with every column (its task input among them), and its scribe. */
@@ -116,7 +123,9 @@ export async function listAttachments(db: Db, requestId: string): Promise<Attach
 /** The files of several receipts, in each receipt's order. */
 export async function listAttachmentsOf(db: Db, requestIds: readonly string[]): Promise<AttachmentRow[]> {
   if (requestIds.length === 0) return [];
-  return db<AttachmentRow>('attachments').whereIn('request_id', requestIds).orderBy([{ column: 'request_id' }, { column: 'position' }]);
+  return db<AttachmentRow>('attachments')
+    .whereIn('request_id', requestIds)
+    .orderBy([{ column: 'request_id' }, { column: 'position' }]);
 }
 
 // ---- the dispatcher's queue -------------------------------------------------------------
@@ -174,12 +183,7 @@ export type RequestOutcome = { status: 'fulfilled' } | { status: 'failed'; error
  * task, inserted before in the same transaction. How many it ended: fewer than `claim.ids`
  * when a claim was lost (another dispatcher took the receipt over).
  */
-export async function finishClaimedRequests(
-  db: Db,
-  claim: { ids: readonly string[]; token: string },
-  outcome: RequestOutcome,
-  now: string,
-): Promise<number> {
+export async function finishClaimedRequests(db: Db, claim: { ids: readonly string[]; token: string }, outcome: RequestOutcome, now: string): Promise<number> {
   if (claim.ids.length === 0) return 0;
   return db('requests')
     .whereIn('id', claim.ids)
@@ -197,7 +201,5 @@ export async function finishClaimedRequests(
 
 /** Gives a claimed receipt back for another try at `retryAt`. */
 export async function releaseClaimedRequest(db: Db, claim: { id: string; token: string }, retryAt: string): Promise<void> {
-  await db('requests')
-    .where({ id: claim.id, claim_token: claim.token, status: 'dispatched' })
-    .update({ claim_token: null, available_at: retryAt });
+  await db('requests').where({ id: claim.id, claim_token: claim.token, status: 'dispatched' }).update({ claim_token: null, available_at: retryAt });
 }

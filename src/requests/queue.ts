@@ -84,7 +84,10 @@ export function createDispatcher({
    * of a scribe not active fails.
    */
   async function complete(requests: readonly ClaimedRequest[], token: string): Promise<Outcome[]> {
-    const at = laterThan(clock, requests.reduce((latest, r) => (r.updated_at > latest ? r.updated_at : latest), requests[0]!.updated_at));
+    const at = laterThan(
+      clock,
+      requests.reduce((latest, r) => (r.updated_at > latest ? r.updated_at : latest), requests[0]!.updated_at),
+    );
     const outcomes: Outcome[] = requests.map((request) => (request.scribe_state === 'active' ? 'fulfilled' : 'failed'));
     const fulfilled = requests.filter((_, i) => outcomes[i] === 'fulfilled');
     const failed = requests.filter((_, i) => outcomes[i] === 'failed');

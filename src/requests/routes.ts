@@ -13,17 +13,7 @@ export const REQUEST_LIST_LIMIT = { fallback: 25, max: 100 };
  * Task dispatch. Each handler checks in the documented order (docs/api.md), top to
  * bottom: key (middleware) → scribe or request (404) → body or query (400) → rules (422).
  */
-export function requestRoutes({
-  auth,
-  scribes,
-  requests,
-  idempotency,
-}: {
-  auth: RequestHandler[];
-  scribes: ScribeService;
-  requests: RequestService;
-  idempotency: Idempotency;
-}) {
+export function requestRoutes({ auth, scribes, requests, idempotency }: { auth: RequestHandler[]; scribes: ScribeService; requests: RequestService; idempotency: Idempotency }) {
   const router = Router();
 
   router.post('/scribes/:scribe_id/requests', ...auth, async (req, res) => {

@@ -58,14 +58,8 @@ const attachmentInput = z.object(
 const taskInput = z.object(
   {
     summary: requiredText(messages.summaryRequired, 'summary must be a string').refine(...withoutNul('summary')),
-    attachments: z
-      .array(attachmentInput, { error: messages.attachmentsNotArray })
-      .max(MAX_ATTACHMENTS, messages.tooManyAttachments)
-      .nullish(),
-    title: optionalText('title').refine(
-      (title) => !title || title.length <= MAX_TITLE_LENGTH,
-      `title must be at most ${MAX_TITLE_LENGTH} characters`,
-    ),
+    attachments: z.array(attachmentInput, { error: messages.attachmentsNotArray }).max(MAX_ATTACHMENTS, messages.tooManyAttachments).nullish(),
+    title: optionalText('title').refine((title) => !title || title.length <= MAX_TITLE_LENGTH, `title must be at most ${MAX_TITLE_LENGTH} characters`),
     acceptance_criteria: optionalText('acceptance_criteria'),
   },
   { error: (issue) => (isMissing(issue.input) ? messages.summaryRequired : messages.taskNotObject) },

@@ -124,10 +124,17 @@ export function createRequestService(deps: {
       }));
       const receipt = presentRequest(row, scribe.slug);
       // The audit event and what the caller adds are written with the receipt, or not at all.
-      await queries.insertRequest(db, row, attachments, actor || alongside ? async (trx) => {
-        if (actor) await deps.audit.record(actor, 'request.submit', { type: 'request', id: row.id }, row.title, trx);
-        await alongside?.(trx, receipt);
-      } : undefined);
+      await queries.insertRequest(
+        db,
+        row,
+        attachments,
+        actor || alongside
+          ? async (trx) => {
+              if (actor) await deps.audit.record(actor, 'request.submit', { type: 'request', id: row.id }, row.title, trx);
+              await alongside?.(trx, receipt);
+            }
+          : undefined,
+      );
       deps.onAccepted(row.id);
       return receipt;
     },
@@ -140,14 +147,25 @@ export function createRequestService(deps: {
     async retry(actor: Actor, id: string): Promise<ApiRequest> {
       const failed = await this.failedRow(actor.organizationId, id);
       if (await queries.findRetryOf(db, id)) throw new ValidationError(messages.alreadyRetried);
-      const files = (await queries.listAttachments(db, id)).map((a) => ({ position: a.position, url: a.url, filename: a.filename, contentType: a.content_type, sizeBytes: a.size_bytes, sha256: a.sha256 }));
+      const files = (await queries.listAttachments(db, id)).map((a) => ({
+        position: a.position,
+        url: a.url,
+        filename: a.filename,
+        contentType: a.content_type,
+        sizeBytes: a.size_bytes,
+        sha256: a.sha256,
+      }));
       const task = { title: failed.title, summary: failed.summary, acceptance_criteria: failed.acceptance_criteria };
       try {
-        return await this.submit(failed.scribe, { task }, {
-          files,
-          retryOf: id,
-          alongside: (trx, receipt) => deps.audit.record(actor, 'request.retry', { type: 'request', id }, `retried as ${receipt.id}`, trx),
-        });
+        return await this.submit(
+          failed.scribe,
+          { task },
+          {
+            files,
+            retryOf: id,
+            alongside: (trx, receipt) => deps.audit.record(actor, 'request.retry', { type: 'request', id }, `retried as ${receipt.id}`, trx),
+          },
+        );
       } catch (err) {
         if (dialectOf(db).isUniqueViolation(err)) throw new ValidationError(messages.alreadyRetried);
         throw err;
@@ -182,14 +200,9 @@ export function createRequestService(deps: {
       options: { status?: RequestStatus; entityType?: string; limit: number; after?: unknown },
     ): Promise<{ requests: ApiRequest[]; next_cursor: string | null }> {
       const after = decodeAfter(options.after, (id) => REQUEST_ID_PATTERN.test(id));
-      const rows = await queries.listRequests(
-        db,
-        { scribeId: scribe.id, status: options.status, entityType: options.entityType },
-        { limit: options.limit + 1, after },
-      );
+      const rows = await queries.listRequests(db, { scribeId: scribe.id, status: options.status, entityType: options.entityType }, { limit: options.limit + 1, after });
       const page = keysetPage(rows, options.limit);
       return { requests: page.items.map((row) => presentRequest(row, scribe.slug)), next_cursor: page.nextCursor };
     },
-
   };
 }

@@ -5,7 +5,11 @@ export const MAX_GENERATED_TITLE = 80;
  * characters, with `…` when cut (the ellipsis counts toward the 80).
  */
 export function titleFromSummary(summary: string): string {
-  const firstLine = summary.split(/\r?\n/).map((line) => line.trim()).find((line) => line !== '') ?? '';
+  const firstLine =
+    summary
+      .split(/\r?\n/)
+      .map((line) => line.trim())
+      .find((line) => line !== '') ?? '';
   const line = firstLine.replace(/\s+/g, ' ');
   if ([...line].length <= MAX_GENERATED_TITLE) return line;
   const room = [...line].slice(0, MAX_GENERATED_TITLE - 1).join('');

@@ -80,7 +80,11 @@ export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number }, s
     // is in no lock cycle with one that holds it.
     if (held.size === 0 && due.length > 0) for (const id of await dialect.holdRows(trx, 'scribes', due.slice(0, 1))) held.add(id);
     const rows: Array<{ id: string; state: string; max_concurrency: number | null; runs_in_flight: number }> =
-      held.size > 0 ? await trx('scribes').whereIn('id', [...held]).select('id', 'state', 'max_concurrency', 'runs_in_flight') : [];
+      held.size > 0
+        ? await trx('scribes')
+            .whereIn('id', [...held])
+            .select('id', 'state', 'max_concurrency', 'runs_in_flight')
+        : [];
     const byId = new Map(rows.map((row) => [row.id, row]));
     const turns: Turn[] = due
       .filter((id) => byId.has(id))
@@ -122,7 +126,12 @@ export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number }, s
  * claim looks for lapsed leases.
  */
 async function letGoOfPoweredOff(trx: Db, runs: Run[], terms: ClaimTerms): Promise<void> {
-  const off = new Set<string>(await trx('scribes').whereIn('id', [...new Set(runs.map((run) => run.row.scribe_id))]).whereNot('state', 'active').pluck('id'));
+  const off = new Set<string>(
+    await trx('scribes')
+      .whereIn('id', [...new Set(runs.map((run) => run.row.scribe_id))])
+      .whereNot('state', 'active')
+      .pluck('id'),
+  );
   for (const run of runs.filter((r) => off.has(r.row.scribe_id))) {
     // This claim was no attempt at the work: the attempt the dead process made stays counted.
     await clearClaim(trx, run.kind === 'session' ? 'sessions' : 'tasks', { id: run.row.id, token: terms.token }, terms.now, { attempts: trx.raw('attempts - 1') });
@@ -136,7 +145,9 @@ async function letGoOfPoweredOff(trx: Db, runs: Run[], terms: ClaimTerms): Promi
  * whose work waits until they are powered on. The dashboard and the metrics count it.
  */
 export function agentWork(db: Db, table: 'sessions' | 'tasks', { active }: { active: boolean }) {
-  const query = db(`${table} as w`).join('scribes as s', 's.id', 'w.scribe_id').where('s.state', active ? '=' : '<>', 'active');
+  const query = db(`${table} as w`)
+    .join('scribes as s', 's.id', 'w.scribe_id')
+    .where('s.state', active ? '=' : '<>', 'active');
   return table === 'sessions' ? query.whereRaw('w.reply_due') : query.whereIn('w.status', ['open', 'in_progress']);
 }
 
@@ -164,11 +175,23 @@ export async function releaseClaim(db: Db, table: 'sessions' | 'tasks', claim: {
  * Clears a claim still held by `token` (with `columns` more), one run fewer in flight for its
  * scribe; what the run had written of its answer goes, so the next run writes it afresh.
  */
-async function clearClaim(trx: Db, table: 'sessions' | 'tasks', claim: { id: string; token: string }, at: string, columns: Record<string, unknown>, ended: { handedBack?: boolean } = {}): Promise<void> {
-  const [row] = await trx(table).where({ id: claim.id, claim_token: claim.token }).update({ claim_token: null, lease_until: null, ...columns }).returning(['scribe_id']);
+async function clearClaim(
+  trx: Db,
+  table: 'sessions' | 'tasks',
+  claim: { id: string; token: string },
+  at: string,
+  columns: Record<string, unknown>,
+  ended: { handedBack?: boolean } = {},
+): Promise<void> {
+  const [row] = await trx(table)
+    .where({ id: claim.id, claim_token: claim.token })
+    .update({ claim_token: null, lease_until: null, ...columns })
+    .returning(['scribe_id']);
   if (!row) return;
   const [drafted, of] = drafts[table];
-  await trx(drafted).where({ [of]: claim.id, partial: true }).delete();
+  await trx(drafted)
+    .where({ [of]: claim.id, partial: true })
+    .delete();
   await runEnded(trx, row.scribe_id, at, ended);
 }
 

@@ -158,7 +158,8 @@ export function createAgentRuntime({
       at,
       answer: (reply: string, end: boolean, answeredUpTo: number | undefined) =>
         writes((trx) => finishSession(trx, claim, { author: 'scribe', text: reply, end, errorMessage: null, answeredUpTo }, at(), event(reply))),
-      fail: (reason: string) => writes((trx) => finishSession(trx, claim, { author: 'system', text: messages.sessionFailed(reason), end: false, errorMessage: reason }, at(), event(null))),
+      fail: (reason: string) =>
+        writes((trx) => finishSession(trx, claim, { author: 'system', text: messages.sessionFailed(reason), end: false, errorMessage: reason }, at(), event(null))),
     };
   }
 
@@ -167,11 +168,11 @@ export function createAgentRuntime({
     const finish = (to: 'done' | 'waiting', author: 'scribe' | 'system', text: string, columns: Pick<WorkedTaskRow, 'last_error'> & Partial<Pick<WorkedTaskRow, 'result'>>) =>
       writes((trx) =>
         moveTask(
-        trx,
-        { id: task.id, from: 'in_progress', to, author, text, at: laterThan(clock, task.updated_at), claimToken: claim.token },
-        { claim_token: null, lease_until: null, attempts: 0, ...columns },
-        (trx) => recordEvents(trx, [taskEvent(task, scribe?.slug ?? '', to === 'done' ? { status: 'done', result: text } : { status: 'waiting', question: text })]),
-      ),
+          trx,
+          { id: task.id, from: 'in_progress', to, author, text, at: laterThan(clock, task.updated_at), claimToken: claim.token },
+          { claim_token: null, lease_until: null, attempts: 0, ...columns },
+          (trx) => recordEvents(trx, [taskEvent(task, scribe?.slug ?? '', to === 'done' ? { status: 'done', result: text } : { status: 'waiting', question: text })]),
+        ),
       );
     return { finish, fail: (reason: string) => finish('waiting', 'system', messages.taskFailed(reason), { last_error: reason }) };
   }
@@ -185,8 +186,10 @@ export function createAgentRuntime({
     const answers = sessionAnswers(session, claim, scribe);
     const transcript = (await findMessages(db, session.id)).filter((m) => !m.partial);
     const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, sessionId: session.id }));
-    const outcome = await writing({ kind: 'session', id: session.id }, (text) => writes((trx) => saveDraftMessage(trx, claim, text, answers.at())), (draft) =>
-      agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: async () => mcpServers, signal, draft }),
+    const outcome = await writing(
+      { kind: 'session', id: session.id },
+      (text) => writes((trx) => saveDraftMessage(trx, claim, text, answers.at())),
+      (draft) => agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: async () => mcpServers, signal, draft }),
     );
     await answers.answer(outcome.reply, outcome.end ?? false, transcript.length ? Number(transcript.at(-1)!.id) : undefined);
   }
@@ -197,8 +200,10 @@ export function createAgentRuntime({
     const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, taskId: task.id }));
     const attachments = await attachmentsOf(task);
     const draftedAt = () => laterThan(clock, task.updated_at);
-    const outcome = await writing({ kind: 'task', id: task.id }, (text) => writes((trx) => saveDraftEvent(trx, claim, text, draftedAt())), (draft) =>
-      agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers: async () => mcpServers, signal, draft }),
+    const outcome = await writing(
+      { kind: 'task', id: task.id },
+      (text) => writes((trx) => saveDraftEvent(trx, claim, text, draftedAt())),
+      (draft) => agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers: async () => mcpServers, signal, draft }),
     );
     if (outcome.status === 'done') await finish('done', 'scribe', outcome.result, { result: outcome.result, last_error: null });
     else await finish('waiting', 'scribe', outcome.question, { last_error: null });

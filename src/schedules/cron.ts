@@ -72,7 +72,9 @@ export function nextFires(schedule: CronSchedule, after: Date, count: number): D
 
 /** The latest fire time at or before `at`. */
 export function latestFireAtOrBefore(schedule: CronSchedule, at: Date): Date {
-  return parse(schedule, new Date(at.getTime() + 1)).prev().toDate();
+  return parse(schedule, new Date(at.getTime() + 1))
+    .prev()
+    .toDate();
 }
 
 /** The expression in words ("At 09:00, Monday through Friday"). */

@@ -86,7 +86,9 @@ export async function listSchedules(db: Db, organizationId: string, scribeId?: s
  * next fire time as the change set it.
  */
 export async function updateSchedule(db: Db, id: string, change: Partial<ScheduleRow>): Promise<void> {
-  await db('schedules').where({ id }).update({ ...change, claim_token: null, lease_until: null });
+  await db('schedules')
+    .where({ id })
+    .update({ ...change, claim_token: null, lease_until: null });
 }
 
 export async function deleteSchedule(db: Db, id: string): Promise<void> {
@@ -137,7 +139,9 @@ const laterFire = (db: Db, fireAt: string) => db.raw('case when last_fire_at is 
 
 /** A fire made outside a claim (run now): the schedule's last fire, unless a later one is recorded. */
 export async function recordLastFire(db: Db, id: string, fireAt: string): Promise<void> {
-  await db('schedules').where({ id }).update({ last_fire_at: laterFire(db, fireAt) });
+  await db('schedules')
+    .where({ id })
+    .update({ last_fire_at: laterFire(db, fireAt) });
 }
 
 /** Gives a claimed schedule back unfired (its process is stopping): due again at once. */
@@ -177,7 +181,9 @@ function firesOf(db: Db, scheduleId: string) {
 
 /** A schedule's fires, newest first. */
 export async function listFires(db: Db, scheduleId: string, limit: number): Promise<FireListRow[]> {
-  const rows: FireListRow[] = await firesOf(db, scheduleId).orderBy([{ column: 'schedule_fires.fire_at', order: 'desc' }]).limit(limit);
+  const rows: FireListRow[] = await firesOf(db, scheduleId)
+    .orderBy([{ column: 'schedule_fires.fire_at', order: 'desc' }])
+    .limit(limit);
   return rows.map(withBoolean);
 }
 

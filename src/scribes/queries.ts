@@ -78,11 +78,15 @@ export async function updateScribeState(db: Db, id: string, state: ScribeState, 
 
 /** Changes agent settings; a change of the cap brings the scribe's turn for a run (there may be room now). */
 export async function updateScribeAgent(db: Db, id: string, change: AgentSettings, at: string): Promise<void> {
-  await db('scribes').where({ id }).update({ ...change, updated_at: at });
+  await db('scribes')
+    .where({ id })
+    .update({ ...change, updated_at: at });
   if (change.max_concurrency !== undefined) await bringRunTurnsForward(db, [id], at);
 }
 
-export type AgentSettings = Partial<Pick<ScribeRow, 'agent' | 'instructions' | 'model' | 'model_base_url' | 'model_api_key' | 'model_vision' | 'max_tool_rounds' | 'token_budget' | 'max_concurrency'>>;
+export type AgentSettings = Partial<
+  Pick<ScribeRow, 'agent' | 'instructions' | 'model' | 'model_base_url' | 'model_api_key' | 'model_vision' | 'max_tool_rounds' | 'token_budget' | 'max_concurrency'>
+>;
 
 /*
  * Run slots. `scribes.runs_in_flight` is the number of the scribe's tasks and sessions that

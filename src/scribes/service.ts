@@ -104,7 +104,10 @@ export function createScribeService({
   const checkBaseUrl = (value: string | null) =>
     value?.trim() ? checkUserUrl(value, modelPolicy, { invalid: messages.invalidBaseUrl, privateAddress: messages.privateBaseUrl }) : null;
   // Every call to a scribe's API asks this: concurrent calls share the lookup.
-  const findBySlug = sharedLookup((organizationId: string, slug: string) => `${organizationId}/${slug}`, (organizationId: string, slug: string) => queries.findScribeBySlug(db, organizationId, slug));
+  const findBySlug = sharedLookup(
+    (organizationId: string, slug: string) => `${organizationId}/${slug}`,
+    (organizationId: string, slug: string) => queries.findScribeBySlug(db, organizationId, slug),
+  );
   /** The settings to store for `change`, checked (the messages staff see) and the key sealed. */
   const agentSettings = (change: AgentSettingsInput): AgentSettings => {
     if (change.agent !== undefined && !isAgentKind(change.agent)) throw new ValidationError(messages.invalidAgent);

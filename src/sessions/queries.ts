@@ -42,7 +42,11 @@ export type NewMessage = Omit<MessageRow, 'id' | 'session_id' | 'partial'>;
 
 /** Adds a message to a transcript, and its event for the API's streams unless it is a system note; its id. */
 export async function insertMessage(trx: Db, sessionId: string, message: NewMessage & { partial?: boolean }): Promise<number> {
-  const id = insertedId(await trx('session_messages').insert({ ...message, session_id: sessionId }).returning('id'));
+  const id = insertedId(
+    await trx('session_messages')
+      .insert({ ...message, session_id: sessionId })
+      .returning('id'),
+  );
   if (message.author !== 'system' && !message.partial) await appendStreamEvent(trx, sessionId, { kind: 'message', data: { message_id: id } }, message.created_at);
   return id;
 }
@@ -53,12 +57,7 @@ export async function recordSessionStatus(trx: Db, sessionId: string, at: string
   await appendStreamEvent(trx, sessionId, { kind: 'status', data: { status: state } }, at);
 }
 
-export async function insertSession(
-  db: Db,
-  session: SessionRow,
-  message: NewMessage,
-  alongside?: (trx: Db) => Promise<void>,
-): Promise<void> {
+export async function insertSession(db: Db, session: SessionRow, message: NewMessage, alongside?: (trx: Db) => Promise<void>): Promise<void> {
   await db.transaction(async (trx) => {
     await trx('sessions').insert(session);
     if (session.reply_due) await bringRunTurnsForward(trx, [session.scribe_id], session.created_at);
@@ -85,17 +84,15 @@ export async function listSessionsOfScribe(db: Db, scribeId: string, limit: numb
   return db('sessions as s')
     .where('s.scribe_id', scribeId)
     .select('s.*', db('session_messages as m').where('m.session_id', db.ref('s.id')).orderBy('m.id').limit(1).select('m.text').as('first_message'))
-    .orderBy([{ column: 's.created_at', order: 'desc' }, { column: 's.id', order: 'desc' }])
+    .orderBy([
+      { column: 's.created_at', order: 'desc' },
+      { column: 's.id', order: 'desc' },
+    ])
     .limit(limit);
 }
 
 /** Adds a message and asks for the scribe's answer, if the session is in state `from`; false otherwise. */
-export async function appendMessageAwaitingReply(
-  db: Db,
-  sessionId: string,
-  from: SessionState,
-  message: NewMessage,
-): Promise<boolean> {
+export async function appendMessageAwaitingReply(db: Db, sessionId: string, from: SessionState, message: NewMessage): Promise<boolean> {
   return db.transaction(async (trx) => {
     const [queued] = await trx('sessions')
       .where({ id: sessionId, state: from })
@@ -196,7 +193,13 @@ export async function claimSessions(trx: Db, terms: LeaseTerms, pick: ClaimPick)
   });
   // Each claimed session's status as its stream tells it: one statement per state (running, or completed when ended at once).
   for (const state of new Set(rows.map((row) => row.state))) {
-    await appendStatusEvents(trx, 'sessions', rows.filter((row) => row.state === state).map((row) => row.id), state, terms.now);
+    await appendStatusEvents(
+      trx,
+      'sessions',
+      rows.filter((row) => row.state === state).map((row) => row.id),
+      state,
+      terms.now,
+    );
   }
   return rows;
 }

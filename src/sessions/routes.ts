@@ -10,17 +10,7 @@ import type { SessionService } from './service.js';
  * Chat and conversations: key → scribe or session (404) → body (400) → rules (422) → state
  * (409), as for task dispatch.
  */
-export function chatRoutes({
-  auth,
-  scribes,
-  sessions,
-  idempotency,
-}: {
-  auth: RequestHandler[];
-  scribes: ScribeService;
-  sessions: SessionService;
-  idempotency: Idempotency;
-}) {
+export function chatRoutes({ auth, scribes, sessions, idempotency }: { auth: RequestHandler[]; scribes: ScribeService; sessions: SessionService; idempotency: Idempotency }) {
   const router = Router();
 
   router.post('/scribes/:scribe_id/chat', ...auth, async (req, res) => {

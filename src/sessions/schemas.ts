@@ -30,7 +30,15 @@ export function parseChatBody(body: unknown): ChatBody {
 
 /** One text field, which the service requires (`... is required` when missing or blank). */
 const textBody = (field: 'message' | 'input', notString: string) =>
-  z.object({ [field]: z.string({ error: notString }).nullish().refine(...withoutNul(field)) }, { error: requestMessages.bodyNotObject });
+  z.object(
+    {
+      [field]: z
+        .string({ error: notString })
+        .nullish()
+        .refine(...withoutNul(field)),
+    },
+    { error: requestMessages.bodyNotObject },
+  );
 
 /** The body of `POST /sessions/:id/messages`. */
 export const messageBody = textBody('message', messages.messageNotString);

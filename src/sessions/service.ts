@@ -100,7 +100,10 @@ export function createSessionService({
     /** A scribe's sessions, newest first, each with its whole transcript (the scribe's page). */
     async listWithTranscripts(scribeId: string, limit = 20) {
       const sessions = await queries.listSessionsOfScribe(db, scribeId, limit);
-      const transcripts = await queries.findMessagesOfSessions(db, sessions.map((s) => s.id));
+      const transcripts = await queries.findMessagesOfSessions(
+        db,
+        sessions.map((s) => s.id),
+      );
       return sessions.map((s) => ({ ...s, messages: transcripts.get(s.id)! }));
     },
 

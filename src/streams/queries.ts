@@ -57,7 +57,11 @@ export async function appendStatusEvents(trx: Db, table: 'tasks' | 'sessions', s
  * task or session it can read, so none can be waiting for these before they commit.
  */
 export async function appendFirstStatusEvents(trx: Db, firsts: ReadonlyArray<{ subjectId: string; status: string; at: string }>): Promise<void> {
-  await insertRows(trx, 'stream_events', firsts.map(({ subjectId, status, at }) => ({ subject_id: subjectId, seq: 1, kind: 'status', data: JSON.stringify({ status }), created_at: at })));
+  await insertRows(
+    trx,
+    'stream_events',
+    firsts.map(({ subjectId, status, at }) => ({ subject_id: subjectId, seq: 1, kind: 'status', data: JSON.stringify({ status }), created_at: at })),
+  );
 }
 
 /** A task's or a session's events after `afterSeq`, in order, at most `limit`. */
@@ -88,7 +92,8 @@ export async function pruneStreamDeltas(db: Db, before: string): Promise<number>
 
 /** Text added to a reply under way, as a delta event: what `text` adds to `before` (nothing when it does not extend it: the draft began again). */
 export async function appendDelta(trx: Db, subjectId: string, messageId: number, before: string, text: string, at: string): Promise<void> {
-  if (text.length > before.length && text.startsWith(before)) await appendStreamEvent(trx, subjectId, { kind: 'delta', data: { message_id: messageId, text: text.slice(before.length) } }, at);
+  if (text.length > before.length && text.startsWith(before))
+    await appendStreamEvent(trx, subjectId, { kind: 'delta', data: { message_id: messageId, text: text.slice(before.length) } }, at);
 }
 
 /** The id of the row just inserted with `returning('id')`, as both databases give it. */

@@ -23,7 +23,14 @@ type Kind = 'task' | 'session';
  * exactly once, from whichever process. The stream ends after the event that leaves its
  * work final. An open stream holds only the number of the last event it sent.
  */
-export function streamRoutes({ auth, db, tasks, sessions, feed, logger }: {
+export function streamRoutes({
+  auth,
+  db,
+  tasks,
+  sessions,
+  feed,
+  logger,
+}: {
   auth: RequestHandler[];
   logger: Logger;
   db: Db;
@@ -44,7 +51,7 @@ export function streamRoutes({ auth, db, tasks, sessions, feed, logger }: {
     const messageId = Number(data.message_id);
     if (kind === 'session') {
       const row = await db('session_messages').where({ id: messageId, session_id: id }).first();
-      return row ? presentMessages([row])[0] ?? null : null;
+      return row ? (presentMessages([row])[0] ?? null) : null;
     }
     const row = await db('task_events').where({ id: messageId, task_id: id }).first();
     return row && { id: Number(row.id), author: row.author, text: row.text ?? '', partial: Boolean(row.partial), created_at: row.created_at };

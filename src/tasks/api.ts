@@ -28,7 +28,10 @@ export interface ApiTask {
 export async function presentTasks(db: Db, rows: readonly WorkedTaskRow[], scribeSlug: (row: WorkedTaskRow) => string): Promise<ApiTask[]> {
   const ids = rows.map((row) => row.id);
   const [files, questions, usage] = await Promise.all([
-    listAttachmentsOf(db, rows.flatMap((row) => (row.request_id ? [row.request_id] : []))),
+    listAttachmentsOf(
+      db,
+      rows.flatMap((row) => (row.request_id ? [row.request_id] : [])),
+    ),
     latestQuestions(db, ids),
     usageOf(db, { taskIds: ids }),
   ]);
@@ -43,7 +46,9 @@ export async function presentTasks(db: Db, rows: readonly WorkedTaskRow[], scrib
     result: row.result,
     question: questions.get(row.id) ?? null,
     error: row.last_error,
-    attachments: files.filter((file) => file.request_id === row.request_id).map((file) => ({ filename: file.filename, content_type: file.content_type, size: Number(file.size_bytes) })),
+    attachments: files
+      .filter((file) => file.request_id === row.request_id)
+      .map((file) => ({ filename: file.filename, content_type: file.content_type, size: Number(file.size_bytes) })),
     usage: usage.get(row.id) ?? { input_tokens: 0, output_tokens: 0 },
     created_at: row.created_at,
     updated_at: row.updated_at,

@@ -35,8 +35,15 @@ export async function insertOpenTasks(trx: Db, rows: readonly TaskRow[], textOf:
   const events: NewTaskEvent[] = rows.map((row) => ({ task_id: row.id, from_status: null, to_status: 'open', author: 'system', text: textOf(row), created_at: row.created_at }));
   await insertRows(trx, 'task_events', events);
   // A system note: its status is streamed, its text is not (see streamMove).
-  await appendFirstStatusEvents(trx, events.map((event) => ({ subjectId: event.task_id, status: event.to_status, at: event.created_at })));
-  await bringRunTurnsForward(trx, rows.map((row) => row.scribe_id), rows.reduce((earliest, row) => (row.created_at < earliest ? row.created_at : earliest), rows[0]!.created_at));
+  await appendFirstStatusEvents(
+    trx,
+    events.map((event) => ({ subjectId: event.task_id, status: event.to_status, at: event.created_at })),
+  );
+  await bringRunTurnsForward(
+    trx,
+    rows.map((row) => row.scribe_id),
+    rows.reduce((earliest, row) => (row.created_at < earliest ? row.created_at : earliest), rows[0]!.created_at),
+  );
 }
 
 export type TaskAuthor = 'scribe' | 'staff' | 'system';
@@ -95,7 +102,12 @@ export async function findTaskEvents(db: Db, taskId: string): Promise<TaskEventR
 export async function listTasksOfScribe(db: Db, scribeId: string, options: { statuses?: readonly TaskStatus[]; limit: number }): Promise<WorkedTaskRow[]> {
   const query = db<WorkedTaskRow>('tasks').where({ scribe_id: scribeId });
   if (options.statuses) query.whereIn('status', options.statuses);
-  return query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(options.limit);
+  return query
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(options.limit);
 }
 
 /** A page of a scribe's tasks for the API, newest first, after a keyset position (tasks_scribe_created). */
@@ -103,7 +115,12 @@ export async function listTasksPage(db: Db, filter: { scribeId: string; status?:
   const query = db<WorkedTaskRow>('tasks').where({ scribe_id: filter.scribeId });
   if (filter.status) query.where('status', filter.status);
   if (page.after) query.whereRaw('(created_at, id) < (?, ?)', [page.after.createdAt, page.after.id]);
-  return query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(page.limit);
+  return query
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(page.limit);
 }
 
 /** The last question the scribe asked of each task (its last whole move to `waiting` by the scribe), by task id. */
@@ -123,7 +140,11 @@ export async function countTasksByStatus(db: Db, scribeId: string): Promise<Reco
 
 /** Marks a failed task as dealt with; false when it is not failed or already discarded. */
 export async function discardTask(db: Db, organizationId: string, id: string, at: string): Promise<boolean> {
-  const updated = await db('tasks').where({ id, organization_id: organizationId, status: 'waiting' }).whereNotNull('last_error').whereNull('discarded_at').update({ discarded_at: at });
+  const updated = await db('tasks')
+    .where({ id, organization_id: organizationId, status: 'waiting' })
+    .whereNotNull('last_error')
+    .whereNull('discarded_at')
+    .update({ discarded_at: at });
   return updated === 1;
 }
 
@@ -206,7 +227,15 @@ export async function saveDraftEvent(db: Db, claim: { id: string; token: string 
     const before = (await draft().first('id', 'text')) as { id: number; text: string } | undefined;
     if (text === '') await draft().delete();
     else if (before) await draft().update({ text });
-    const eventId = before ? Number(before.id) : text === '' ? 0 : insertedId(await trx('task_events').insert({ task_id: claim.id, from_status: 'in_progress', to_status: 'done', author: 'scribe', text, partial: true, created_at: at }).returning('id'));
+    const eventId = before
+      ? Number(before.id)
+      : text === ''
+        ? 0
+        : insertedId(
+            await trx('task_events')
+              .insert({ task_id: claim.id, from_status: 'in_progress', to_status: 'done', author: 'scribe', text, partial: true, created_at: at })
+              .returning('id'),
+          );
     await appendDelta(trx, claim.id, eventId, before?.text ?? '', text, at);
     return true;
   });
@@ -239,7 +268,17 @@ export async function claimTasks(trx: Db, terms: LeaseTerms, pick: ClaimPick): P
   const byTime = new Map<string, string[]>();
   for (const [id, at] of moves) byTime.set(at, [...(byTime.get(at) ?? []), id]);
   for (const [at, ids] of byTime) await trx('tasks').whereIn('id', ids).update({ status: 'in_progress', updated_at: at });
-  await insertRows(trx, 'task_events', opened.map((task) => ({ task_id: task.id, from_status: 'open', to_status: 'in_progress', author: 'scribe', text: null, created_at: moves.get(task.id)! })));
-  await appendStatusEvents(trx, 'tasks', opened.map((task) => task.id), 'in_progress', terms.now);
+  await insertRows(
+    trx,
+    'task_events',
+    opened.map((task) => ({ task_id: task.id, from_status: 'open', to_status: 'in_progress', author: 'scribe', text: null, created_at: moves.get(task.id)! })),
+  );
+  await appendStatusEvents(
+    trx,
+    'tasks',
+    opened.map((task) => task.id),
+    'in_progress',
+    terms.now,
+  );
   return claimed.map((task) => (moves.has(task.id) ? { ...task, status: 'in_progress' as const, updated_at: moves.get(task.id)! } : task));
 }

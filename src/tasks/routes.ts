@@ -35,19 +35,29 @@ export function taskRoutes({ auth, scribes, tasks, idempotency }: { auth: Reques
   });
 
   /** A change to one task: 404 before the body is read, then `change`, answered with the task as it is after. */
-  const taskChange = (status: number, change: (req: Request, id: string, raw: unknown, save: SaveResponse | undefined) => Promise<unknown>): RequestHandler => async (req, res) => {
-    const id = String(req.params.id);
-    const organizationId = callerOf(req).organizationId;
-    await tasks.get(organizationId, id);
-    const raw = (await readJsonBody(req, res)) ?? {};
-    await idempotency.run(req, res, raw, status, async (save) => {
-      await change(req, id, raw, save);
-      return { task: await tasks.read(organizationId, id) };
-    });
-  };
+  const taskChange =
+    (status: number, change: (req: Request, id: string, raw: unknown, save: SaveResponse | undefined) => Promise<unknown>): RequestHandler =>
+    async (req, res) => {
+      const id = String(req.params.id);
+      const organizationId = callerOf(req).organizationId;
+      await tasks.get(organizationId, id);
+      const raw = (await readJsonBody(req, res)) ?? {};
+      await idempotency.run(req, res, raw, status, async (save) => {
+        await change(req, id, raw, save);
+        return { task: await tasks.read(organizationId, id) };
+      });
+    };
 
-  router.post('/tasks/:id/input', ...auth, taskChange(202, (req, id, raw, save) => tasks.giveInput(actorOf(req), id, parseTextBody(raw, 'input'), save)));
-  router.post('/tasks/:id/cancel', ...auth, taskChange(200, (req, id, _raw, save) => tasks.cancel(actorOf(req), id, save)));
+  router.post(
+    '/tasks/:id/input',
+    ...auth,
+    taskChange(202, (req, id, raw, save) => tasks.giveInput(actorOf(req), id, parseTextBody(raw, 'input'), save)),
+  );
+  router.post(
+    '/tasks/:id/cancel',
+    ...auth,
+    taskChange(200, (req, id, _raw, save) => tasks.cancel(actorOf(req), id, save)),
+  );
 
   return router;
 }

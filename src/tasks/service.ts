@@ -129,7 +129,11 @@ export function createTaskService({
     async retry(actor: Actor, id: string): Promise<void> {
       const task = await this.failed(actor.organizationId, id);
       // A system event: the model is not shown it as staff input (agents/openai.ts).
-      const moved = await queries.moveTask(db, { id, from: 'waiting', to: 'open', author: 'system', text: `Retried by ${actor.label}`, at: laterThan(clock, task.updated_at), failedOnly: true }, { attempts: 0, last_error: null });
+      const moved = await queries.moveTask(
+        db,
+        { id, from: 'waiting', to: 'open', author: 'system', text: `Retried by ${actor.label}`, at: laterThan(clock, task.updated_at), failedOnly: true },
+        { attempts: 0, last_error: null },
+      );
       if (!moved) throw new ValidationError(messages.notFailed);
       await audit.record(actor, 'task.retry', { type: 'task', id });
       onOpened(id);
@@ -192,4 +196,3 @@ export function createTaskService({
     },
   };
 }
-

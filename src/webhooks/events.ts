@@ -58,7 +58,12 @@ export const taskEvent = (
 });
 
 /** A session's event; `session.waiting` and `session.completed` carry the scribe's reply (its last message). */
-export const sessionEvent = (session: { id: string; organization_id: string }, scribeSlug: string, state: 'waiting' | 'completed' | 'failed' | 'cancelled', reply: string | null = null): NewEvent => ({
+export const sessionEvent = (
+  session: { id: string; organization_id: string },
+  scribeSlug: string,
+  state: 'waiting' | 'completed' | 'failed' | 'cancelled',
+  reply: string | null = null,
+): NewEvent => ({
   organizationId: session.organization_id,
   type: `session.${state}`,
   data: { session: { id: session.id, scribe_id: scribeSlug, status: state, ...(state === 'waiting' || state === 'completed' ? { reply } : {}) } },
@@ -87,9 +92,25 @@ export function createOutbox({ clock, onRecorded }: { clock: Clock; onRecorded: 
         );
         if (to.length === 0) continue;
         const id = newEventId(now);
-        eventRows.push({ id, organization_id: event.organizationId, type: event.type, body: JSON.stringify({ id, type: event.type, created_at: at, data: event.data }), created_at: at });
+        eventRows.push({
+          id,
+          organization_id: event.organizationId,
+          type: event.type,
+          body: JSON.stringify({ id, type: event.type, created_at: at, data: event.data }),
+          created_at: at,
+        });
         for (const endpoint of to) {
-          deliveries.push({ id: newId(), event_id: id, endpoint_id: endpoint.id, event_type: event.type, status: 'pending', attempts: 0, available_at: at, created_at: at, updated_at: at });
+          deliveries.push({
+            id: newId(),
+            event_id: id,
+            endpoint_id: endpoint.id,
+            event_type: event.type,
+            status: 'pending',
+            attempts: 0,
+            available_at: at,
+            created_at: at,
+            updated_at: at,
+          });
         }
       }
       if (eventRows.length === 0) return [];

@@ -98,7 +98,12 @@ export async function findEndpointById(db: Db, id: string): Promise<EndpointRow 
 }
 
 export async function listEndpoints(db: Db, organizationId: string): Promise<EndpointRow[]> {
-  const rows = await db<StoredEndpoint>('webhook_endpoints').where({ organization_id: organizationId }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]);
+  const rows = await db<StoredEndpoint>('webhook_endpoints')
+    .where({ organization_id: organizationId })
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ]);
   return rows.map(fromStored);
 }
 
@@ -240,7 +245,10 @@ async function claimDueDeliveries(db: Db, { now, leaseUntil, token }: ClaimTerms
  * line, or, when none of its endpoints' turn has come, waits for the earliest. Rows another
  * transaction holds keep their turn: it is early at worst, and the next claim looks again.
  */
-async function passTurns(trx: Db, { now, served, drained, organizations }: { now: string; served: readonly string[]; drained: readonly string[]; organizations: readonly string[] }): Promise<void> {
+async function passTurns(
+  trx: Db,
+  { now, served, drained, organizations }: { now: string; served: readonly string[]; drained: readonly string[]; organizations: readonly string[] },
+): Promise<void> {
   const dialect = dialectOf(trx);
   const back = await dialect.holdRows(trx, 'webhook_endpoints', served, { skipLocked: true });
   if (back.length > 0) await trx('webhook_endpoints').whereIn('id', back).update({ turn_at: now });
@@ -287,7 +295,10 @@ export async function bringTurnsForward(db: Db, endpointIds: readonly string[], 
     .returning(['organization_id', 'turn_at']);
   // An organization whose endpoint's turn was earlier still was brought forward with it.
   const organizations = await dialect.holdRows(db, 'organizations', [...new Set(moved.filter((row) => row.turn_at === at).map((row) => row.organization_id))]);
-  if (organizations.length > 0) await db('organizations').whereIn('id', organizations).update({ webhook_turn_at: earlier('webhook_turn_at') });
+  if (organizations.length > 0)
+    await db('organizations')
+      .whereIn('id', organizations)
+      .update({ webhook_turn_at: earlier('webhook_turn_at') });
 }
 
 /** Records an attempt's outcome on a delivery still claimed by `token`; false when the claim was lost. */
@@ -313,7 +324,12 @@ function matchingDeliveries(db: Db, endpointId: string, filter: DeliveryFilter) 
 
 /** An endpoint's deliveries, newest first, with the event's time. */
 export async function listDeliveries(db: Db, endpointId: string, filter: DeliveryFilter, limit: number): Promise<DeliveryRow[]> {
-  return matchingDeliveries(db, endpointId, filter).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit);
+  return matchingDeliveries(db, endpointId, filter)
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(limit);
 }
 
 /** A page of an endpoint's deliveries, newest first (the console's pager), with their capped total. */
@@ -337,6 +353,11 @@ export async function redeliver(db: Db, endpointId: string, which: { id?: string
 
 /** How many of an endpoint's deliveries are failed in a time range (the console's preview). */
 export async function countFailed(db: Db, endpointId: string, from: string, to: string): Promise<number> {
-  const row = await db('webhook_deliveries').where({ endpoint_id: endpointId, status: 'failed' }).where('created_at', '>=', from).where('created_at', '<', to).count({ n: '*' }).first();
+  const row = await db('webhook_deliveries')
+    .where({ endpoint_id: endpointId, status: 'failed' })
+    .where('created_at', '>=', from)
+    .where('created_at', '<', to)
+    .count({ n: '*' })
+    .first();
   return Number(row?.n ?? 0);
 }

@@ -157,7 +157,8 @@ export function createWebhookWorker({
       const failingSince = delivery.failing_since ?? at;
       const disable = gone ? 'The endpoint answered 410 Gone' : now.getTime() - Date.parse(failingSince) >= DISABLE_AFTER_MS ? 'Every delivery failed for three days' : null;
       const wait = gone ? null : retryDelay(attempts, options);
-      const retryAt = wait === null ? null : new Date(now.getTime() + Math.max(wait, Math.min(attempt.kind === 'answered' ? (attempt.retryAfterMs ?? 0) : 0, MAX_RETRY_AFTER_MS))).toISOString();
+      const retryAt =
+        wait === null ? null : new Date(now.getTime() + Math.max(wait, Math.min(attempt.kind === 'answered' ? (attempt.retryAfterMs ?? 0) : 0, MAX_RETRY_AFTER_MS))).toISOString();
       const changes = retryAt === null ? { ...seen, status: 'failed' as const } : { ...seen, available_at: retryAt };
       if (!(await queries.recordAttempt(trx, claim, changes))) return;
       if (disable) {

@@ -152,7 +152,12 @@ export function createWebhookService({
       const secret = generateSecret();
       const previousValidUntil = new Date(now.getTime() + ROTATION_GRACE_MS).toISOString();
       await db.transaction(async (trx) => {
-        await queries.updateEndpoint(trx, id, { secret: secrets.seal(secret), previous_secret: endpoint.secret, previous_secret_until: previousValidUntil, updated_at: now.toISOString() });
+        await queries.updateEndpoint(trx, id, {
+          secret: secrets.seal(secret),
+          previous_secret: endpoint.secret,
+          previous_secret_until: previousValidUntil,
+          updated_at: now.toISOString(),
+        });
         await audit.record(actor, 'webhook.rotate_secret', { type: 'webhook', id }, `old secret valid until ${previousValidUntil}`, trx);
       });
       return { secret, previousValidUntil };

@@ -147,7 +147,10 @@ export interface Claim<Item> {
 export type QueueWorker<Item extends { id: string }, Outcome extends string> = ReturnType<typeof workQueue<Item, Outcome>>;
 
 /** Works `queue` in this process: nothing happens until a `tick`, `fill` or `nudge` (background.ts polls). */
-export function workQueue<Item extends { id: string }, Outcome extends string>(queue: Queue<Item, Outcome>, { clock, logger, wakeups }: { clock: Clock; logger: Logger; wakeups?: Wakeups }) {
+export function workQueue<Item extends { id: string }, Outcome extends string>(
+  queue: Queue<Item, Outcome>,
+  { clock, logger, wakeups }: { clock: Clock; logger: Logger; wakeups?: Wakeups },
+) {
   const options = queue.options;
   const renewMs = options.renewMs ?? options.leaseMs / 3;
   const inFlight = new Set<Promise<void>>();
@@ -185,7 +188,15 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(q
   }
   function full(): Record<string, string[]> {
     const caps = queue.caps ?? {};
-    return Object.fromEntries([...counts].map(([kind, of]) => [kind, [...of].filter(([, n]) => n >= caps[kind]!).map(([key]) => key).sort()]));
+    return Object.fromEntries(
+      [...counts].map(([kind, of]) => [
+        kind,
+        [...of]
+          .filter(([, n]) => n >= caps[kind]!)
+          .map(([key]) => key)
+          .sort(),
+      ]),
+    );
   }
 
   async function claim(limit = options.batchSize ?? options.slots, passOver = full()): Promise<Claim<Item> & { inconclusive?: boolean }> {

@@ -12,7 +12,10 @@ const MiB = 1024 * 1024;
 function storedFiles(dir: string): string[] {
   const root = path.join(dir, 'attachments');
   if (!fs.existsSync(root)) return [];
-  return fs.readdirSync(root, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name);
+  return fs
+    .readdirSync(root, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => e.name);
 }
 
 describe('attachments on POST .../requests', () => {
@@ -65,7 +68,10 @@ describe('attachments on POST .../requests', () => {
   });
 
   const submit = (attachments: unknown[], on = { h, t }) =>
-    on.h.api.post('/api/v1/scribes/atlas/requests').set(on.t.headers).send({ task: { summary: 'with files', attachments } });
+    on.h.api
+      .post('/api/v1/scribes/atlas/requests')
+      .set(on.t.headers)
+      .send({ task: { summary: 'with files', attachments } });
 
   async function expectDownloadFailure(attachments: unknown[], reason: string, on = { h, t }) {
     const requestsBefore = await on.h.db('requests').count({ n: '*' }).first();
@@ -73,7 +79,10 @@ describe('attachments on POST .../requests', () => {
     expect(res.status, JSON.stringify(attachments)).to.equal(422);
     expect(res.body).to.deep.equal({ error: `Attachment download failed: ${reason}` });
     expect(await on.h.db('requests').count({ n: '*' }).first(), 'no receipt').to.deep.equal(requestsBefore);
-    expect(storedFiles(on.h.dir).filter((name) => !hashesKept.has(name)), 'no file left behind').to.deep.equal([]);
+    expect(
+      storedFiles(on.h.dir).filter((name) => !hashesKept.has(name)),
+      'no file left behind',
+    ).to.deep.equal([]);
   }
   const hashesKept = new Set<string>();
 
@@ -99,14 +108,11 @@ describe('attachments on POST .../requests', () => {
     expect(storedFiles(h.dir).sort()).to.deep.equal([...hashesKept].sort());
   });
 
-  it('fails with "HTTP 404" for a missing file', () =>
-    expectDownloadFailure([{ url: `${files.url}/missing.pdf`, content_type: 'application/pdf' }], 'HTTP 404'));
+  it('fails with "HTTP 404" for a missing file', () => expectDownloadFailure([{ url: `${files.url}/missing.pdf`, content_type: 'application/pdf' }], 'HTTP 404'));
 
-  it('fails with a timeout when the server does not answer', () =>
-    expectDownloadFailure([{ url: `${files.url}/slow`, content_type: 'text/plain' }], 'timed out after 0.3s'));
+  it('fails with a timeout when the server does not answer', () => expectDownloadFailure([{ url: `${files.url}/slow`, content_type: 'text/plain' }], 'timed out after 0.3s'));
 
-  it('fails with a timeout when the body stalls', () =>
-    expectDownloadFailure([{ url: `${files.url}/slow-body`, content_type: 'text/plain' }], 'timed out after 0.3s'));
+  it('fails with a timeout when the body stalls', () => expectDownloadFailure([{ url: `${files.url}/slow-body`, content_type: 'text/plain' }], 'timed out after 0.3s'));
 
   it('fails a file declared larger than 25 MiB before reading it', () =>
     expectDownloadFailure([{ url: `${files.url}/huge`, content_type: 'application/octet-stream' }], 'file exceeds 25 MiB limit'));
@@ -145,8 +151,7 @@ describe('attachments on POST .../requests', () => {
     await expectDownloadFailure([{ url, content_type: 'text/plain' }], 'connection refused');
   });
 
-  it('fails a redirect without a Location', () =>
-    expectDownloadFailure([{ url: `${files.url}/to-nowhere`, content_type: 'text/plain' }], 'HTTP 302 without Location'));
+  it('fails a redirect without a Location', () => expectDownloadFailure([{ url: `${files.url}/to-nowhere`, content_type: 'text/plain' }], 'HTTP 302 without Location'));
 
   it('stores nothing when one of several attachments fails', async () => {
     await expectDownloadFailure(

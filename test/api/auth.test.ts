@@ -10,11 +10,12 @@ describe('API key authentication', () => {
   });
   after(() => h.close());
 
-  const dispatchPaths = () => [
-    ['get', '/api/v1/scribes/atlas/requests'],
-    ['post', '/api/v1/scribes/atlas/requests'],
-    ['get', '/api/v1/requests/req_01JD0000000000000000000000'],
-  ] as const;
+  const dispatchPaths = () =>
+    [
+      ['get', '/api/v1/scribes/atlas/requests'],
+      ['post', '/api/v1/scribes/atlas/requests'],
+      ['get', '/api/v1/requests/req_01JD0000000000000000000000'],
+    ] as const;
 
   it('answers 401 "API key is required" in form A when the header is missing', async () => {
     for (const [method, path] of dispatchPaths()) {
@@ -49,7 +50,11 @@ describe('API key authentication', () => {
 
   it('refuses a revoked key at once, even while other calls with it are being checked (lookups are shared only by calls that arrived before they started)', async () => {
     const { key, id } = await h.services.organizations.createApiKey({ organizationId: t.organizationId });
-    const call = () => h.api.get('/api/v1/scribes/atlas/requests').set('X-Api-Key', key).then((res) => res.status);
+    const call = () =>
+      h.api
+        .get('/api/v1/scribes/atlas/requests')
+        .set('X-Api-Key', key)
+        .then((res) => res.status);
     const before = Array.from({ length: 40 }, call);
     await h.services.organizations.revokeApiKey(id);
     const after = await Promise.all(Array.from({ length: 20 }, call));

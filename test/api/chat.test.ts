@@ -14,7 +14,11 @@ describe('POST /api/v1/scribes/:id/chat', () => {
   });
   after(() => h.close());
 
-  const chat = (body: unknown, tenant = t, slug = tenant.scribe.slug) => h.api.post(`/api/v1/scribes/${slug}/chat`).set(tenant.headers).send(body as object);
+  const chat = (body: unknown, tenant = t, slug = tenant.scribe.slug) =>
+    h.api
+      .post(`/api/v1/scribes/${slug}/chat`)
+      .set(tenant.headers)
+      .send(body as object);
   const sessionCount = async () => Number((await h.db('sessions').count({ n: '*' }).first())!.n);
   const transcript = (id: string) => h.db('session_messages').where({ session_id: id }).orderBy('id').select('author', 'text');
 

@@ -47,8 +47,17 @@ describe('a client over the API alone, against a scripted model', function () {
     ]);
     expect(body.session.usage).to.deep.equal({ input_tokens: 360, output_tokens: 90 });
     // The third call saw the two turns before it.
-    const last = fake.seen.at(-1)!.body.messages.filter((m) => m.role !== 'system').map((m) => [m.role, m.content]);
-    expect(last).to.deep.equal([['user', 'Hi'], ['assistant', 'Hello! What can I do?'], ['user', 'Where is Acme based?'], ['assistant', 'Acme is based in Zurich.'], ['user', 'Thanks!']]);
+    const last = fake.seen
+      .at(-1)!
+      .body.messages.filter((m) => m.role !== 'system')
+      .map((m) => [m.role, m.content]);
+    expect(last).to.deep.equal([
+      ['user', 'Hi'],
+      ['assistant', 'Hello! What can I do?'],
+      ['user', 'Where is Acme based?'],
+      ['assistant', 'Acme is based in Zurich.'],
+      ['user', 'Thanks!'],
+    ]);
   });
 
   it('answers a message sent while the scribe is answering after that answer, in order', async () => {
@@ -61,7 +70,12 @@ describe('a client over the API alone, against a scripted model', function () {
     await working;
     await h.services.runtime.tick();
     const { body } = await h.api.get(`/api/v1/sessions/${id}`).set(t.headers);
-    expect(body.session.messages.map((m: { author: string; text: string }) => `${m.author}: ${m.text}`)).to.deep.equal(['user: One', 'user: Two', 'scribe: First answer.', 'scribe: Second answer.']);
+    expect(body.session.messages.map((m: { author: string; text: string }) => `${m.author}: ${m.text}`)).to.deep.equal([
+      'user: One',
+      'user: Two',
+      'scribe: First answer.',
+      'scribe: Second answer.',
+    ]);
     expect(body.session.status).to.equal('waiting');
   });
 
@@ -70,7 +84,10 @@ describe('a client over the API alone, against a scripted model', function () {
       { toolCalls: [{ name: 'ask_for_input', arguments: { question: 'Which quarter?' } }] },
       { toolCalls: [{ name: 'complete_task', arguments: { result: 'Q3 revenue grew 12 %.' } }] },
     );
-    const submitted = await h.api.post('/api/v1/scribes/clerk/requests').set(t.headers).send({ task: { summary: 'Summarize revenue' } });
+    const submitted = await h.api
+      .post('/api/v1/scribes/clerk/requests')
+      .set(t.headers)
+      .send({ task: { summary: 'Summarize revenue' } });
     await h.services.dispatcher.tick();
     const taskId = (await h.api.get(`/api/v1/requests/${submitted.body.request.id}`).set(t.headers)).body.request.entity_id;
     await h.services.runtime.tick();

@@ -4,7 +4,10 @@ import { entriesFixture } from '../helpers/entries-fixture.js';
 
 // Paging through a search's matches, under both plans (search/compile.ts): postings sorted
 // on their page keys, and entries read in page order.
-for (const plan of [{ name: 'postings', driveLimit: undefined }, { name: 'page order', driveLimit: -1 }]) {
+for (const plan of [
+  { name: 'postings', driveLimit: undefined },
+  { name: 'page order', driveLimit: -1 },
+]) {
   describe(`paging a search with after=, ${plan.name}`, () => {
     let h: Harness;
     let t: Tenant;
@@ -73,7 +76,8 @@ for (const plan of [{ name: 'postings', driveLimit: undefined }, { name: 'page o
 
     it('drops an entry from later pages once it becomes a draft, and shows it again when asked', async () => {
       const entry = await fx.contact({ Name: 'Flipper', 'Job Title': 'Green team', Score: 1000 });
-      const green = async (extra = '') => (await h.api.get(`${url}?q=${encodeURIComponent('green && Score>=1000')}${extra}`).set(t.headers)).body.data.map((e: { id: string }) => e.id);
+      const green = async (extra = '') =>
+        (await h.api.get(`${url}?q=${encodeURIComponent('green && Score>=1000')}${extra}`).set(t.headers)).body.data.map((e: { id: string }) => e.id);
       expect(await green()).to.deep.equal([entry.id]);
       await h.services.entries.update(t.organizationId, entry.id, { draft: true });
       expect(await green()).to.deep.equal([]);

@@ -10,7 +10,10 @@ import type { EntryTypeWithFields } from '../../src/entries/entry-type-service.j
  * No `q`, however random or hostile, may produce a 500 or reach SQL as text: every answer is
  * a 200 page or a 400 `Invalid search query: …` in form B, and the data is untouched.
  */
-for (const plan of [{ name: 'postings', driveLimit: undefined }, { name: 'read in page order', driveLimit: -1 }]) {
+for (const plan of [
+  { name: 'postings', driveLimit: undefined },
+  { name: 'read in page order', driveLimit: -1 },
+]) {
   describe(`entry search with random and adversarial q (property), ${plan.name}`, function () {
     this.timeout(120_000);
     let h: Harness;
@@ -115,12 +118,18 @@ describe('entry search with random && / || trees of up to 20 terms on 3,000 entr
     fc.constantFrom('acme 1', 'ho', 'q', 'globex', '29').map((v) => `Name:${v}`),
     fc.tuple(fc.constantFrom('>', '>=', '<', '<=', ':'), fc.integer({ min: -5, max: 1005 })).map(([op, n]) => `Employees${op}${n}`),
     fc.constantFrom('true', 'false', 'yes', 'no').map((v) => `Public:${v}`),
-    fc.tuple(fc.constantFrom('>', '<', ':'), fc.integer({ min: 0, max: 4000 })).map(([op, d]) => `Founded${op}${new Date(Date.parse('2026-01-01') - d * 86_400_000).toISOString().slice(0, 10)}`),
+    fc
+      .tuple(fc.constantFrom('>', '<', ':'), fc.integer({ min: 0, max: 4000 }))
+      .map(([op, d]) => `Founded${op}${new Date(Date.parse('2026-01-01') - d * 86_400_000).toISOString().slice(0, 10)}`),
     fc.tuple(fc.constantFrom('>', '<'), fc.integer({ min: 0, max: 3000 })).map(([op, s]) => `created_at${op}${new Date(Date.parse('2026-01-01') + s * 1000).toISOString()}`),
   );
   type Tree = string | { op: '&&' | '||'; items: Tree[] };
   const tree: fc.Arbitrary<Tree> = fc.letrec<{ node: Tree }>((tie) => ({
-    node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, term, fc.record({ op: fc.constantFrom('&&' as const, '||' as const), items: fc.array(tie('node'), { minLength: 2, maxLength: 6 }) })),
+    node: fc.oneof(
+      { depthSize: 'small', withCrossShrink: true },
+      term,
+      fc.record({ op: fc.constantFrom('&&' as const, '||' as const), items: fc.array(tie('node'), { minLength: 2, maxLength: 6 }) }),
+    ),
   })).node;
   const leaves = (node: Tree): number => (typeof node === 'string' ? 1 : node.items.reduce((n, item) => n + leaves(item), 0));
   const render = (node: Tree): string => (typeof node === 'string' ? node : `(${node.items.map(render).join(` ${node.op} `)})`);
@@ -137,7 +146,10 @@ describe('entry search with random && / || trees of up to 20 terms on 3,000 entr
           expect(res.status, `q=${q} → ${res.text.slice(0, 200)}`).to.equal(200);
           expect(Date.now() - started, q).to.be.lessThan(5000);
           const expected = await scanned.listJson(companies, { q, limit, includeDrafts: false, includeArchived: false });
-          expect(res.body.data.map((e: { id: string }) => e.id), q).to.deep.equal(expected.entries.map((json) => (JSON.parse(json) as { id: string }).id));
+          expect(
+            res.body.data.map((e: { id: string }) => e.id),
+            q,
+          ).to.deep.equal(expected.entries.map((json) => (JSON.parse(json) as { id: string }).id));
           expect(res.body.meta.next_cursor, q).to.equal(expected.nextCursor);
         },
       ),
@@ -182,11 +194,15 @@ onlyOn('postgres')('entry search on SQLite and PostgreSQL, same data and same q 
     fc.constantFrom('acme 1', 'ho', 'q', '29').map((v) => `Name:${v}`),
     fc.tuple(fc.constantFrom('>', '>=', '<', '<=', ':'), fc.integer({ min: -5, max: 1005 })).map(([op, n]) => `Employees${op}${n}`),
     fc.constantFrom('true', 'false', 'yes', 'no', 'maybe').map((v) => `Public:${v}`),
-    fc.tuple(fc.constantFrom('>', '<', ':'), fc.integer({ min: 0, max: 4000 })).map(([op, d]) => `Founded${op}${new Date(Date.parse('2026-01-01') - d * 86_400_000).toISOString().slice(0, 10)}`),
+    fc
+      .tuple(fc.constantFrom('>', '<', ':'), fc.integer({ min: 0, max: 4000 }))
+      .map(([op, d]) => `Founded${op}${new Date(Date.parse('2026-01-01') - d * 86_400_000).toISOString().slice(0, 10)}`),
     fc.tuple(fc.constantFrom('>', '<'), fc.integer({ min: 0, max: 2000 })).map(([op, s]) => `created_at${op}${new Date(Date.parse('2026-01-01') + s * 1000).toISOString()}`),
     fc.constantFrom('Employees:many', 'Founded>soon', '(', '"unclosed', '&& x', '\u0000'),
   );
-  const q = fc.array(fc.tuple(term, fc.constantFrom(' && ', ' || ', ' ')), { minLength: 1, maxLength: 8 }).map((parts) => parts.map(([t, op], i) => (i === 0 ? t : `${op}${t}`)).join(''));
+  const q = fc
+    .array(fc.tuple(term, fc.constantFrom(' && ', ' || ', ' ')), { minLength: 1, maxLength: 8 })
+    .map((parts) => parts.map(([t, op], i) => (i === 0 ? t : `${op}${t}`)).join(''));
 
   it('answers the same entries in the same order, or the same 400, on both databases', async () => {
     await fc.assert(

@@ -4,7 +4,10 @@ import { entriesFixture } from '../helpers/entries-fixture.js';
 
 // Every case runs under both plans a search can take (search/compile.ts): matches listed from
 // their postings and sorted on their page keys, and entries read in page order, each checked.
-for (const plan of [{ name: 'postings', driveLimit: undefined }, { name: 'read in page order', driveLimit: -1 }]) {
+for (const plan of [
+  { name: 'postings', driveLimit: undefined },
+  { name: 'read in page order', driveLimit: -1 },
+]) {
   describe(`entry search: q on GET /api/v1/entry_types/:id/entries, ${plan.name}`, () => {
     let h: Harness;
     let t: Tenant;

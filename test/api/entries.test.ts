@@ -126,7 +126,9 @@ describe('GET /api/v1/entry_types/:entry_type_id/entries', () => {
     expect(res.body.data.map((e: { id: string }) => e.id)).to.deep.equal(ids.slice(0, 2));
     expect(res.body.meta).to.have.keys(['next_cursor', 'limit']);
     expect(res.body.meta.limit).to.equal(2);
-    expect(res.body.meta.next_cursor).to.be.a('string').and.match(/^[A-Za-z0-9_-]+$/);
+    expect(res.body.meta.next_cursor)
+      .to.be.a('string')
+      .and.match(/^[A-Za-z0-9_-]+$/);
   });
 
   it('walks every entry exactly once, oldest first, at several limits', async () => {

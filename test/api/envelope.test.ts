@@ -74,7 +74,7 @@ describe('API envelopes, unknown paths and bodies', () => {
     expect(res.status).to.equal(202);
   });
 
-  it('returns the caller\'s X-Request-Id, or a new one', async () => {
+  it("returns the caller's X-Request-Id, or a new one", async () => {
     const given = await h.api.get('/api/v1/requests/x').set('X-Request-Id', 'trace-123');
     expect(given.headers['x-request-id']).to.equal('trace-123');
     const insane = await h.api.get('/api/v1/requests/x').set('X-Request-Id', 'bad id with spaces');
@@ -87,7 +87,10 @@ describe('API envelopes, unknown paths and bodies', () => {
     const tenant = await h.tenant({ slug: 'breaks' });
     const undoFault = await failInsertsWhen(h.db, { table: 'requests', column: 'summary', value: 'explode', message: 'secret detail' });
     try {
-      const res = await h.api.post('/api/v1/scribes/breaks/requests').set(tenant.headers).send({ task: { summary: 'explode' } });
+      const res = await h.api
+        .post('/api/v1/scribes/breaks/requests')
+        .set(tenant.headers)
+        .send({ task: { summary: 'explode' } });
       expect(res.status).to.equal(500);
       expect(res.body).to.deep.equal({ error: 'Internal server error' });
     } finally {

@@ -66,7 +66,10 @@ describe('a client generated from /api/v1/openapi.json (openapi-typescript, open
   });
 
   it('reads the task a receipt made, lists tasks, answers a waiting task and cancels one', async () => {
-    const submitted = await client.POST('/api/v1/scribes/{scribe_id}/requests', { params: { path: { scribe_id: t.scribe.slug } }, body: { task: { summary: 'Which launch comes first?' } } });
+    const submitted = await client.POST('/api/v1/scribes/{scribe_id}/requests', {
+      params: { path: { scribe_id: t.scribe.slug } },
+      body: { task: { summary: 'Which launch comes first?' } },
+    });
     await h.services.dispatcher.tick();
     const receipt = await client.GET('/api/v1/requests/{id}', { params: { path: { id: submitted.data!.request.id } } });
     const taskId = receipt.data!.request.entity_id!;
@@ -101,9 +104,19 @@ describe('a client generated from /api/v1/openapi.json (openapi-typescript, open
     const closed = await client.POST('/api/v1/sessions/{id}/messages', { params: { path: { id } }, body: { message: 'Still there?' } });
     expect([closed.response.status, closed.error]).to.deep.equal([409, { error: 'Session is closed' }]);
     const events = await client.GET('/api/v1/sessions/{id}/events', { params: { path: { id }, header: { 'Last-Event-ID': '2' } }, parseAs: 'text' });
-    expect(events.data!.split('\n\n').filter(Boolean).map((block) => block.split('\n')[1])).to.deep.equal([
+    expect(
+      events
+        .data!.split('\n\n')
+        .filter(Boolean)
+        .map((block) => block.split('\n')[1]),
+    ).to.deep.equal([
       // running, the reply, waiting, the further message, queued, cancelled: the events after the user's first message.
-      'event: status', 'event: message', 'event: status', 'event: message', 'event: status', 'event: status',
+      'event: status',
+      'event: message',
+      'event: status',
+      'event: message',
+      'event: status',
+      'event: status',
     ]);
   });
 

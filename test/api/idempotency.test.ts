@@ -105,7 +105,14 @@ describe('Idempotency-Key on POST requests and chat (Stripe semantics)', () => {
   });
 
   it('takes over a key whose first request was left in progress by a process that died', async () => {
-    await h.db('idempotency_keys').insert({ organization_id: t.organizationId, key: 'key-6', request_hash: 'x'.repeat(64), state: 'in_progress', created_at: clock().toISOString(), expires_at: new Date(clock().getTime() + 86_400_000).toISOString() });
+    await h.db('idempotency_keys').insert({
+      organization_id: t.organizationId,
+      key: 'key-6',
+      request_hash: 'x'.repeat(64),
+      state: 'in_progress',
+      created_at: clock().toISOString(),
+      expires_at: new Date(clock().getTime() + 86_400_000).toISOString(),
+    });
     expect((await submit('key-6', { task: { summary: 'orphaned key' } })).status).to.equal(409);
     clock.advance(60_000);
     expect((await submit('key-6', { task: { summary: 'orphaned key' } })).status).to.equal(202);
@@ -114,7 +121,11 @@ describe('Idempotency-Key on POST requests and chat (Stripe semantics)', () => {
 
   it('refuses a malformed key with 400 "Invalid Idempotency-Key"', async () => {
     for (const key of ['', 'has space', 'x'.repeat(256), 'naïve']) {
-      const res = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/requests`).set(t.headers).set('Idempotency-Key', key).send({ task: { summary: 'bad key' } });
+      const res = await h.api
+        .post(`/api/v1/scribes/${t.scribe.slug}/requests`)
+        .set(t.headers)
+        .set('Idempotency-Key', key)
+        .send({ task: { summary: 'bad key' } });
       expect(res.status, JSON.stringify(key)).to.equal(400);
       expect(res.body).to.deep.equal({ error: 'Invalid Idempotency-Key' });
     }

@@ -12,14 +12,20 @@ describe('GET /api/v1/requests/:id', () => {
   after(() => h.close());
 
   it('answers 200 with the receipt as submitted', async () => {
-    const submitted = await h.api.post('/api/v1/scribes/atlas/requests').set(t.headers).send({ task: { summary: 'x' } });
+    const submitted = await h.api
+      .post('/api/v1/scribes/atlas/requests')
+      .set(t.headers)
+      .send({ task: { summary: 'x' } });
     const res = await h.api.get(`/api/v1/requests/${submitted.body.request.id}`).set(t.headers);
     expect(res.status).to.equal(200);
     expect(res.body).to.deep.equal(submitted.body);
   });
 
   it('shows entity_id once fulfilled and error_message once failed', async () => {
-    const ok = await h.api.post('/api/v1/scribes/atlas/requests').set(t.headers).send({ task: { summary: 'x' } });
+    const ok = await h.api
+      .post('/api/v1/scribes/atlas/requests')
+      .set(t.headers)
+      .send({ task: { summary: 'x' } });
     await h.services.dispatcher.tick();
     const fulfilled = await h.api.get(`/api/v1/requests/${ok.body.request.id}`).set(t.headers);
     expect(fulfilled.body.request.status).to.equal('fulfilled');
@@ -27,7 +33,10 @@ describe('GET /api/v1/requests/:id', () => {
     expect(fulfilled.body.request.entity_id).to.equal(task.id);
     expect(fulfilled.body.request.error_message).to.equal(null);
 
-    const doomed = await h.api.post('/api/v1/scribes/atlas/requests').set(t.headers).send({ task: { summary: 'y' } });
+    const doomed = await h.api
+      .post('/api/v1/scribes/atlas/requests')
+      .set(t.headers)
+      .send({ task: { summary: 'y' } });
     await h.services.scribes.setState(t.organizationId, 'atlas', 'powered_off');
     await h.services.dispatcher.tick();
     await h.services.scribes.setState(t.organizationId, 'atlas', 'active');
@@ -45,7 +54,10 @@ describe('GET /api/v1/requests/:id', () => {
 
   it("answers 404 for another organization's receipt", async () => {
     const other = await h.tenant({ slug: 'other' });
-    const theirs = await h.api.post('/api/v1/scribes/other/requests').set(other.headers).send({ task: { summary: 'x' } });
+    const theirs = await h.api
+      .post('/api/v1/scribes/other/requests')
+      .set(other.headers)
+      .send({ task: { summary: 'x' } });
     const res = await h.api.get(`/api/v1/requests/${theirs.body.request.id}`).set(t.headers);
     expect(res.status).to.equal(404);
     expect(res.body).to.deep.equal({ error: 'Request not found' });
@@ -65,7 +77,10 @@ describe('GET /api/v1/scribes/:scribe_id/requests', () => {
     const ids: string[] = [];
     for (let i = 0; i < n; i++) {
       if (i % 3 === 0) clock.advance(1); // runs of three share a created_at
-      const res = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/requests`).set(t.headers).send({ task: { summary: `task ${i}` } });
+      const res = await h.api
+        .post(`/api/v1/scribes/${t.scribe.slug}/requests`)
+        .set(t.headers)
+        .send({ task: { summary: `task ${i}` } });
       ids.push(res.body.request.id);
     }
     return ids;
@@ -94,7 +109,10 @@ describe('GET /api/v1/scribes/:scribe_id/requests', () => {
     for (const limit of [1, 5, 10, 23, 100]) {
       const { ids: seen, pages } = await walk(t, `limit=${limit}`);
       expect(seen, `limit ${limit}`).to.deep.equal(newestFirst);
-      expect(pages.slice(0, -1).every((n) => n === limit), `full pages at limit ${limit}`).to.equal(true);
+      expect(
+        pages.slice(0, -1).every((n) => n === limit),
+        `full pages at limit ${limit}`,
+      ).to.equal(true);
     }
   });
 

@@ -41,7 +41,10 @@ describe('API rate limits (RATE_LIMIT_PER_MINUTE)', () => {
     for (let i = 0; i < 3; i++) await list(t.headers);
     expect((await list(t.headers)).status).to.equal(429);
     expect((await h.api.get(`/api/v1/scribes/${other.scribe.slug}/requests`).set(other.headers)).status).to.equal(200);
-    const submit = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/requests`).set(t.headers).send({ task: { summary: 'x' } });
+    const submit = await h.api
+      .post(`/api/v1/scribes/${t.scribe.slug}/requests`)
+      .set(t.headers)
+      .send({ task: { summary: 'x' } });
     expect(submit.status).to.equal(429);
     expect(await h.db('requests').count({ n: '*' }).first()).to.deep.equal({ n: 0 });
   });
@@ -142,7 +145,14 @@ describe('API rate limits under concurrent calls', () => {
     const h = await createHarness({ env: { RATE_LIMIT_PER_MINUTE: '10' }, options: { dispatchOnAccept: false } });
     try {
       const t = await h.tenant();
-      const statuses = await Promise.all(Array.from({ length: 20 }, () => h.api.get(`/api/v1/scribes/${t.scribe.slug}/requests`).set(t.headers).then((res) => res.status)));
+      const statuses = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          h.api
+            .get(`/api/v1/scribes/${t.scribe.slug}/requests`)
+            .set(t.headers)
+            .then((res) => res.status),
+        ),
+      );
       expect(statuses.filter((s) => s === 200)).to.have.length(10);
       expect(statuses.filter((s) => s === 429)).to.have.length(10);
     } finally {

@@ -19,7 +19,11 @@ describe('sessions over the API: GET /sessions/:id, POST /sessions/:id/messages 
     return res.body.session_id;
   }
   const read = (id: string, tenant = t) => h.api.get(`/api/v1/sessions/${id}`).set(tenant.headers);
-  const say = (id: string, body: unknown, tenant = t) => h.api.post(`/api/v1/sessions/${id}/messages`).set(tenant.headers).send(body as object);
+  const say = (id: string, body: unknown, tenant = t) =>
+    h.api
+      .post(`/api/v1/sessions/${id}/messages`)
+      .set(tenant.headers)
+      .send(body as object);
   const cancel = (id: string, tenant = t) => h.api.post(`/api/v1/sessions/${id}/cancel`).set(tenant.headers);
   const texts = (body: { session: { messages: Array<{ author: string; text: string }> } }) => body.session.messages.map((m) => `${m.author}: ${m.text}`);
 
@@ -77,17 +81,37 @@ describe('sessions over the API: GET /sessions/:id, POST /sessions/:id/messages 
     expect(res.body.session).to.include({ id, status: 'cancelled' });
     expect(texts(res.body), "the system's note stays in the console").to.deep.equal(['user: Stop me']);
     await h.services.runtime.tick();
-    expect(await h.db('session_messages').where({ session_id: id, author: 'scribe' }).count({ n: '*' }).first().then((r) => Number(r!.n))).to.equal(0);
+    expect(
+      await h
+        .db('session_messages')
+        .where({ session_id: id, author: 'scribe' })
+        .count({ n: '*' })
+        .first()
+        .then((r) => Number(r!.n)),
+    ).to.equal(0);
     const again = await cancel(id);
     expect([again.status, again.body]).to.deep.equal([409, { error: 'Session is closed' }]);
   });
 
   it("answers another organization's session and an unknown id with the same 404, and adds nothing", async () => {
     const id = await started('Private');
-    for (const res of [await read(id, other), await say(id, { message: 'x' }, other), await cancel(id, other), await read('01935f00-0000-7000-8000-000000000000'), await read('nope')]) {
+    for (const res of [
+      await read(id, other),
+      await say(id, { message: 'x' }, other),
+      await cancel(id, other),
+      await read('01935f00-0000-7000-8000-000000000000'),
+      await read('nope'),
+    ]) {
       expect([res.status, res.body]).to.deep.equal([404, { error: 'Session not found' }]);
     }
-    expect(await h.db('session_messages').where({ session_id: id }).count({ n: '*' }).first().then((r) => Number(r!.n))).to.equal(1);
+    expect(
+      await h
+        .db('session_messages')
+        .where({ session_id: id })
+        .count({ n: '*' })
+        .first()
+        .then((r) => Number(r!.n)),
+    ).to.equal(1);
     expect((await h.db('sessions').where({ id }).first('state')).state).to.equal('queued');
   });
 
@@ -98,7 +122,14 @@ describe('sessions over the API: GET /sessions/:id, POST /sessions/:id/messages 
     const second = await say(id, { message: 'Only once' }).set('Idempotency-Key', 'say-once');
     expect([first.status, second.status, second.headers['idempotent-replayed']]).to.deep.equal([202, 202, 'true']);
     expect(second.body).to.deep.equal(first.body);
-    expect(await h.db('session_messages').where({ session_id: id, text: 'Only once' }).count({ n: '*' }).first().then((r) => Number(r!.n))).to.equal(1);
+    expect(
+      await h
+        .db('session_messages')
+        .where({ session_id: id, text: 'Only once' })
+        .count({ n: '*' })
+        .first()
+        .then((r) => Number(r!.n)),
+    ).to.equal(1);
   });
 
   it('answers 401 without a key', async () => {

@@ -42,7 +42,11 @@ function readStream(url: string, headers: Record<string, string>, until?: (event
             comments.push(block);
             continue;
           }
-          const field = (name: string) => block.split('\n').find((line) => line.startsWith(`${name}: `))?.slice(name.length + 2);
+          const field = (name: string) =>
+            block
+              .split('\n')
+              .find((line) => line.startsWith(`${name}: `))
+              ?.slice(name.length + 2);
           const event = { id: Number(field('id')), event: field('event')!, data: JSON.parse(field('data')!) };
           events.push(event);
           if (until?.(event, events)) {
@@ -73,7 +77,11 @@ describe('event streams: GET /tasks/:id/events and /sessions/:id/events', functi
     const env = { OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODEL: 'm', OPENAI_MAX_RETRIES: '0', MODELS_ALLOW_PRIVATE: 'true' };
     h = await createHarness({ env, options: { runOnNewWork: false, dispatchOnAccept: false, streams: { pollMs: 20 } } });
     // A second process on the same database: its own services, feed and HTTP server.
-    second = await createHarness({ env: { ...env, DATA_DIR: h.dir }, options: { runOnNewWork: false, dispatchOnAccept: false, streams: { pollMs: 20 } }, sharedDatabaseUrl: h.config.databaseUrl });
+    second = await createHarness({
+      env: { ...env, DATA_DIR: h.dir },
+      options: { runOnNewWork: false, dispatchOnAccept: false, streams: { pollMs: 20 } },
+      sharedDatabaseUrl: h.config.databaseUrl,
+    });
     t = await h.tenant({ slug: 'ferry' });
     await h.services.scribes.setAgent(t.organizationId, 'ferry', { agent: 'openai' });
     one = await listen(h);
@@ -101,7 +109,10 @@ describe('event streams: GET /tasks/:id/events and /sessions/:id/events', functi
     const { status, type, events } = await reading;
     expect([status, type]).to.deep.equal([200, 'text/event-stream; charset=utf-8']);
     expect(events.map((e) => e.id)).to.deep.equal(events.map((_, i) => i + 1));
-    expect(events.slice(0, 2).map((e) => [e.event, e.data.status ?? e.data.text])).to.deep.equal([['status', 'queued'], ['message', 'When does the ferry leave?']]);
+    expect(events.slice(0, 2).map((e) => [e.event, e.data.status ?? e.data.text])).to.deep.equal([
+      ['status', 'queued'],
+      ['message', 'When does the ferry leave?'],
+    ]);
     const deltas = events.filter((e) => e.event === 'delta');
     expect(deltas.length).to.be.greaterThan(1);
     expect(deltas.map((e) => e.data.text).join('')).to.equal(REPLY);
@@ -121,13 +132,20 @@ describe('event streams: GET /tasks/:id/events and /sessions/:id/events', functi
     expect(whole.events.at(-1)!.data.status).to.equal('cancelled');
     for (const server of [one, two]) {
       const rest = await readStream(`${server.url}/api/v1/sessions/${id}/events`, { ...headers(), 'last-event-id': '3' });
-      expect(rest.events).to.deep.equal(whole.events.filter((e) => e.id > 3).map((e) => (e.event === 'status' ? { ...e, data: { ...e.data, updated_at: rest.events.find((r) => r.id === e.id)!.data.updated_at } } : e)));
+      expect(rest.events).to.deep.equal(
+        whole.events
+          .filter((e) => e.id > 3)
+          .map((e) => (e.event === 'status' ? { ...e, data: { ...e.data, updated_at: rest.events.find((r) => r.id === e.id)!.data.updated_at } } : e)),
+      );
     }
   });
 
   it('follows a task to done from another process than the one working it, and ends there', async () => {
     fake.script({ reply: 'Timetable summarised.', chunks: 3, chunkDelayMs: 30 });
-    const submitted = await h.api.post('/api/v1/scribes/ferry/requests').set(t.headers).send({ task: { summary: 'Summarise the timetable' } });
+    const submitted = await h.api
+      .post('/api/v1/scribes/ferry/requests')
+      .set(t.headers)
+      .send({ task: { summary: 'Summarise the timetable' } });
     await h.services.dispatcher.tick();
     const taskId = (await h.db('requests').where({ id: submitted.body.request.id }).first()).entity_id;
     const reading = readStream(`${two.url}/api/v1/tasks/${taskId}/events`, headers());
@@ -136,7 +154,12 @@ describe('event streams: GET /tasks/:id/events and /sessions/:id/events', functi
     const { events, ended } = await reading;
     expect(ended).to.equal(true);
     expect(events.filter((e) => e.event === 'status').map((e) => e.data.status)).to.deep.equal(['open', 'in_progress', 'done']);
-    expect(events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('')).to.equal('Timetable summarised.');
+    expect(
+      events
+        .filter((e) => e.event === 'delta')
+        .map((e) => e.data.text)
+        .join(''),
+    ).to.equal('Timetable summarised.');
     expect(events.at(-1)!.data).to.include({ id: taskId, status: 'done', result: 'Timetable summarised.' });
     expect(second.services.streams.open, 'nothing held once it ended').to.equal(0);
   });
@@ -165,7 +188,7 @@ describe('event streams: GET /tasks/:id/events and /sessions/:id/events', functi
     }
   });
 
-  it('answers an unknown id, another organization\'s and a missing key with JSON, not a stream', async () => {
+  it("answers an unknown id, another organization's and a missing key with JSON, not a stream", async () => {
     const other = await h.tenant({ slug: 'elsewhere' });
     const id = await chat('Mine');
     for (const [path, key, status, error] of [

@@ -13,7 +13,10 @@ describe('POST /api/v1/scribes/:scribe_id/requests', () => {
   after(() => h.close());
 
   const submit = (body: unknown, tenant = t, slug = tenant.scribe.slug) =>
-    h.api.post(`/api/v1/scribes/${slug}/requests`).set(tenant.headers).send(body as object);
+    h.api
+      .post(`/api/v1/scribes/${slug}/requests`)
+      .set(tenant.headers)
+      .send(body as object);
 
   async function expect422(body: unknown, error: string) {
     const before = await h.db('requests').count({ n: '*' }).first();
@@ -28,9 +31,7 @@ describe('POST /api/v1/scribes/:scribe_id/requests', () => {
     expect(res.status).to.equal(202);
     expect(Object.keys(res.body)).to.deep.equal(['request']);
     const r = res.body.request;
-    expect(Object.keys(r).sort()).to.deep.equal(
-      ['created_at', 'entity_id', 'entity_type', 'error_message', 'id', 'scribe_id', 'status', 'updated_at'].sort(),
-    );
+    expect(Object.keys(r).sort()).to.deep.equal(['created_at', 'entity_id', 'entity_type', 'error_message', 'id', 'scribe_id', 'status', 'updated_at'].sort());
     expect(r.id).to.match(/^req_[0-9A-HJKMNP-TV-Z]{26}$/);
     expect(r).to.include({ scribe_id: 'atlas', status: 'accepted', entity_type: 'task', entity_id: null, error_message: null });
     expect(r.created_at).to.match(ISO_MS);
@@ -73,12 +74,10 @@ describe('POST /api/v1/scribes/:scribe_id/requests', () => {
       expect(res.body).to.deep.equal({ error: 'Summary is required' });
     });
     it('answers 422 "task must be an object" for a task that is not one', () => expect422({ task: 'do it' }, 'task must be an object'));
-    it('answers 422 "Unsupported actor_kind" for another actor_kind', () =>
-      expect422({ actor_kind: 'agent', task: { summary: 'x' } }, 'Unsupported actor_kind'));
+    it('answers 422 "Unsupported actor_kind" for another actor_kind', () => expect422({ actor_kind: 'agent', task: { summary: 'x' } }, 'Unsupported actor_kind'));
     it('answers 422 naming the field for a summary of the wrong type', () => expect422({ task: { summary: 42 } }, 'summary must be a string'));
     it('answers 422 "title must be a string" for a numeric title', () => expect422({ task: { summary: 'x', title: 7 } }, 'title must be a string'));
-    it('answers 422 for acceptance_criteria of the wrong type', () =>
-      expect422({ task: { summary: 'x', acceptance_criteria: ['a'] } }, 'acceptance_criteria must be a string'));
+    it('answers 422 for acceptance_criteria of the wrong type', () => expect422({ task: { summary: 'x', acceptance_criteria: ['a'] } }, 'acceptance_criteria must be a string'));
     it('answers 422 "Maximum of 5 attachments allowed" for six', () =>
       expect422(
         { task: { summary: 'x', attachments: Array.from({ length: 6 }, () => ({ url: 'https://example.com/a', content_type: 'text/plain' })) } },
@@ -91,7 +90,10 @@ describe('POST /api/v1/scribes/:scribe_id/requests', () => {
     it('answers 422 "Attachment content_type is required" for an attachment without one', () =>
       expect422({ task: { summary: 'x', attachments: [{ url: 'https://example.com/a' }] } }, 'Attachment content_type is required'));
     it('answers 422 "Attachment content_type is invalid" for a header injection, and stores nothing', async () => {
-      await expect422({ task: { summary: 'injected', attachments: [{ url: 'https://example.com/a', content_type: 'text/plain\r\nX-Injected: 1' }] } }, 'Attachment content_type is invalid');
+      await expect422(
+        { task: { summary: 'injected', attachments: [{ url: 'https://example.com/a', content_type: 'text/plain\r\nX-Injected: 1' }] } },
+        'Attachment content_type is invalid',
+      );
       expect(await h.db('requests').where({ summary: 'injected' })).to.have.length(0);
     });
     for (const bad of ['text', 'text/', '/plain', 'text/plain/x', 'text plain', 'text/pl ain', 'text/plain; charset=\u0001', 'téxt/plain', 'text/plain\u0000']) {
@@ -107,8 +109,7 @@ describe('POST /api/v1/scribes/:scribe_id/requests', () => {
     ] as const) {
       it(`answers 422 "${field} must not contain U+0000" (no database stores it), storing nothing`, () => expect422({ task }, `${field} must not contain U+0000`));
     }
-    it('answers 422 "attachments must be an array" for an object', () =>
-      expect422({ task: { summary: 'x', attachments: { url: 'x' } } }, 'attachments must be an array'));
+    it('answers 422 "attachments must be an array" for an object', () => expect422({ task: { summary: 'x', attachments: { url: 'x' } } }, 'attachments must be an array'));
     it('answers 422 for an attachment that is not an object', () =>
       expect422({ task: { summary: 'x', attachments: ['https://example.com/a'] } }, 'Each attachment must be an object'));
     it('answers 422 for a title over 200 characters, and accepts one of 200', async () => {

@@ -21,7 +21,11 @@ describe('tasks over the API: GET /tasks/:id, GET /scribes/:id/tasks, POST /task
     return (await h.api.get(`/api/v1/requests/${res.body.request.id}`).set(tenant.headers)).body.request.entity_id;
   }
   const read = (id: string, tenant = t) => h.api.get(`/api/v1/tasks/${id}`).set(tenant.headers);
-  const input = (id: string, body: unknown, tenant = t) => h.api.post(`/api/v1/tasks/${id}/input`).set(tenant.headers).send(body as object);
+  const input = (id: string, body: unknown, tenant = t) =>
+    h.api
+      .post(`/api/v1/tasks/${id}/input`)
+      .set(tenant.headers)
+      .send(body as object);
   const cancel = (id: string, tenant = t) => h.api.post(`/api/v1/tasks/${id}/cancel`).set(tenant.headers);
   const statusOf = async (id: string) => (await h.db('tasks').where({ id }).first('status')).status;
 
@@ -31,11 +35,35 @@ describe('tasks over the API: GET /tasks/:id, GET /scribes/:id/tasks, POST /task
     expect(open.status).to.equal(200);
     expect(open.body).to.have.keys('task');
     expect(open.body.task).to.deep.include({
-      id, scribe_id: 'atlas', status: 'open', title: 'Weekly', summary: 'Sum up the week', acceptance_criteria: 'Three lines',
-      result: null, question: null, error: null, attachments: [], usage: { input_tokens: 0, output_tokens: 0 },
+      id,
+      scribe_id: 'atlas',
+      status: 'open',
+      title: 'Weekly',
+      summary: 'Sum up the week',
+      acceptance_criteria: 'Three lines',
+      result: null,
+      question: null,
+      error: null,
+      attachments: [],
+      usage: { input_tokens: 0, output_tokens: 0 },
     });
     expect(open.body.task.request_id).to.match(/^req_/);
-    expect(Object.keys(open.body.task)).to.deep.equal(['id', 'scribe_id', 'request_id', 'status', 'title', 'summary', 'acceptance_criteria', 'result', 'question', 'error', 'attachments', 'usage', 'created_at', 'updated_at']);
+    expect(Object.keys(open.body.task)).to.deep.equal([
+      'id',
+      'scribe_id',
+      'request_id',
+      'status',
+      'title',
+      'summary',
+      'acceptance_criteria',
+      'result',
+      'question',
+      'error',
+      'attachments',
+      'usage',
+      'created_at',
+      'updated_at',
+    ]);
     await h.services.runtime.tick();
     const done = (await read(id)).body.task;
     expect(done.status).to.equal('done');
@@ -46,7 +74,10 @@ describe('tasks over the API: GET /tasks/:id, GET /scribes/:id/tasks, POST /task
     const id = await submitted({ summary: 'What should we launch next?' });
     await h.services.runtime.tick();
     const waiting = (await read(id)).body.task;
-    expect(waiting).to.include({ status: 'waiting', question: 'Before I start: what would a good answer to "What should we launch next?" look like? Please give acceptance criteria.' });
+    expect(waiting).to.include({
+      status: 'waiting',
+      question: 'Before I start: what would a good answer to "What should we launch next?" look like? Please give acceptance criteria.',
+    });
     const answered = await input(id, { input: 'A one-line product name' });
     expect(answered.status).to.equal(202);
     expect(answered.body.task).to.include({ id, status: 'open' });
@@ -86,7 +117,11 @@ describe('tasks over the API: GET /tasks/:id, GET /scribes/:id/tasks, POST /task
 
   it("answers another organization's task, an unknown id and a malformed id with the same 404, and changes nothing", async () => {
     const id = await submitted({ summary: 'Mine alone' });
-    for (const [path, send] of [[`/api/v1/tasks/${id}`, null], [`/api/v1/tasks/${id}/input`, { input: 'x' }], [`/api/v1/tasks/${id}/cancel`, {}]] as const) {
+    for (const [path, send] of [
+      [`/api/v1/tasks/${id}`, null],
+      [`/api/v1/tasks/${id}/input`, { input: 'x' }],
+      [`/api/v1/tasks/${id}/cancel`, {}],
+    ] as const) {
       const res = send ? await h.api.post(path).set(other.headers).send(send) : await h.api.get(path).set(other.headers);
       expect([res.status, res.body], path).to.deep.equal([404, { error: 'Task not found' }]);
     }

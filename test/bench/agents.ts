@@ -133,7 +133,17 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
 function receiptRow(organizationId: string, scribeId: string) {
   const now = new Date();
   const at = now.toISOString();
-  return { id: newRequestId(now), organization_id: organizationId, scribe_id: scribeId, status: 'accepted', entity_type: 'task', available_at: at, attempts: 0, created_at: at, updated_at: at };
+  return {
+    id: newRequestId(now),
+    organization_id: organizationId,
+    scribe_id: scribeId,
+    status: 'accepted',
+    entity_type: 'task',
+    available_at: at,
+    attempts: 0,
+    created_at: at,
+    updated_at: at,
+  };
 }
 
 async function open(db: Db): Promise<number> {
@@ -147,7 +157,8 @@ async function checkOnce(db: Db, expected: number): Promise<void> {
   const done = await db('task_events').where({ to_status: 'done' }).groupBy('task_id').select('task_id').count({ n: '*' });
   const twice = done.filter((row) => Number(row.n) !== 1).length;
   const tasks = Number((await db('tasks').count({ n: '*' }).first())!.n);
-  if (done.length !== expected || twice > 0 || tasks !== expected) throw new Error(`${tasks} tasks, ${done.length} done, ${twice} recorded done more than once; expected ${expected}`);
+  if (done.length !== expected || twice > 0 || tasks !== expected)
+    throw new Error(`${tasks} tasks, ${done.length} done, ${twice} recorded done more than once; expected ${expected}`);
 }
 
 export async function benchAgents(dataDir: string): Promise<void> {
@@ -172,17 +183,17 @@ export async function benchAgents(dataDir: string): Promise<void> {
     '',
     `One run: ${machineLine()}. A local OpenAI-compatible server answers every call after ${MODEL_MS} ms, streamed when asked;`,
     `${TASKS.toLocaleString('en')} tasks over ${SCRIBES} scribes (accepted receipts, dispatched by the workers) are worked by worker processes`,
-    '(`PROCESS_ROLE=worker`) with `AGENT_CONCURRENCY` slots each. The limit is Little\'s law: tasks × model calls per task × 1 s ÷ slots.',
+    "(`PROCESS_ROLE=worker`) with `AGENT_CONCURRENCY` slots each. The limit is Little's law: tasks × model calls per task × 1 s ÷ slots.",
     '',
-    '| scenario | slots | drain | limit | of limit | most calls at once | CPU per model call | memory per run in flight | new scribe\'s first run starts |',
+    "| scenario | slots | drain | limit | of limit | most calls at once | CPU per model call | memory per run in flight | new scribe's first run starts |",
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...results.map(
       (r) =>
         `| ${r.scenario.name} | ${r.scenario.slots * r.scenario.processes} | ${r.seconds.toFixed(1)} s | ${r.limit.toFixed(1)} s | ${(r.seconds / r.limit).toFixed(2)}× | ${r.peak} | ${r.cpuMsPerCall.toFixed(2)} ms | ${Math.round(r.rssPerRunKb)} KiB | ${r.newcomerMs} ms |`,
     ),
     '',
-    'Targets: drain within 1.25× the limit; CPU ≤ 0.5 ms per model call (the workers\' user and system time, claims and',
-    'recording included, divided by model calls); a new scribe\'s first run within 1.5 s of its task being made. Every',
+    "Targets: drain within 1.25× the limit; CPU ≤ 0.5 ms per model call (the workers' user and system time, claims and",
+    "recording included, divided by model calls); a new scribe's first run within 1.5 s of its task being made. Every",
     'receipt was checked to have made one task, recorded done exactly once. Drain: from the first model call to the last',
     'task recorded done. The model server and the database share the 2 cores with the workers.',
   ]);

@@ -31,8 +31,17 @@ export async function insertAccepted(db: Db, organizationId: string, scribeId: s
   const now = new Date();
   const at = now.toISOString();
   const rows = Array.from({ length: n }, (_, i) => ({
-    id: newRequestId(now), organization_id: organizationId, scribe_id: scribeId, status: 'accepted', entity_type: 'task',
-    title: `t${i}`, summary: `bulk ${i}`, available_at: at, attempts: 0, created_at: at, updated_at: at,
+    id: newRequestId(now),
+    organization_id: organizationId,
+    scribe_id: scribeId,
+    status: 'accepted',
+    entity_type: 'task',
+    title: `t${i}`,
+    summary: `bulk ${i}`,
+    available_at: at,
+    attempts: 0,
+    created_at: at,
+    updated_at: at,
   }));
   for (let i = 0; i < rows.length; i += 500) await db('requests').insert(rows.slice(i, i + 500));
 }
@@ -99,7 +108,10 @@ async function idleChatLatency(url: string, key: string, databaseUrl: string, sa
     .where('m.author', 'scribe')
     .select('s.created_at', 'm.created_at as replied_at');
   await db.destroy();
-  return percentiles(rows.map((r) => Date.parse(r.replied_at) - Date.parse(r.created_at)), samples);
+  return percentiles(
+    rows.map((r) => Date.parse(r.replied_at) - Date.parse(r.created_at)),
+    samples,
+  );
 }
 
 /** Sequential submits to an idle server; latency from the receipt's own created_at to completed_at. */
@@ -115,7 +127,10 @@ export async function idleDispatchLatency(url: string, key: string, databaseUrl:
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   await db.destroy();
-  return percentiles(rows.map((r) => Date.parse(r.completed_at) - Date.parse(r.created_at)), samples);
+  return percentiles(
+    rows.map((r) => Date.parse(r.completed_at) - Date.parse(r.created_at)),
+    samples,
+  );
 }
 
 export async function benchApi(dataDir: string): Promise<void> {
@@ -132,7 +147,14 @@ export async function benchApi(dataDir: string): Promise<void> {
   let latency: Awaited<ReturnType<typeof idleDispatchLatency>>;
   let chatLatency: Awaited<ReturnType<typeof idleChatLatency>>;
   try {
-    rows.push(await load('POST submit (no attachments)', { url: `${server.url}/api/v1/scribes/bench/requests`, method: 'POST', headers, body: JSON.stringify({ task: { summary: 'Benchmark task' } }) }));
+    rows.push(
+      await load('POST submit (no attachments)', {
+        url: `${server.url}/api/v1/scribes/bench/requests`,
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ task: { summary: 'Benchmark task' } }),
+      }),
+    );
     let n = 0;
     rows.push(
       await load('POST submit with Idempotency-Key', {
@@ -200,7 +222,7 @@ export async function benchApi(dataDir: string): Promise<void> {
     `| chat 202 → the scribe's reply recorded, idle server, p50 (${chatLatency.samples} sequential messages) | ${chatLatency.p50} ms |`,
     `| chat 202 → reply, p99 | ${chatLatency.p99} ms |`,
     '',
-    'The builtin agent stands in for a model here: the figures are the runtime\'s own cost',
+    "The builtin agent stands in for a model here: the figures are the runtime's own cost",
     '(claims, transcript and history reads, entry lookups, recording the outcome).',
   ]);
 }

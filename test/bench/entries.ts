@@ -51,7 +51,7 @@ async function bulkLoad(db: Db, contacts: EntryTypeWithFields, companyIds: strin
         Name: `${FIRST_NAMES[i % 10]} contact ${i}`,
         Email: `contact${i}@example.com`,
         City: `City ${String(i % CITIES).padStart(4, '0')}`,
-        Score: (i * 7919) % 10000 / 100,
+        Score: ((i * 7919) % 10000) / 100,
         Active: i % 3 !== 0,
         Joined: new Date(base + (i % 3650) * 86_400_000).toISOString().slice(0, 10),
         Company: [companyIds[i % COMPANIES]!],
@@ -100,7 +100,12 @@ export async function prepareEntries(dataDir: string, n: number, kind?: Database
   await textIndexOf(services.db).merge(services.db);
   console.log(`merged the text index in ${((Date.now() - merging) / 1000).toFixed(1)} s`);
 
-  const deep = await services.db('entries').where({ entry_type_id: contacts.id }).orderBy([{ column: 'created_at' }, { column: 'id' }]).offset(Math.floor(n * 0.9)).first('created_at', 'id');
+  const deep = await services
+    .db('entries')
+    .where({ entry_type_id: contacts.id })
+    .orderBy([{ column: 'created_at' }, { column: 'id' }])
+    .offset(Math.floor(n * 0.9))
+    .first('created_at', 'id');
   const deepCursor = { createdAt: deep.created_at as string, id: deep.id as string };
   const scenarios: Array<{ name: string; q?: string; after?: typeof deepCursor; connections?: number }> = [
     { name: 'first page' },
@@ -155,7 +160,10 @@ export async function benchEntries(dataDir: string, n: number): Promise<void> {
     plans.set(s.name, await plan(services, type, s.q ?? '', s.after));
     // Every match, counted in page order.
     const scan = await planSearch(services.db, type, s.q ?? '', { stats, counts: new RememberedCounts({ ttlMs: 0, maxEntries: 0 }), driveLimit: -1 });
-    const all = await listEntriesQuery(services.db, { entryTypeId: contacts.id, includeDrafts: false, includeArchived: false, plan: scan, limit: n + 1 }).clearSelect().count({ c: '*' }).clearOrder();
+    const all = await listEntriesQuery(services.db, { entryTypeId: contacts.id, includeDrafts: false, includeArchived: false, plan: scan, limit: n + 1 })
+      .clearSelect()
+      .count({ c: '*' })
+      .clearOrder();
     matches.set(s.name, Number((all as Array<{ c: number }>)[0]!.c));
   }
   await close();
@@ -191,7 +199,7 @@ export async function benchEntries(dataDir: string, n: number): Promise<void> {
     ...rows.map((r) => `| ${cell(r.name)} | \`${cell(r.note ?? '')}\` | ${matches.get(r.name) ?? ''} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} |`),
     '',
     'Target (issue 3): every scenario p50 ≤ 20 ms at 100,000 entries; the deep page as fast as the first.',
-    'Target (issue 12): each adversarial row (one client, so p50 is one search\'s time) p50 under 100 ms at 100,000 entries; the first page still served while two adversarial searches run.',
+    "Target (issue 12): each adversarial row (one client, so p50 is one search's time) p50 under 100 ms at 100,000 entries; the first page still served while two adversarial searches run.",
     '',
     'Query plans (`EXPLAIN QUERY PLAN` of the page query):',
     '',

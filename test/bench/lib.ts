@@ -51,12 +51,22 @@ export async function startServer(command: string[], env: Record<string, string>
       probe.close(() => resolve(port));
     });
   });
-  const child = spawn(process.execPath, command, { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port) }, stdio: quiet ? ['ignore', 'ignore', 'inherit'] : 'inherit' });
+  const child = spawn(process.execPath, command, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port) },
+    stdio: quiet ? ['ignore', 'ignore', 'inherit'] : 'inherit',
+  });
   const url = `http://127.0.0.1:${port}`;
   const stop = stopper(child);
   for (let i = 0; i < 200; i++) {
     if (child.exitCode !== null) break;
-    if (await fetch(`${url}${readyPath}`).then((r) => r.status < 500, () => false)) return { child, url, stop };
+    if (
+      await fetch(`${url}${readyPath}`).then(
+        (r) => r.status < 500,
+        () => false,
+      )
+    )
+      return { child, url, stop };
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   child.kill();
@@ -108,7 +118,11 @@ ratios measured in the same run. Where the time goes: [performance.md](performan
 export async function startWorker(env: Record<string, string>): Promise<Pick<Server, 'child' | 'stop'>> {
   // BENCH_WORKER_ARGS: Node options for the workers, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where their CPU goes.
   const nodeArgs = process.env.BENCH_WORKER_ARGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, 'dist/src/main.js'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env, PROCESS_ROLE: 'worker' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...nodeArgs, 'dist/src/main.js'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env, PROCESS_ROLE: 'worker' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const stop = stopper(child);
   let output = '';
   await new Promise<void>((resolve, reject) => {

@@ -47,7 +47,14 @@ export async function startBenchModel(options: ModelOptions) {
           stats.streamed++;
           streamAnswer(res, body.model, message, options);
         } else {
-          const completion = { id: 'chatcmpl-bench', object: 'chat.completion', created: 0, model: body.model, choices: [{ index: 0, message, finish_reason: message.content ? 'stop' : 'tool_calls' }], usage: USAGE };
+          const completion = {
+            id: 'chatcmpl-bench',
+            object: 'chat.completion',
+            created: 0,
+            model: body.model,
+            choices: [{ index: 0, message, finish_reason: message.content ? 'stop' : 'tool_calls' }],
+            usage: USAGE,
+          };
           res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion));
         }
       }, options.delayMs);

@@ -79,11 +79,32 @@ async function insertFinished(db: Db, organizationId: string, scribeId: string, 
   const at = new Date(Date.now() - 86_400_000).toISOString();
   for (let i = 0; i < n; i += 1000) {
     const receipts = Array.from({ length: Math.min(1000, n - i) }, (_, j) => ({
-      id: newRequestId(new Date(at)), organization_id: organizationId, scribe_id: scribeId, status: 'fulfilled', entity_type: 'task',
-      title: `old ${i + j}`, summary: `old ${i + j}`, available_at: at, attempts: 1, created_at: at, updated_at: at, completed_at: at,
+      id: newRequestId(new Date(at)),
+      organization_id: organizationId,
+      scribe_id: scribeId,
+      status: 'fulfilled',
+      entity_type: 'task',
+      title: `old ${i + j}`,
+      summary: `old ${i + j}`,
+      available_at: at,
+      attempts: 1,
+      created_at: at,
+      updated_at: at,
+      completed_at: at,
     }));
     await db('requests').insert(receipts);
-    const tasks = receipts.map((r) => ({ id: newId(), organization_id: organizationId, scribe_id: scribeId, request_id: r.id, status: 'done', title: r.title, summary: r.summary, result: 'Done', created_at: at, updated_at: at }));
+    const tasks = receipts.map((r) => ({
+      id: newId(),
+      organization_id: organizationId,
+      scribe_id: scribeId,
+      request_id: r.id,
+      status: 'done',
+      title: r.title,
+      summary: r.summary,
+      result: 'Done',
+      created_at: at,
+      updated_at: at,
+    }));
     await db('tasks').insert(tasks);
   }
   await db.raw('vacuum analyze requests');
@@ -136,7 +157,7 @@ export async function benchPeer(dataDir: string): Promise<void> {
       `| idle: add → start (peer), 202 → fulfilled (Scribe), p50 of ${LATENCY_SAMPLES} | ${peer.latency.p50.toFixed(1)} ms | ${latency.p50} ms | ${(latency.p50 / peer.latency.p50).toFixed(2)}× |`,
       '',
       'Targets: receipts → tasks at ≥ 50 % of the peer; 202 → fulfilled p50 within 1.5× of its add → start; the aged rows',
-      'level with the fresh ones. A receipt does more than a no-op job: its task, the task\'s history row and the receipt\'s',
+      "level with the fresh ones. A receipt does more than a no-op job: its task, the task's history row and the receipt's",
       'end are written in one transaction with its event.',
     ]);
   } finally {

@@ -55,7 +55,13 @@ async function measure(install: Install, processes: number): Promise<Row[]> {
     rows.push(await load('GET poll', { url: `${api}/requests/${install.pollId}`, headers }));
     // The same with a key per connection: calls that share a key also share its lookups (see performance.md).
     let client = 0;
-    rows.push(await load(`GET poll, a key per connection`, { url: `${api}/requests/${install.pollId}`, headers, setupClient: (c) => c.setHeaders({ ...headers, 'x-api-key': install.clientKeys[client++ % install.clientKeys.length]! }) }));
+    rows.push(
+      await load(`GET poll, a key per connection`, {
+        url: `${api}/requests/${install.pollId}`,
+        headers,
+        setupClient: (c) => c.setHeaders({ ...headers, 'x-api-key': install.clientKeys[client++ % install.clientKeys.length]! }),
+      }),
+    );
     rows.push(await load('GET list (25 per page)', { url: `${api}/scribes/bench/requests`, headers }));
     for (const s of install.entryScenarios) {
       const query = s.q ? `?q=${encodeURIComponent(s.q)}` : '';
@@ -119,11 +125,7 @@ async function drain(install: Install, workers: number) {
     await queueEmpty(db);
     const seconds = Number(process.hrtime.bigint() - from) / 1e9;
     await Promise.all(started.map((w) => w.stop()));
-    const notOnce = await db('requests as r')
-      .leftJoin('tasks as t', 't.request_id', 'r.id')
-      .groupBy('r.id')
-      .havingRaw('count(t.id) <> 1')
-      .select('r.id');
+    const notOnce = await db('requests as r').leftJoin('tasks as t', 't.request_id', 'r.id').groupBy('r.id').havingRaw('count(t.id) <> 1').select('r.id');
     if (notOnce.length > 0) throw new Error(`${workers} workers: ${notOnce.length} receipts without exactly one task`);
     return { workers, seconds, perSecond: Math.round(BACKLOG / seconds) };
   } finally {
@@ -179,13 +181,16 @@ export async function benchScale(dataDir: string, entries: number): Promise<void
     `|---|${columns.map(() => '---:').join('|')}|---:|`,
     ...[...table].map(([name, cells]) => `| ${name.replace(/\|/g, '\\|')} | ${columns.map((c) => cell(cells.get(c.key))).join(' | ')} | ${ofSqlite(name)} |`),
     '',
-    'Cells: requests per second (p50 latency in ms). Target (issue 13): PostgreSQL at least 50 % of SQLite\'s throughput.',
+    "Cells: requests per second (p50 latency in ms). Target (issue 13): PostgreSQL at least 50 % of SQLite's throughput.",
     '',
     '| across processes | SQLite | PostgreSQL |',
     '|---|---:|---:|',
     `| 202 → fulfilled, submitted to a web process and worked by a worker process, idle, p50 (${LATENCY_SAMPLES} sequential submits) | ${latencies.get('sqlite')!.p50} ms | ${latencies.get('postgres')!.p50} ms |`,
     `| the same, p99 | ${latencies.get('sqlite')!.p99} ms | ${latencies.get('postgres')!.p99} ms |`,
-    ...PROCESSES.map((n) => `| ${BACKLOG.toLocaleString('en')} accepted receipts dispatched and their tasks worked to done by ${n} worker process${n > 1 ? 'es' : ''} | ${drains.get(`sqlite×${n}`)!.perSecond.toLocaleString('en')} receipts/s | ${drains.get(`postgres×${n}`)!.perSecond.toLocaleString('en')} receipts/s |`),
+    ...PROCESSES.map(
+      (n) =>
+        `| ${BACKLOG.toLocaleString('en')} accepted receipts dispatched and their tasks worked to done by ${n} worker process${n > 1 ? 'es' : ''} | ${drains.get(`sqlite×${n}`)!.perSecond.toLocaleString('en')} receipts/s | ${drains.get(`postgres×${n}`)!.perSecond.toLocaleString('en')} receipts/s |`,
+    ),
     '',
     'Target (issue 13): 202 → fulfilled p50 under 10 ms across processes on PostgreSQL, where a',
     '`NOTIFY` wakes the worker; SQLite has no notifications, so a worker in another process finds',

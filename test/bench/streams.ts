@@ -87,7 +87,7 @@ export async function benchStreams(dataDir: string): Promise<void> {
     '',
     `With ${OPEN_STREAMS.toLocaleString('en')} event streams open on the process, the poll row ran at ${Math.round((withStreams / poll) * 100)} % of the poll row without them (target: within 10 %).`,
     `A delta reached a streaming client ${latency.p50} ms (p50) and ${latency.p99} ms (p99) after it was written (${latency.samples} deltas of replies a local model streamed in 8 pieces 120 ms apart, while the streams were open; target p50 ≤ 100 ms),`,
-    'measured from the delta\'s `created_at` in the database to its arrival at the client, on one machine.',
+    "measured from the delta's `created_at` in the database to its arrival at the client, on one machine.",
   ]);
 }
 
@@ -97,7 +97,11 @@ async function deltaLatency(api: string, key: string, databaseUrl: string) {
   const delays: number[] = [];
   try {
     while (delays.length < DELTA_SAMPLES) {
-      const res = await fetch(`${api}/scribes/streamer/chat`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify({ message: 'Stream me a reply' }) });
+      const res = await fetch(`${api}/scribes/streamer/chat`, {
+        method: 'POST',
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'Stream me a reply' }),
+      });
       const { session_id: id } = (await res.json()) as { session_id: string };
       const arrived = new Map<number, number>();
       let finished!: () => void;

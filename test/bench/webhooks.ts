@@ -59,7 +59,11 @@ export async function benchWebhooks(dataDir: string): Promise<void> {
     // deliveries of a new process wait for its first connections and compiled code).
     await new Promise((resolve) => setTimeout(resolve, 1000));
     for (let i = -WARMUP; i < SAMPLES; i++) {
-      const res = await fetch(`${server.url}/api/v1/scribes/bench/requests`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify({ task: { summary: `hook ${i}` } }) });
+      const res = await fetch(`${server.url}/api/v1/scribes/bench/requests`, {
+        method: 'POST',
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        body: JSON.stringify({ task: { summary: `hook ${i}` } }),
+      });
       const { id } = ((await res.json()) as { request: { id: string } }).request;
       if (i >= 0) ids.push(id);
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -129,10 +133,10 @@ export async function benchWebhooks(dataDir: string): Promise<void> {
     '',
     '| measure | SQLite | PostgreSQL |',
     '|---|---:|---:|',
-    row('claim, only one organization\'s deliveries due', (s) => `${s.empty.toFixed(2)} ms`),
+    row("claim, only one organization's deliveries due", (s) => `${s.empty.toFixed(2)} ms`),
     row(`claim, beside another organization's ${OTHERS_BACKLOG.toLocaleString('en')} due deliveries`, (s) => `${s.beside.toFixed(2)} ms`),
     row('ratio (backlog / one organization)', (s) => (s.beside / s.empty).toFixed(2)),
-    row('of those claims, the quiet organization\'s', (s) => `${Math.round(s.quietShare * 100)} %`),
+    row("of those claims, the quiet organization's", (s) => `${Math.round(s.quietShare * 100)} %`),
     row(`another organization's test event sent → received, p50 (${TEST_EVENTS} sequential)`, (s) => `${s.testEvent.p50} ms`),
     row('the same, slowest', (s) => `${s.testEvent.max} ms`),
     '',

@@ -17,7 +17,15 @@ interface Violation {
 async function seriousViolations(page: Page): Promise<string[]> {
   await page.evaluate(AXE);
   const violations = (await page.evaluate(() => (window as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe.run().then((r) => r.violations))) as Violation[];
-  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map(
+      (v) =>
+        `${v.id} (${v.impact}): ${v.help} at ${v.nodes
+          .slice(0, 3)
+          .map((n) => n.target.join(' '))
+          .join(', ')}`,
+    );
 }
 
 /** Every console page through axe-core, signed in as an admin and as a viewer: no serious or critical violation. */
@@ -32,12 +40,37 @@ describe('the console through axe-core', function () {
     const { session_id: sessionId } = await c.api('POST', '/scribes/atlas/chat', { message: 'What are you working on?' });
     await c.h.services.runtime.tick();
     const task = await c.h.db('tasks').where({ request_id: request.id }).first('id');
-    const type = await c.h.services.entryTypes.create(c.t.organizationId, { name: 'Companies', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Public', type: 'boolean' }] });
+    const type = await c.h.services.entryTypes.create(c.t.organizationId, {
+      name: 'Companies',
+      fields: [
+        { name: 'Name', type: 'text', primary: true },
+        { name: 'Public', type: 'boolean' },
+      ],
+    });
     const entry = await c.h.services.entries.create(c.t.organizationId, type.id, { fields: { Name: 'Acme', Public: true } });
     await c.h.services.users.create({ organizationId: c.t.organizationId, email: 'viewer@example.com', password: 'correct horse battery', role: 'viewer' });
     routes.push(
-      '/', '/scribes', '/b/atlas', '/b/atlas/settings', '/receipts', `/receipts/${request.id}`, '/tasks', `/tasks/${task.id}`, '/sessions', `/sessions/${sessionId}`,
-      '/entry-types', `/entry-types/${type.id}`, `/entries/${entry.id}`, '/schedules', '/channels', '/webhooks', '/keys', '/audit', '/account', '/search?q=acme', '/search?q=working',
+      '/',
+      '/scribes',
+      '/b/atlas',
+      '/b/atlas/settings',
+      '/receipts',
+      `/receipts/${request.id}`,
+      '/tasks',
+      `/tasks/${task.id}`,
+      '/sessions',
+      `/sessions/${sessionId}`,
+      '/entry-types',
+      `/entry-types/${type.id}`,
+      `/entries/${entry.id}`,
+      '/schedules',
+      '/channels',
+      '/webhooks',
+      '/keys',
+      '/audit',
+      '/account',
+      '/search?q=acme',
+      '/search?q=working',
     );
   });
 

@@ -15,9 +15,9 @@ async function barsOf(page: Page, id: string) {
 }
 
 async function legendOf(page: Page, id: string) {
-  return page.locator(`#${id} .chart-legend li`).evaluateAll((items) =>
-    items.map((li) => ({ label: li.textContent?.trim(), colour: getComputedStyle(li.querySelector('.chart-swatch')!).backgroundColor })),
-  );
+  return page
+    .locator(`#${id} .chart-legend li`)
+    .evaluateAll((items) => items.map((li) => ({ label: li.textContent?.trim(), colour: getComputedStyle(li.querySelector('.chart-swatch')!).backgroundColor })));
 }
 
 /**
@@ -35,7 +35,10 @@ describe('the console charts in Chromium', function () {
       const { request } = await c.api('POST', '/scribes/atlas/requests', { task: { summary: `A ${status} receipt` } });
       const created = current - minutesBack * 60_000 + 1000;
       const completed = status === 'accepted' ? null : new Date(created + ms).toISOString();
-      await c.h.db('requests').where({ id: request.id }).update({ status, created_at: new Date(created).toISOString(), completed_at: completed });
+      await c.h
+        .db('requests')
+        .where({ id: request.id })
+        .update({ status, created_at: new Date(created).toISOString(), completed_at: completed });
     };
     // Two buckets back: four fulfilled (100 to 400 ms) and one failed; six back: two still accepted.
     for (const ms of [100, 200, 300, 400]) await place(10, 'fulfilled', ms);

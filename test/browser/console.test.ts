@@ -17,8 +17,18 @@ describe('the console in Chromium', function () {
   let page: Page;
 
   before(async () => {
-    const type = await c.h.services.entryTypes.create(c.t.organizationId, { name: 'Companies', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'City', type: 'text' }] });
-    for (const [name, city] of [['Acme Corp', 'Zurich'], ['Globex', 'Geneva'], ['Initech', 'Zurich']]) {
+    const type = await c.h.services.entryTypes.create(c.t.organizationId, {
+      name: 'Companies',
+      fields: [
+        { name: 'Name', type: 'text', primary: true },
+        { name: 'City', type: 'text' },
+      ],
+    });
+    for (const [name, city] of [
+      ['Acme Corp', 'Zurich'],
+      ['Globex', 'Geneva'],
+      ['Initech', 'Zurich'],
+    ]) {
       await c.h.services.entries.create(c.t.organizationId, type.id, { fields: { Name: name, City: city } });
     }
     // A page not yet signed in: the first test signs in through the form.
@@ -157,7 +167,11 @@ describe('the console in Chromium', function () {
     const url = (await page.locator('#channel-url').textContent())!;
     expect(url.startsWith(`${c.base}/inbound/`)).to.equal(true);
     const body = JSON.stringify({ summary: 'Ship order 1042', title: 'Order 1042' });
-    const sent = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Signature': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` }, body });
+    const sent = await fetch(url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Signature': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` },
+      body,
+    });
     expect(sent.status).to.equal(202);
     const { request_id } = (await sent.json()) as { request_id: string };
     await page.goto(`${c.base}/channels`);
@@ -208,7 +222,12 @@ describe('the console in Chromium', function () {
       await page.goto(`${c.base}/tasks/${taskId}`);
       await expectText(page.locator('#trace-totals'), '2 model calls, 2 tool calls, 2,700 input and 100 output tokens');
       const rows = await page.locator('#trace tbody tr').allTextContents();
-      expect(rows.map((r) => r.replace(/\s+/g, ' ').trim().split(' ').slice(0, 3).join(' '))).to.deep.equal(['1 model local-model', '2 tool search_entries', '3 model local-model', '4 tool complete_task']);
+      expect(rows.map((r) => r.replace(/\s+/g, ' ').trim().split(' ').slice(0, 3).join(' '))).to.deep.equal([
+        '1 model local-model',
+        '2 tool search_entries',
+        '3 model local-model',
+        '4 tool complete_task',
+      ]);
       await page.locator('#trace summary', { hasText: 'Result' }).first().click();
       await expectText(page.locator('#trace'), 'Acme Corp');
       await shot('task-trace');
@@ -218,7 +237,16 @@ describe('the console in Chromium', function () {
   });
 
   it('renders the other main pages', async () => {
-    for (const [name, route] of [['scribes', '/scribes'], ['receipts', '/receipts'], ['tasks', '/tasks'], ['entry-types', '/entry-types'], ['schedules', '/schedules'], ['channels', '/channels'], ['webhooks', '/webhooks'], ['audit', '/audit']]) {
+    for (const [name, route] of [
+      ['scribes', '/scribes'],
+      ['receipts', '/receipts'],
+      ['tasks', '/tasks'],
+      ['entry-types', '/entry-types'],
+      ['schedules', '/schedules'],
+      ['channels', '/channels'],
+      ['webhooks', '/webhooks'],
+      ['audit', '/audit'],
+    ]) {
       const response = await page.goto(`${c.base}${route}`);
       expect(response?.status(), route).to.equal(200);
       await shot(name!);

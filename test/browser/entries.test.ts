@@ -16,8 +16,22 @@ describe('entries and audit subjects in Chromium', function () {
   before(async () => {
     const org = c.t.organizationId;
     companies = await c.h.services.entryTypes.create(org, { name: 'Companies', fields: COMPANY_FIELDS });
-    people = await c.h.services.entryTypes.create(org, { name: 'People', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Employer', type: 'relationship', target: companies.id }] });
-    await c.h.services.entries.create(org, companies.id, { fields: { Name: 'Acme Corp', Employees: 1250, Public: true, Founded: '1999-03-07', Notes: 'Long-standing client in Zurich with offices across Europe and a yearly contract renewed each spring.' } });
+    people = await c.h.services.entryTypes.create(org, {
+      name: 'People',
+      fields: [
+        { name: 'Name', type: 'text', primary: true },
+        { name: 'Employer', type: 'relationship', target: companies.id },
+      ],
+    });
+    await c.h.services.entries.create(org, companies.id, {
+      fields: {
+        Name: 'Acme Corp',
+        Employees: 1250,
+        Public: true,
+        Founded: '1999-03-07',
+        Notes: 'Long-standing client in Zurich with offices across Europe and a yearly contract renewed each spring.',
+      },
+    });
     await c.h.services.entries.create(org, companies.id, { fields: { Name: 'Globex', Employees: 80, Public: false, Founded: '2004-11-23' } });
     for (let i = 0; i < 300; i++) await c.h.services.entries.create(org, companies.id, { fields: { Name: `Vendor ${String(i).padStart(3, '0')}`, Employees: i } });
     page = c.page;
@@ -78,7 +92,7 @@ describe('entries and audit subjects in Chromium', function () {
     expect(await page.getByRole('heading', { level: 1 }).textContent()).to.equal('Hank');
   });
 
-  it('links an audit event\'s subject by its name', async () => {
+  it("links an audit event's subject by its name", async () => {
     await page.goto(`${c.base}/audit?action=entry.create`);
     const subject = page.locator('td.subject').first().getByRole('link', { name: 'Hank' });
     await subject.click();

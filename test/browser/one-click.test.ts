@@ -91,11 +91,19 @@ describe('the console in Chromium: one click away', function () {
       await page.goto(`${c.base}/webhooks/${endpoint.id}`);
       await page.locator('#deliveries a[href*="/deliveries/"]').first().click();
       await page.waitForURL(/\/deliveries\//);
-      const requestHeaders = Object.fromEntries(await page.locator('#request-headers tr').evaluateAll((rows) => rows.map((row) => [row.querySelector('th')!.textContent, row.querySelector('td')!.textContent])));
-      expect(requestHeaders).to.deep.include({ 'webhook-id': sent.headers['webhook-id'], 'webhook-signature': sent.headers['webhook-signature'], 'content-type': 'application/json' });
+      const requestHeaders = Object.fromEntries(
+        await page.locator('#request-headers tr').evaluateAll((rows) => rows.map((row) => [row.querySelector('th')!.textContent, row.querySelector('td')!.textContent])),
+      );
+      expect(requestHeaders).to.deep.include({
+        'webhook-id': sent.headers['webhook-id'],
+        'webhook-signature': sent.headers['webhook-signature'],
+        'content-type': 'application/json',
+      });
       expect(JSON.parse((await page.locator('#request-body').textContent())!)).to.deep.equal(JSON.parse(sent.body));
       expect(await page.locator('#response-status').textContent()).to.equal('418');
-      expect(await page.locator('#response-headers').textContent()).to.contain('x-teapot').and.contain('short and stout');
+      expect(await page.locator('#response-headers').textContent())
+        .to.contain('x-teapot')
+        .and.contain('short and stout');
       expect(await page.locator('#response-body').textContent()).to.equal('T'.repeat(4096));
       expect(await page.content()).not.to.contain(secret.slice('whsec_'.length));
       expect(await overflowsSideways(page), `${width} px`).to.equal(false);
@@ -108,7 +116,9 @@ describe('the console in Chromium: one click away', function () {
   it('renders a reply as Markdown, with its script, image, javascript: link and raw HTML inert text and no CSP violation', async () => {
     const id = newId();
     const at = new Date().toISOString();
-    await c.h.db('sessions').insert({ id, organization_id: c.t.organizationId, scribe_id: c.t.scribe.id, state: 'waiting', reply_due: false, attempts: 0, created_at: at, updated_at: at });
+    await c.h
+      .db('sessions')
+      .insert({ id, organization_id: c.t.organizationId, scribe_id: c.t.scribe.id, state: 'waiting', reply_due: false, attempts: 0, created_at: at, updated_at: at });
     const reply = [
       'Here is what I found:',
       '',
@@ -134,7 +144,11 @@ describe('the console in Chromium: one click away', function () {
       expect(await text.locator('li').allTextContents()).to.deep.equal(['the first point', 'npm test runs it']);
       expect(await text.locator('pre code').textContent()).to.equal('const answer = 42;\n');
       expect(await text.locator('script, img, b').count()).to.equal(0);
-      expect(await text.textContent()).to.contain('<script>alert("script")</script>').and.contain('<img src=x onerror="alert(\'img\')">').and.contain('<b>raw</b>').and.contain('[click me](javascript:alert("link"))');
+      expect(await text.textContent())
+        .to.contain('<script>alert("script")</script>')
+        .and.contain('<img src=x onerror="alert(\'img\')">')
+        .and.contain('<b>raw</b>')
+        .and.contain('[click me](javascript:alert("link"))');
       expect(await text.locator('a').evaluateAll((links) => links.map((a) => [a.textContent, a.getAttribute('href')]))).to.deep.equal([
         ['the docs', 'https://example.com/docs'],
         ['req_01JABCDEFGHJKMNPQRSTVWXYZ0', '/receipts/req_01JABCDEFGHJKMNPQRSTVWXYZ0'],
@@ -151,23 +165,49 @@ describe('the console in Chromium: one click away', function () {
     const id = newId();
     const run = newId();
     const t0 = Date.parse('2026-11-24T09:00:00.000Z');
-    await c.h.db('sessions').insert({ id, organization_id: c.t.organizationId, scribe_id: c.t.scribe.id, state: 'waiting', reply_due: false, attempts: 0, created_at: new Date(t0).toISOString(), updated_at: new Date(t0).toISOString() });
+    await c.h.db('sessions').insert({
+      id,
+      organization_id: c.t.organizationId,
+      scribe_id: c.t.scribe.id,
+      state: 'waiting',
+      reply_due: false,
+      attempts: 0,
+      created_at: new Date(t0).toISOString(),
+      updated_at: new Date(t0).toISOString(),
+    });
     const call = (position: number, kind: 'model' | 'tool', name: string, endMs: number, durationMs: number, error: string | null = null) => ({
-      organization_id: c.t.organizationId, scribe_id: c.t.scribe.id, task_id: null, session_id: id, run_id: run, position, kind, name,
-      arguments: null, result: null, duration_ms: durationMs, error, input_tokens: null, output_tokens: null, created_at: new Date(t0 + endMs).toISOString(),
+      organization_id: c.t.organizationId,
+      scribe_id: c.t.scribe.id,
+      task_id: null,
+      session_id: id,
+      run_id: run,
+      position,
+      kind,
+      name,
+      arguments: null,
+      result: null,
+      duration_ms: durationMs,
+      error,
+      input_tokens: null,
+      output_tokens: null,
+      created_at: new Date(t0 + endMs).toISOString(),
     });
     // 0–4 s: a model call that waited 3 s at the gate after a 429; 4–6 s the call again; 6–7 s a tool; 7–10 s the last model call.
-    await c.h.db('agent_calls').insert([
-      call(0, 'model', 'gpt-test', 4000, 4000, 'the model endpoint answered HTTP 429; waited 3.0 s as it asked'),
-      call(1, 'model', 'gpt-test', 6000, 2000),
-      call(2, 'tool', 'search_entries', 7000, 1000),
-      call(3, 'model', 'gpt-test', 10_000, 3000),
-    ]);
+    await c.h
+      .db('agent_calls')
+      .insert([
+        call(0, 'model', 'gpt-test', 4000, 4000, 'the model endpoint answered HTTP 429; waited 3.0 s as it asked'),
+        call(1, 'model', 'gpt-test', 6000, 2000),
+        call(2, 'tool', 'search_entries', 7000, 1000),
+        call(3, 'model', 'gpt-test', 10_000, 3000),
+      ]);
     for (const width of WIDTHS) {
       const { page, problems } = await watchedPage(width);
       await page.goto(`${c.base}/sessions/${id}`);
       await expectText(page.locator('#timeline-heading'), '10,000 ms');
-      const bars = await page.locator('#trace-timeline rect').evaluateAll((rects) => rects.map((r) => [r.getAttribute('class'), Number(r.getAttribute('x')), Number(r.getAttribute('width'))]));
+      const bars = await page
+        .locator('#trace-timeline rect')
+        .evaluateAll((rects) => rects.map((r) => [r.getAttribute('class'), Number(r.getAttribute('x')), Number(r.getAttribute('width'))]));
       expect(bars).to.deep.equal([
         ['bar bar-model', 0, 100],
         ['bar bar-wait', 100, 300],
@@ -196,7 +236,10 @@ describe('the console in Chromium: one click away', function () {
     await c.h.services.scribes.create({ organizationId: c.t.organizationId, slug: 'boreas', name: 'Boreas' });
     for (const width of WIDTHS) {
       const { page } = await watchedPage(width);
-      for (const [list, noun] of [['schedules', 'schedule'], ['channels', 'channel']]) {
+      for (const [list, noun] of [
+        ['schedules', 'schedule'],
+        ['channels', 'channel'],
+      ]) {
         await page.goto(`${c.base}/${list}`);
         await page.locator('summary', { hasText: `New ${noun}` }).click();
         await page.getByRole('link', { name: 'for Boreas' }).click();

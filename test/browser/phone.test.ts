@@ -12,16 +12,48 @@ describe('the console in Chromium at 390 px', function () {
 
   before(async () => {
     const long = 'A long title that goes on and on for quite a while, to see that it wraps rather than widens the page';
-    const { request } = await c.api('POST', '/scribes/atlas/requests', { task: { title: long, summary: long, acceptance_criteria: 'https://example.com/a/very/long/path/that/has/no/spaces/in/it/at/all/anywhere' } });
+    const { request } = await c.api('POST', '/scribes/atlas/requests', {
+      task: { title: long, summary: long, acceptance_criteria: 'https://example.com/a/very/long/path/that/has/no/spaces/in/it/at/all/anywhere' },
+    });
     await c.h.services.dispatcher.tick();
     const { session_id: sessionId } = await c.api('POST', '/scribes/atlas/chat', { message: long });
     await c.h.services.runtime.tick();
     const task = await c.h.db('tasks').where({ request_id: request.id }).first('id');
-    const type = await c.h.services.entryTypes.create(c.t.organizationId, { name: 'Companies', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Website', type: 'text' }, { name: 'Public', type: 'boolean' }] });
-    const entry = await c.h.services.entries.create(c.t.organizationId, type.id, { fields: { Name: 'Acme Corporation International Holdings', Website: 'https://acme.example.com/with/a/long/path', Public: true } });
+    const type = await c.h.services.entryTypes.create(c.t.organizationId, {
+      name: 'Companies',
+      fields: [
+        { name: 'Name', type: 'text', primary: true },
+        { name: 'Website', type: 'text' },
+        { name: 'Public', type: 'boolean' },
+      ],
+    });
+    const entry = await c.h.services.entries.create(c.t.organizationId, type.id, {
+      fields: { Name: 'Acme Corporation International Holdings', Website: 'https://acme.example.com/with/a/long/path', Public: true },
+    });
     routes.push(
-      '/', '/scribes', '/b/atlas', '/b/atlas/settings', '/receipts', `/receipts/${request.id}`, '/tasks', `/tasks/${task.id}`, '/sessions', `/sessions/${sessionId}`,
-      '/entry-types', `/entry-types/${type.id}`, `/entries/${entry.id}`, `/entries/${entry.id}/edit`, '/schedules', '/channels', '/webhooks', '/keys', '/users', '/audit', '/account', '/scribes/new', '/search?q=long',
+      '/',
+      '/scribes',
+      '/b/atlas',
+      '/b/atlas/settings',
+      '/receipts',
+      `/receipts/${request.id}`,
+      '/tasks',
+      `/tasks/${task.id}`,
+      '/sessions',
+      `/sessions/${sessionId}`,
+      '/entry-types',
+      `/entry-types/${type.id}`,
+      `/entries/${entry.id}`,
+      `/entries/${entry.id}/edit`,
+      '/schedules',
+      '/channels',
+      '/webhooks',
+      '/keys',
+      '/users',
+      '/audit',
+      '/account',
+      '/scribes/new',
+      '/search?q=long',
     );
   });
 

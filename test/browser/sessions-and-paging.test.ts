@@ -112,7 +112,7 @@ describe('sessions, paging and local times in Chromium', function () {
     expect(await page.getByRole('heading', { level: 1 }).textContent()).to.equal('Sessions of atlas');
   });
 
-  it("writes times in the zone the browser reported at sign-in, with UTC in the title", async () => {
+  it('writes times in the zone the browser reported at sign-in, with UTC in the title', async () => {
     const context = await c.browser.newContext({ timezoneId: 'America/New_York', viewport: { width: 1280, height: 900 } });
     try {
       const page = await context.newPage();

@@ -14,11 +14,18 @@ describe('the console in Chromium: pages that tell the truth', function () {
 
   /** The text of a fact (a `dt` and its `dd`) in the card titled `card`. */
   const fact = (page: Page, card: string, term: string) =>
-    page.locator('.card', { has: page.getByRole('heading', { name: card }) }).locator(`dt:text-is("${term}") + dd`).innerText();
+    page
+      .locator('.card', { has: page.getByRole('heading', { name: card }) })
+      .locator(`dt:text-is("${term}") + dd`)
+      .innerText();
 
   it("writes the dashboard's times relative to now, and counts a powered-off scribe's queued work apart from the backlog", async () => {
     await c.h.services.scribes.create({ organizationId: c.t.organizationId, slug: 'dormant', name: 'Dormant', state: 'powered_off' });
-    const chat = await fetch(`${c.base}/api/v1/scribes/dormant/chat`, { method: 'POST', headers: { 'X-Api-Key': c.t.key, 'Content-Type': 'application/json' }, body: JSON.stringify({ message: 'Anyone there?' }) });
+    const chat = await fetch(`${c.base}/api/v1/scribes/dormant/chat`, {
+      method: 'POST',
+      headers: { 'X-Api-Key': c.t.key, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ message: 'Anyone there?' }),
+    });
     expect(chat.status).to.equal(202);
     for (const width of widths) {
       const page = await c.newPage(width);
@@ -37,7 +44,12 @@ describe('the console in Chromium: pages that tell the truth', function () {
   });
 
   it("records who ran a schedule now, a staff member or the admin CLI, and shows the run as the schedule's last fire", async () => {
-    const schedule = await c.h.services.schedules.create(staffOf(c.t), 'atlas', { cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', title: 'Morning brief', summary: 'Summarize yesterday' });
+    const schedule = await c.h.services.schedules.create(staffOf(c.t), 'atlas', {
+      cron: '0 9 * * 1-5',
+      timezone: 'Europe/Berlin',
+      title: 'Morning brief',
+      summary: 'Summarize yesterday',
+    });
     const { page } = c;
     await page.goto(`${c.base}/schedules`);
     const row = page.locator('tr', { hasText: 'Morning brief' });
@@ -119,7 +131,11 @@ describe('the console in Chromium: pages that tell the truth', function () {
       expect(await page.getByRole('heading', { level: 1 }).innerText()).to.equal('What did Acme order last quarter?');
       expect(await page.title()).to.equal('What did Acme order last quarter? · Scribe');
       await expectText(page.locator('main'), `Session ${id} with atlas`);
-      const background = (author: string) => page.locator(`.msg-${author}`).first().evaluate((li) => getComputedStyle(li).backgroundColor);
+      const background = (author: string) =>
+        page
+          .locator(`.msg-${author}`)
+          .first()
+          .evaluate((li) => getComputedStyle(li).backgroundColor);
       expect(await background('staff')).to.not.equal(await background('user'));
       expect(await page.locator('.msg-staff .msg-author').innerText()).to.match(/^staff$/i);
       expect(await overflowsSideways(page), `a session at ${width} px`).to.equal(false);

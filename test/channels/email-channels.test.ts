@@ -19,7 +19,8 @@ describe('inbound email channels', () => {
   let send: (message: Mail.Options) => Promise<{ response: string; accepted: unknown[]; rejected: unknown[] }>;
 
   /** The app's listener on loopback, with the limits a test sets. */
-  const listen = (limits: Partial<SmtpLimits> = {}) => startSmtpListener({ host: '127.0.0.1', port: 0, channels: h.services.channels, store: h.services.attachmentStore, logger: createLogger('silent'), limits });
+  const listen = (limits: Partial<SmtpLimits> = {}) =>
+    startSmtpListener({ host: '127.0.0.1', port: 0, channels: h.services.channels, store: h.services.attachmentStore, logger: createLogger('silent'), limits });
 
   before(async () => {
     h = await createHarness({ options: { dispatchOnAccept: false, runOnNewWork: false } });
@@ -40,7 +41,8 @@ describe('inbound email channels', () => {
     return { channel, address };
   };
   const receiptsOf = (channelId: string) => h.db('requests').where({ origin_type: 'channel', origin_id: channelId }).select('id', 'title', 'summary');
-  const deliveries = (channelId: string) => h.db('channel_deliveries').where({ channel_id: channelId }).orderBy('received_at').select('sender', 'outcome', 'status', 'reason', 'request_id', 'session_id');
+  const deliveries = (channelId: string) =>
+    h.db('channel_deliveries').where({ channel_id: channelId }).orderBy('received_at').select('sender', 'outcome', 'status', 'reason', 'request_id', 'session_id');
   const filesOf = (requestId: string) => h.db('attachments').where({ request_id: requestId }).orderBy('position').select('filename', 'content_type', 'size_bytes', 'sha256');
   const sha256Of = (content: Buffer | string) => createHash('sha256').update(content).digest('hex');
   /** Every file and folder of the attachment store, its temp folder included. */
@@ -94,7 +96,9 @@ describe('inbound email channels', () => {
     expect(file).to.deep.include({ filename: 'report.pdf', content_type: 'application/pdf', sha256, url: 'mailto:ada@example.org' });
     expect(Number(file!.size_bytes)).to.equal(report.length);
     expect(fs.readFileSync(h.services.attachmentStore.pathFor(sha256))).to.deep.equal(report);
-    expect(await deliveries(channel.id)).to.deep.equal([{ sender: '"Ada Lovelace" <ada@example.org>', outcome: 'created', status: 250, reason: null, request_id: receipt!.id, session_id: null }]);
+    expect(await deliveries(channel.id)).to.deep.equal([
+      { sender: '"Ada Lovelace" <ada@example.org>', outcome: 'created', status: 250, reason: null, request_id: receipt!.id, session_id: null },
+    ]);
     const event = await h.db('audit_events').where({ subject_id: receipt!.id }).first();
     expect(event).to.include({ action: 'request.submit', actor_type: 'channel', actor_label: `channel: ${address}` });
   });
@@ -184,7 +188,8 @@ describe('inbound email channels', () => {
 
   describe('size discipline', () => {
     /** `lines` numbered lines of 100 bytes: text that a cut in the wrong place shows. */
-    const numberedText = (lines: number, ending: string) => Buffer.from(Array.from({ length: lines }, (_, i) => `${String(i).padStart(8, '0')} ${'abcdefghi '.repeat(9)}x${ending}`).join(''));
+    const numberedText = (lines: number, ending: string) =>
+      Buffer.from(Array.from({ length: lines }, (_, i) => `${String(i).padStart(8, '0')} ${'abcdefghi '.repeat(9)}x${ending}`).join(''));
     const raw = (headers: string[], body: Buffer | string) => Buffer.concat([Buffer.from([...headers, '', ''].join('\r\n')), Buffer.from(body)]);
     const sendRaw = (to: string, message: Buffer | string) => send({ envelope: { from: 'ada@example.org', to: [to] }, raw: message });
 
@@ -193,7 +198,10 @@ describe('inbound email channels', () => {
       const { channel, address } = await create();
       const lines = Math.floor((24 * 1024 * 1024) / 100);
       const text = numberedText(lines, '\n');
-      const message = raw(['From: Ada Lovelace <ada@example.org>', 'Subject: The long letter', 'MIME-Version: 1.0', 'Content-Type: text/plain; charset=utf-8', 'Content-Transfer-Encoding: 8bit'], numberedText(lines, '\r\n'));
+      const message = raw(
+        ['From: Ada Lovelace <ada@example.org>', 'Subject: The long letter', 'MIME-Version: 1.0', 'Content-Type: text/plain; charset=utf-8', 'Content-Transfer-Encoding: 8bit'],
+        numberedText(lines, '\r\n'),
+      );
 
       const before = process.memoryUsage().rss;
       let peak = before;
@@ -211,7 +219,9 @@ describe('inbound email channels', () => {
       for (const receipt of receipts) {
         expect(receipt.summary).to.equal(summary);
         const files = await filesOf(receipt.id);
-        expect(files.map((f) => ({ ...f, size_bytes: Number(f.size_bytes) }))).to.deep.equal([{ filename: 'message.txt', content_type: 'text/plain; charset=utf-8', size_bytes: text.length, sha256 }]);
+        expect(files.map((f) => ({ ...f, size_bytes: Number(f.size_bytes) }))).to.deep.equal([
+          { filename: 'message.txt', content_type: 'text/plain; charset=utf-8', size_bytes: text.length, sha256 },
+        ]);
       }
       const stored = fs.readFileSync(h.services.attachmentStore.pathFor(sha256));
       expect(stored.length).to.equal(text.length);
@@ -227,7 +237,12 @@ describe('inbound email channels', () => {
       const [receipt] = await receiptsOf(task.channel.id);
       expect(receipt!.summary).to.equal('€'.repeat(21_845));
       const [file] = await filesOf(receipt!.id);
-      expect({ ...file, size_bytes: Number(file!.size_bytes) }).to.deep.equal({ filename: 'message.txt', content_type: 'text/plain; charset=utf-8', size_bytes: 90_000, sha256: sha256Of(text) });
+      expect({ ...file, size_bytes: Number(file!.size_bytes) }).to.deep.equal({
+        filename: 'message.txt',
+        content_type: 'text/plain; charset=utf-8',
+        size_bytes: 90_000,
+        sha256: sha256Of(text),
+      });
 
       const chat = await create('chat');
       await send({ to: chat.address, subject: 'Euros', text });
@@ -306,7 +321,10 @@ describe('inbound email channels', () => {
       const { channel, address } = await create();
       const files = storeEntries();
       const headers = ['From: Ada Lovelace <ada@example.org>', 'Subject: Bomb', 'MIME-Version: 1.0'];
-      const parts = Array.from({ length: 3000 }, (_, i) => `--b\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename="f${i}.bin"\r\n\r\n${i}\r\n`);
+      const parts = Array.from(
+        { length: 3000 },
+        (_, i) => `--b\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename="f${i}.bin"\r\n\r\n${i}\r\n`,
+      );
       const wide = raw([...headers, 'Content-Type: multipart/mixed; boundary="b"'], `${parts.join('')}--b--\r\n`);
       const levels = Array.from({ length: 1000 }, (_, i) => i);
       const deep = raw(

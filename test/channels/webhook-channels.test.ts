@@ -22,7 +22,10 @@ describe('inbound webhook channels', () => {
     return { channel, secret: secret!, url: `/inbound/${channel.token}` };
   };
   const post = (url: string, body: string, headers: Record<string, string> = {}) =>
-    h.api.post(url).set({ 'Content-Type': 'application/json', ...headers }).send(body);
+    h.api
+      .post(url)
+      .set({ 'Content-Type': 'application/json', ...headers })
+      .send(body);
   const deliveries = (channelId: string) =>
     h.db('channel_deliveries').where({ channel_id: channelId }).orderBy('received_at').select('outcome', 'status', 'reason', 'request_id', 'session_id', 'replay_key');
   const receiptsOf = (channelId: string) => h.db('requests').where({ origin_type: 'channel', origin_id: channelId }).select('id', 'title', 'summary');
@@ -184,12 +187,17 @@ describe('inbound webhook channels', () => {
 
     /** Each preset's signing, as its sender does it; `at` is the Unix time signed. */
     const presets: Record<string, (secret: string, payload: string, at: number, id: string) => Record<string, string>> = {
-      'standard-webhooks': (secret, payload, at, id) => ({ 'webhook-id': id, 'webhook-timestamp': String(at), 'webhook-signature': new Webhook(secret).sign(id, new Date(at * 1000), payload) }),
+      'standard-webhooks': (secret, payload, at, id) => ({
+        'webhook-id': id,
+        'webhook-timestamp': String(at),
+        'webhook-signature': new Webhook(secret).sign(id, new Date(at * 1000), payload),
+      }),
       github: (secret, payload, _at, id) => ({ 'X-Hub-Signature-256': `sha256=${hmacHex(secret, payload)}`, 'X-GitHub-Delivery': id, 'X-GitHub-Event': 'issues' }),
       slack: (secret, payload, at) => ({ 'X-Slack-Request-Timestamp': String(at), 'X-Slack-Signature': `v0=${hmacHex(secret, `v0:${at}:${payload}`)}` }),
       'hmac-sha256': (secret, payload, _at, id) => ({ 'X-Signature': `sha256=${hmacHex(secret, payload)}`, 'Idempotency-Key': id }),
     };
-    const otherSecret = (preset: string) => (preset === 'standard-webhooks' ? `whsec_${Buffer.from('another secret of 24 byte').toString('base64')}` : 'another-secret-of-some-length');
+    const otherSecret = (preset: string) =>
+      preset === 'standard-webhooks' ? `whsec_${Buffer.from('another secret of 24 byte').toString('base64')}` : 'another-secret-of-some-length';
 
     for (const [preset, sign] of Object.entries(presets)) {
       describe(preset, () => {
@@ -251,14 +259,21 @@ describe('inbound webhook channels', () => {
         'hmac-sha256': (secret, payload) => ({ 'X-Signature': `sha256=${hmac(secret, payload).digest('hex')}` }),
       };
       // As bytes: superagent would otherwise write a Buffer sent as JSON out as {"type":"Buffer",...}.
-      const postBytes = (url: string, headers: Record<string, string>) => h.api.post(url).set({ 'Content-Type': 'application/json', ...headers }).serialize((bytes) => bytes).send(raw);
+      const postBytes = (url: string, headers: Record<string, string>) =>
+        h.api
+          .post(url)
+          .set({ 'Content-Type': 'application/json', ...headers })
+          .serialize((bytes) => bytes)
+          .send(raw);
 
       for (const [preset, sign] of Object.entries(signBytes)) {
         it(`${preset}: accepts it signed over its bytes (202), the summary being its field as decoded`, async () => {
           const { channel, secret, url } = await create({ verify: preset });
           const res = await postBytes(url, sign(secret, raw, unixNow(), `msg_${preset}_bytes`));
           expect(res.status, res.text).to.equal(202);
-          expect(await receiptsOf(channel.id)).to.deep.equal([{ id: res.body.request_id, title: 'Caf\ufffd cr\ufffdme \ufffd\ufffd', summary: 'Caf\ufffd cr\ufffdme \ufffd\ufffd' }]);
+          expect(await receiptsOf(channel.id)).to.deep.equal([
+            { id: res.body.request_id, title: 'Caf\ufffd cr\ufffdme \ufffd\ufffd', summary: 'Caf\ufffd cr\ufffdme \ufffd\ufffd' },
+          ]);
         });
         if (preset === 'none') continue;
         it(`${preset}: refuses it signed over its decoded text with 401 "Invalid signature", creating nothing`, async () => {
@@ -267,14 +282,19 @@ describe('inbound webhook channels', () => {
           expect(res.status).to.equal(401);
           expect(res.body).to.deep.equal({ error: 'Invalid signature' });
           expect(await receiptsOf(channel.id)).to.deep.equal([]);
-          expect(await deliveries(channel.id)).to.have.length(1).and.to.have.nested.property('[0].outcome', 'refused');
+          expect(await deliveries(channel.id))
+            .to.have.length(1)
+            .and.to.have.nested.property('[0].outcome', 'refused');
         });
       }
 
       it('standard-webhooks: accepts a signed text or form body, not only JSON', async () => {
         const { channel, secret, url } = await create({ verify: 'standard-webhooks' });
         const form = 'summary=Signed+form&title=Form';
-        const res = await h.api.post(url).set({ 'Content-Type': 'application/x-www-form-urlencoded', ...signBytes['standard-webhooks']!(secret, Buffer.from(form), unixNow(), 'msg_form') }).send(form);
+        const res = await h.api
+          .post(url)
+          .set({ 'Content-Type': 'application/x-www-form-urlencoded', ...signBytes['standard-webhooks']!(secret, Buffer.from(form), unixNow(), 'msg_form') })
+          .send(form);
         expect(res.status, res.text).to.equal(202);
         expect(await receiptsOf(channel.id)).to.deep.equal([{ id: res.body.request_id, title: 'Form', summary: 'Signed form' }]);
       });
@@ -308,7 +328,9 @@ describe('inbound webhook channels', () => {
     it('a new secret replaces the old one at once', async () => {
       const { channel, secret, url } = await create({ verify: 'github' });
       const rotated = await h.services.channels.rotateSecret(staffOf(t), channel.id);
-      expect(rotated).to.match(/^[0-9a-f]{64}$/).and.not.equal(secret);
+      expect(rotated)
+        .to.match(/^[0-9a-f]{64}$/)
+        .and.not.equal(secret);
       expect((await post(url, body, presets.github!(secret, body, 0, 'd-old'))).status).to.equal(401);
       expect((await post(url, body, presets.github!(rotated, body, 0, 'd-new'))).status).to.equal(202);
       const err = await h.services.channels.rotateSecret(staffOf(t), (await create()).channel.id).catch((e: Error) => e);
@@ -318,9 +340,28 @@ describe('inbound webhook channels', () => {
 
   describe('replayed deliveries', () => {
     const cases: [string, Partial<ChannelInput>, (secret: string, payload: string) => Record<string, string>, (n: number) => string][] = [
-      ['the same webhook-id (Standard Webhooks)', { verify: 'standard-webhooks' }, (secret, payload) => ({ 'webhook-id': 'msg_2bX', 'webhook-timestamp': String(unixNow()), 'webhook-signature': new Webhook(secret).sign('msg_2bX', new Date(unixNow() * 1000), payload) }), () => '{"summary":"once"}'],
-      ['the same X-GitHub-Delivery (GitHub redeliver)', { verify: 'github' }, (secret, payload) => ({ 'X-Hub-Signature-256': `sha256=${hmacHex(secret, payload)}`, 'X-GitHub-Delivery': '72d3162e-cc78-11e3-81ab-4c9367dc0958' }), () => '{"summary":"once"}'],
-      ["a Slack retry of the same event_id", { verify: 'slack' }, (secret, payload) => ({ 'X-Slack-Request-Timestamp': String(unixNow()), 'X-Slack-Signature': `v0=${hmacHex(secret, `v0:${unixNow()}:${payload}`)}` }), (n) => JSON.stringify({ type: 'event_callback', event_id: 'Ev08MFMKH6', event: { text: 'once' }, retry: n })],
+      [
+        'the same webhook-id (Standard Webhooks)',
+        { verify: 'standard-webhooks' },
+        (secret, payload) => ({
+          'webhook-id': 'msg_2bX',
+          'webhook-timestamp': String(unixNow()),
+          'webhook-signature': new Webhook(secret).sign('msg_2bX', new Date(unixNow() * 1000), payload),
+        }),
+        () => '{"summary":"once"}',
+      ],
+      [
+        'the same X-GitHub-Delivery (GitHub redeliver)',
+        { verify: 'github' },
+        (secret, payload) => ({ 'X-Hub-Signature-256': `sha256=${hmacHex(secret, payload)}`, 'X-GitHub-Delivery': '72d3162e-cc78-11e3-81ab-4c9367dc0958' }),
+        () => '{"summary":"once"}',
+      ],
+      [
+        'a Slack retry of the same event_id',
+        { verify: 'slack' },
+        (secret, payload) => ({ 'X-Slack-Request-Timestamp': String(unixNow()), 'X-Slack-Signature': `v0=${hmacHex(secret, `v0:${unixNow()}:${payload}`)}` }),
+        (n) => JSON.stringify({ type: 'event_callback', event_id: 'Ev08MFMKH6', event: { text: 'once' }, retry: n }),
+      ],
       ['the same Idempotency-Key (no verification)', {}, () => ({ 'Idempotency-Key': 'order-42-paid' }), () => '{"summary":"once"}'],
     ];
     for (const [name, input, sign, payloadOf] of cases) {

@@ -53,7 +53,10 @@ describe('the admin CLI', function () {
     expect(key.startsWith(listed.prefix)).to.equal(true);
     expect(JSON.stringify(keys)).not.to.include(key);
     const scribes = await json('scribe', 'list', '--org', orgId);
-    expect(scribes.scribes.map((x: { slug: string; state: string }) => [x.slug, x.state])).to.deep.equal([['atlas', 'powered_off'], ['nova', 'unprovisioned']]);
+    expect(scribes.scribes.map((x: { slug: string; state: string }) => [x.slug, x.state])).to.deep.equal([
+      ['atlas', 'powered_off'],
+      ['nova', 'unprovisioned'],
+    ]);
     const missing = await admin('scribe', 'list', '--org', '01935f00-0000-7000-8000-000000000000');
     expect([missing.code, missing.stderr.trim()]).to.deep.equal([1, 'error: Organization not found']);
   });
@@ -84,48 +87,119 @@ describe('the admin CLI', function () {
       await db.destroy();
     }
     expect(await json('scribe', 'set-agent', '--org', orgId, '--slug', 'oracle', '--agent', 'builtin')).to.deep.equal({
-      id: scribe.id, slug: 'oracle', agent: 'builtin', instructions: 'Be brief.',
-      model: null, base_url: null, api_key_set: false, vision: false, max_tool_rounds: null, token_budget: null, max_concurrency: null,
+      id: scribe.id,
+      slug: 'oracle',
+      agent: 'builtin',
+      instructions: 'Be brief.',
+      model: null,
+      base_url: null,
+      api_key_set: false,
+      vision: false,
+      max_tool_rounds: null,
+      token_budget: null,
+      max_concurrency: null,
     });
     expect(await json('scribe', 'set-agent', '--org', orgId, '--slug', 'oracle', '--instructions', '')).to.include({ agent: 'builtin', instructions: '' });
   });
 
-  it('scribe set-agent sets the openai agent\'s model settings for one scribe, shows whether a key is set but never the key, and resets them', async () => {
-    const set = await json('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--agent', 'openai', '--model', 'llama3.2', '--base-url', 'https://models.example.com/v1',
-      '--api-key', 'sk-scribe-secret-1234', '--vision', 'true', '--max-tool-rounds', '3', '--token-budget', '5000');
-    expect(set).to.deep.include({ agent: 'openai', model: 'llama3.2', base_url: 'https://models.example.com/v1', api_key_set: true, vision: true, max_tool_rounds: 3, token_budget: 5000 });
+  it("scribe set-agent sets the openai agent's model settings for one scribe, shows whether a key is set but never the key, and resets them", async () => {
+    const set = await json(
+      'scribe',
+      'set-agent',
+      '--org',
+      orgId,
+      '--slug',
+      'atlas',
+      '--agent',
+      'openai',
+      '--model',
+      'llama3.2',
+      '--base-url',
+      'https://models.example.com/v1',
+      '--api-key',
+      'sk-scribe-secret-1234',
+      '--vision',
+      'true',
+      '--max-tool-rounds',
+      '3',
+      '--token-budget',
+      '5000',
+    );
+    expect(set).to.deep.include({
+      agent: 'openai',
+      model: 'llama3.2',
+      base_url: 'https://models.example.com/v1',
+      api_key_set: true,
+      vision: true,
+      max_tool_rounds: 3,
+      token_budget: 5000,
+    });
     expect(JSON.stringify(set)).not.to.include('sk-scribe-secret-1234');
     const db = await openInstall(dir);
     try {
       const stored = (await db('scribes').where({ id: set.id }).first()).model_api_key as string;
-      expect(stored).to.match(/^sealed:v1:[0-9a-f]{8}:/).and.not.include('sk-scribe-secret-1234');
+      expect(stored)
+        .to.match(/^sealed:v1:[0-9a-f]{8}:/)
+        .and.not.include('sk-scribe-secret-1234');
       expect(openSecretBox({ dataDir: dir, secretsKey: undefined }).open(stored)).to.equal('sk-scribe-secret-1234');
     } finally {
       await db.destroy();
     }
-    const reset = await json('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--agent', 'builtin', '--model', '', '--base-url', '', '--api-key', '', '--vision', 'false', '--max-tool-rounds', '', '--token-budget', 'none');
+    const reset = await json(
+      'scribe',
+      'set-agent',
+      '--org',
+      orgId,
+      '--slug',
+      'atlas',
+      '--agent',
+      'builtin',
+      '--model',
+      '',
+      '--base-url',
+      '',
+      '--api-key',
+      '',
+      '--vision',
+      'false',
+      '--max-tool-rounds',
+      '',
+      '--token-budget',
+      'none',
+    );
     expect(reset).to.deep.include({ agent: 'builtin', model: null, base_url: null, api_key_set: false, vision: false, max_tool_rounds: null, token_budget: null });
     for (const [flag, value, message] of [
       ['--max-tool-rounds', '0', 'error: Tool rounds must be a whole number from 1 to 50'],
       ['--token-budget', '50', 'error: Token budget must be a whole number from 100 to 10000000'],
       ['--base-url', 'ftp://models', 'error: Base URL must be an http:// or https:// URL without credentials, at most 2000 characters'],
       ['--base-url', 'https://user:pass@models.example.com/v1', 'error: Base URL must be an http:// or https:// URL without credentials, at most 2000 characters'],
-      ...['http://169.254.169.254/latest/', 'http://127.0.0.1:11434/v1', 'http://127.1:8080/v1', 'http://0x7f000001/v1', 'http://[::1]/v1', 'http://[::ffff:10.0.0.1]/v1', 'http://10.1.2.3/v1', 'http://192.168.0.10/v1', 'http://0.0.0.0/v1'].map(
-        (url) => ['--base-url', url, 'error: Base URL must not point at a private or local address (MODELS_ALLOW_PRIVATE=true allows it)'],
-      ),
+      ...[
+        'http://169.254.169.254/latest/',
+        'http://127.0.0.1:11434/v1',
+        'http://127.1:8080/v1',
+        'http://0x7f000001/v1',
+        'http://[::1]/v1',
+        'http://[::ffff:10.0.0.1]/v1',
+        'http://10.1.2.3/v1',
+        'http://192.168.0.10/v1',
+        'http://0.0.0.0/v1',
+      ].map((url) => ['--base-url', url, 'error: Base URL must not point at a private or local address (MODELS_ALLOW_PRIVATE=true allows it)']),
     ]) {
       const result = await admin('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', flag!, value!);
       expect(result.stderr.trim(), flag).to.equal(message);
       expect(result.code).to.equal(1);
     }
-    const allowed = await runAdmin(['scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--base-url', 'http://127.0.0.1:11434/v1'], { ...cli.env, MODELS_ALLOW_PRIVATE: 'true' });
+    const allowed = await runAdmin(['scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--base-url', 'http://127.0.0.1:11434/v1'], {
+      ...cli.env,
+      MODELS_ALLOW_PRIVATE: 'true',
+    });
     expect(JSON.parse(allowed.stdout)).to.include({ base_url: 'http://127.0.0.1:11434/v1' });
     const usage = await admin('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--vision', 'maybe');
     expect(usage.code).to.equal(2);
     expect(usage.stderr).to.include('--vision must be true or false');
   });
 
-  it('scribe set-agent --max-concurrency caps a scribe\'s runs in flight, `none` lifts the cap, and scribe list shows it', async () => {
+  it("scribe set-agent --max-concurrency caps a scribe's runs in flight, `none` lifts the cap, and scribe list shows it", async () => {
     expect(await json('scribe', 'set-agent', '--org', orgId, '--slug', 'atlas', '--max-concurrency', '25')).to.include({ slug: 'atlas', max_concurrency: 25 });
     expect((await json('scribe', 'list', '--org', orgId)).scribes.find((s: { slug: string }) => s.slug === 'atlas')).to.include({ max_concurrency: 25 });
     for (const [value, message] of [
@@ -144,13 +218,28 @@ describe('the admin CLI', function () {
   });
 
   it('scribe add-mcp prints {id, url} and stores its headers; scribe remove-mcp prints {id, removed: true}', async () => {
-    const added = await json('scribe', 'add-mcp', '--org', orgId, '--slug', 'atlas', '--url', 'https://tools.example.com/mcp', '--header', 'Authorization: Bearer cli-secret', '--header', 'X-Team: ops');
+    const added = await json(
+      'scribe',
+      'add-mcp',
+      '--org',
+      orgId,
+      '--slug',
+      'atlas',
+      '--url',
+      'https://tools.example.com/mcp',
+      '--header',
+      'Authorization: Bearer cli-secret',
+      '--header',
+      'X-Team: ops',
+    );
     expect(Object.keys(added)).to.deep.equal(['id', 'url']);
     expect(added.url).to.equal('https://tools.example.com/mcp');
     const db = await openInstall(dir);
     try {
       const stored = (await db('mcp_servers').where({ id: added.id }).first()).headers as string;
-      expect(stored).to.match(/^sealed:v1:/).and.not.include('cli-secret');
+      expect(stored)
+        .to.match(/^sealed:v1:/)
+        .and.not.include('cli-secret');
       expect(JSON.parse(openSecretBox({ dataDir: dir, secretsKey: undefined }).open(stored))).to.deep.equal({ Authorization: 'Bearer cli-secret', 'X-Team': 'ops' });
     } finally {
       await db.destroy();
@@ -168,27 +257,58 @@ describe('the admin CLI', function () {
     try {
       const scribe = await db('scribes').where({ slug: 'oracle' }).first();
       const at = '2026-11-21T09:00:00.000Z';
-      await db('sessions').insert({ id: '01935f00-0000-7000-8000-0000000005e1', organization_id: orgId, scribe_id: scribe.id, state: 'waiting', reply_due: false, created_at: at, updated_at: at });
+      await db('sessions').insert({
+        id: '01935f00-0000-7000-8000-0000000005e1',
+        organization_id: orgId,
+        scribe_id: scribe.id,
+        state: 'waiting',
+        reply_due: false,
+        created_at: at,
+        updated_at: at,
+      });
       await db('session_messages').insert([
         { session_id: '01935f00-0000-7000-8000-0000000005e1', author: 'user', text: 'hi', created_at: at },
         { session_id: '01935f00-0000-7000-8000-0000000005e1', author: 'scribe', text: 'hello', created_at: at },
       ]);
-      const call = { organization_id: orgId, scribe_id: scribe.id, session_id: '01935f00-0000-7000-8000-0000000005e1', run_id: '01935f00-0000-7000-8000-00000000a11e', created_at: at };
+      const call = {
+        organization_id: orgId,
+        scribe_id: scribe.id,
+        session_id: '01935f00-0000-7000-8000-0000000005e1',
+        run_id: '01935f00-0000-7000-8000-00000000a11e',
+        created_at: at,
+      };
       await db('agent_calls').insert([
         { ...call, position: 0, kind: 'model', name: 'llama3', duration_ms: 812, input_tokens: 300, output_tokens: 40 },
         { ...call, position: 1, kind: 'tool', name: 'search_entries', arguments: '{"query":"hi"}', result: '[]', duration_ms: 3 },
       ]);
       expect(await json('session', 'show', '--id', '01935f00-0000-7000-8000-0000000005e1')).to.deep.equal({
-        id: '01935f00-0000-7000-8000-0000000005e1', state: 'waiting', error_message: null,
-        messages: [{ author: 'user', text: 'hi', partial: false, created_at: at }, { author: 'scribe', text: 'hello', partial: false, created_at: at }],
+        id: '01935f00-0000-7000-8000-0000000005e1',
+        state: 'waiting',
+        error_message: null,
+        messages: [
+          { author: 'user', text: 'hi', partial: false, created_at: at },
+          { author: 'scribe', text: 'hello', partial: false, created_at: at },
+        ],
         usage: { input_tokens: 300, output_tokens: 40 },
         trace: [
           { kind: 'model', name: 'llama3', duration_ms: 812, error: null, input_tokens: 300, output_tokens: 40 },
           { kind: 'tool', name: 'search_entries', duration_ms: 3, error: null, arguments: '{"query":"hi"}', result: '[]' },
         ],
       });
-      await db('tasks').insert({ id: '01935f00-0000-7000-8000-0000000007a5', organization_id: orgId, scribe_id: scribe.id, status: 'waiting', title: 'T', summary: 'S?', created_at: at, updated_at: at });
-      expect(await json('task', 'input', '--id', '01935f00-0000-7000-8000-0000000007a5', '--text', 'Use the Q3 data')).to.deep.equal({ id: '01935f00-0000-7000-8000-0000000007a5', status: 'open' });
+      await db('tasks').insert({
+        id: '01935f00-0000-7000-8000-0000000007a5',
+        organization_id: orgId,
+        scribe_id: scribe.id,
+        status: 'waiting',
+        title: 'T',
+        summary: 'S?',
+        created_at: at,
+        updated_at: at,
+      });
+      expect(await json('task', 'input', '--id', '01935f00-0000-7000-8000-0000000007a5', '--text', 'Use the Q3 data')).to.deep.equal({
+        id: '01935f00-0000-7000-8000-0000000007a5',
+        status: 'open',
+      });
       const shown = await json('task', 'show', '--id', '01935f00-0000-7000-8000-0000000007a5');
       expect(shown).to.include({ status: 'open', title: 'T', result: null, last_error: null });
       expect(shown).to.deep.include({ usage: { input_tokens: 0, output_tokens: 0 }, trace: [] });
@@ -220,8 +340,17 @@ describe('the admin CLI', function () {
     const companies = await json('entry-type', 'create', '--org', orgId, '--name', 'Companies', '--fields', '[{"name":"Name","type":"text","primary":true}]');
     expect(Object.keys(companies)).to.deep.equal(['id', 'name']);
     const contacts = await json(
-      'entry-type', 'create', '--org', orgId, '--name', 'Contacts',
-      '--fields', JSON.stringify([{ name: 'Name', type: 'text', primary: true }, { name: 'Company', type: 'relationship', target: companies.id }]),
+      'entry-type',
+      'create',
+      '--org',
+      orgId,
+      '--name',
+      'Contacts',
+      '--fields',
+      JSON.stringify([
+        { name: 'Name', type: 'text', primary: true },
+        { name: 'Company', type: 'relationship', target: companies.id },
+      ]),
     );
     const acme = await json('entry', 'create', '--type', companies.id, '--fields', '{"Name":"Acme"}');
     expect(Object.keys(acme)).to.deep.equal(['id']);
@@ -241,9 +370,21 @@ describe('the admin CLI', function () {
 
   const failures: Array<[string, string[], RegExp]> = [
     ['fields that are not JSON', ['entry-type', 'create', '--org', '__ORG__', '--name', 'Bad', '--fields', '[oops'], /--fields must be JSON/],
-    ['an entry type without a primary field', ['entry-type', 'create', '--org', '__ORG__', '--name', 'NoPrimary', '--fields', '[{"name":"A","type":"text"}]'], /Exactly one field must be primary/],
-    ['a field named __proto__', ['entry-type', 'create', '--org', '__ORG__', '--name', 'Proto', '--fields', '[{"name":"Name","type":"text","primary":true},{"name":"__proto__","type":"text"}]'], /^error: Field name "__proto__" is reserved\n$/],
-    ['a field named constructor', ['entry-type', 'create', '--org', '__ORG__', '--name', 'Ctor', '--fields', '[{"name":"constructor","type":"text","primary":true}]'], /^error: Field name "constructor" is reserved\n$/],
+    [
+      'an entry type without a primary field',
+      ['entry-type', 'create', '--org', '__ORG__', '--name', 'NoPrimary', '--fields', '[{"name":"A","type":"text"}]'],
+      /Exactly one field must be primary/,
+    ],
+    [
+      'a field named __proto__',
+      ['entry-type', 'create', '--org', '__ORG__', '--name', 'Proto', '--fields', '[{"name":"Name","type":"text","primary":true},{"name":"__proto__","type":"text"}]'],
+      /^error: Field name "__proto__" is reserved\n$/,
+    ],
+    [
+      'a field named constructor',
+      ['entry-type', 'create', '--org', '__ORG__', '--name', 'Ctor', '--fields', '[{"name":"constructor","type":"text","primary":true}]'],
+      /^error: Field name "constructor" is reserved\n$/,
+    ],
     ['an entry of an unknown type', ['entry', 'create', '--type', '01900000-0000-7000-8000-000000000000', '--fields', '{}'], /Entry type not found/],
     ['an entry with a bad value', ['entry', 'create', '--type', '__TYPE__', '--fields', '{"Name":5}'], /Field "Name" must be a string/],
     ['a duplicate slug', ['scribe', 'create', '--org', '__ORG__', '--slug', 'atlas', '--name', 'Again'], /Slug is already used/],

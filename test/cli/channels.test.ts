@@ -36,7 +36,9 @@ describe('the admin CLI: channels, and a server taking what they receive', funct
     expect(await json('channel', 'enable', '--id', open.id)).to.deep.equal({ id: open.id, enabled: true });
 
     const rotated = await json('channel', 'rotate-secret', '--id', hook.id);
-    expect(rotated.secret).to.match(/^[0-9a-f]{64}$/).and.not.equal(hook.secret);
+    expect(rotated.secret)
+      .to.match(/^[0-9a-f]{64}$/)
+      .and.not.equal(hook.secret);
 
     const db = await openInstall(dir);
     try {

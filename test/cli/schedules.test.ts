@@ -8,7 +8,22 @@ describe('the admin CLI: schedules', function () {
   const { admin, json, dir } = cli;
 
   it('creates, edits, pauses, resumes, runs now, shows, lists and deletes a schedule, each audited as the operator', async () => {
-    const created = await json('schedule', 'create', '--org', cli.orgId, '--scribe', 'atlas', '--cron', '0 9 * * 1-5', '--summary', 'Morning brief', '--timezone', 'Europe/Berlin', '--title', 'Brief');
+    const created = await json(
+      'schedule',
+      'create',
+      '--org',
+      cli.orgId,
+      '--scribe',
+      'atlas',
+      '--cron',
+      '0 9 * * 1-5',
+      '--summary',
+      'Morning brief',
+      '--timezone',
+      'Europe/Berlin',
+      '--title',
+      'Brief',
+    );
     expect(Object.keys(created)).to.deep.equal(['id', 'next_run_at']);
     expect(new Date(created.next_run_at).toISOString()).to.equal(created.next_run_at);
     const id = created.id as string;
@@ -27,7 +42,17 @@ describe('the admin CLI: schedules', function () {
     expect(ran.request_id).to.match(/^req_[0-9A-Z]{26}$/);
 
     const shown = await json('schedule', 'show', '--id', id);
-    expect(shown).to.include({ id, scribe: 'atlas', cron: '*/15 * * * *', timezone: 'Europe/Berlin', overlap: 'allow', summary: 'Morning brief', title: 'Brief', paused: false, description: 'Every 15 minutes' });
+    expect(shown).to.include({
+      id,
+      scribe: 'atlas',
+      cron: '*/15 * * * *',
+      timezone: 'Europe/Berlin',
+      overlap: 'allow',
+      summary: 'Morning brief',
+      title: 'Brief',
+      paused: false,
+      description: 'Every 15 minutes',
+    });
     expect(shown.fires).to.have.length(1);
     expect(shown.fires[0]).to.include({ outcome: 'submitted', request_id: ran.request_id, manual: true, run_by: 'admin CLI' });
     expect(shown.last_fire_at).to.equal(shown.fires[0].fire_at);
@@ -39,7 +64,15 @@ describe('the admin CLI: schedules', function () {
     const db = await openInstall(dir);
     try {
       const audit = await db('audit_events').where({ subject_type: 'schedule', subject_id: id }).orderBy('id').select('actor_type', 'action');
-      expect(audit.map((a) => a.action)).to.deep.equal(['schedule.create', 'schedule.update', 'schedule.pause', 'schedule.resume', 'schedule.run_now', 'schedule.fire', 'schedule.delete']);
+      expect(audit.map((a) => a.action)).to.deep.equal([
+        'schedule.create',
+        'schedule.update',
+        'schedule.pause',
+        'schedule.resume',
+        'schedule.run_now',
+        'schedule.fire',
+        'schedule.delete',
+      ]);
       expect(audit.filter((a) => a.actor_type !== 'operator').map((a) => a.action)).to.deep.equal(['schedule.fire']);
       expect(await db('requests').where({ id: ran.request_id }).first()).to.include({ origin_type: 'schedule', origin_id: id });
     } finally {

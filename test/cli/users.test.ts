@@ -67,7 +67,11 @@ describe('the admin CLI: users', function () {
   });
 
   it('refuses to take the last active admin away: "An organization needs an active admin"', async () => {
-    for (const args of [['set-role', '--id', adminId, '--role', 'viewer'], ['disable', '--id', adminId], ['delete', '--id', adminId]]) {
+    for (const args of [
+      ['set-role', '--id', adminId, '--role', 'viewer'],
+      ['disable', '--id', adminId],
+      ['delete', '--id', adminId],
+    ]) {
       const result = await admin('user', ...args);
       expect([result.code, result.stdout, result.stderr.trim()], args[0]).to.deep.equal([1, '', 'error: An organization needs an active admin']);
     }
@@ -99,7 +103,9 @@ describe('the admin CLI: users', function () {
   it('audits every change as the admin CLI, with no password or token in the details', async () => {
     const { invite_url: url } = await json('user', 'invite', '--org', cli.orgId, '--email', 'audited@example.com');
     const events = await inDatabase((db) => db('audit_events').where({ subject_type: 'user' }).orderBy('id'));
-    expect(new Set(events.map((e: { action: string }) => e.action))).to.deep.equal(new Set(['user.create', 'user.invite', 'user.role', 'user.disable', 'user.enable', 'user.reset', 'user.delete', 'user.password']));
+    expect(new Set(events.map((e: { action: string }) => e.action))).to.deep.equal(
+      new Set(['user.create', 'user.invite', 'user.role', 'user.disable', 'user.enable', 'user.reset', 'user.delete', 'user.password']),
+    );
     expect(events.every((e: { actor_label: string }) => e.actor_label === 'admin CLI')).to.equal(true);
     const text = JSON.stringify(events);
     for (const secret of ['first admin password', 'viewer password', 'a new admin password', 'legacy password', url.split('/').pop()]) expect(text, secret).not.to.include(secret);

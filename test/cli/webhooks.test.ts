@@ -24,12 +24,16 @@ describe('the admin CLI: webhooks', function () {
     const tested = await json('webhook', 'test', '--id', created.id);
     expect(tested.event_id).to.match(/^evt_/);
     const rotated = await json('webhook', 'rotate-secret', '--id', created.id);
-    expect(rotated.secret).to.match(/^whsec_/).and.not.equal(created.secret);
+    expect(rotated.secret)
+      .to.match(/^whsec_/)
+      .and.not.equal(created.secret);
     expect(Date.parse(rotated.previous_secret_valid_until)).to.be.greaterThan(Date.now() + 23 * 3_600_000);
 
     const shown = await json('webhook', 'show', '--id', created.id);
     expect(shown.events).to.deep.equal([...EVENT_TYPES]);
-    expect(shown.deliveries.map((d: { event_id: string; event_type: string; status: string }) => [d.event_id, d.event_type, d.status])).to.deep.equal([[tested.event_id, 'webhook.test', 'pending']]);
+    expect(shown.deliveries.map((d: { event_id: string; event_type: string; status: string }) => [d.event_id, d.event_type, d.status])).to.deep.equal([
+      [tested.event_id, 'webhook.test', 'pending'],
+    ]);
     expect(JSON.stringify(shown)).not.to.include(rotated.secret);
     const listed = await json('webhook', 'list', '--org', cli.orgId);
     expect(listed.webhooks.map((w: { id: string }) => w.id).sort()).to.deep.equal([created.id, some.id].sort());
@@ -39,7 +43,17 @@ describe('the admin CLI: webhooks', function () {
     try {
       expect(await db('webhook_endpoints').pluck('id')).to.deep.equal([created.id]);
       const audit = await db('audit_events').where({ subject_type: 'webhook' }).orderBy('id').select('action', 'actor_type');
-      expect(audit.map((a) => a.action)).to.deep.equal(['webhook.create', 'webhook.create', 'webhook.update', 'webhook.disable', 'webhook.update', 'webhook.enable', 'webhook.test', 'webhook.rotate_secret', 'webhook.delete']);
+      expect(audit.map((a) => a.action)).to.deep.equal([
+        'webhook.create',
+        'webhook.create',
+        'webhook.update',
+        'webhook.disable',
+        'webhook.update',
+        'webhook.enable',
+        'webhook.test',
+        'webhook.rotate_secret',
+        'webhook.delete',
+      ]);
       expect(new Set(audit.map((a) => a.actor_type))).to.deep.equal(new Set(['operator']));
     } finally {
       await db.destroy();
@@ -51,7 +65,10 @@ describe('the admin CLI: webhooks', function () {
     [['webhook', 'create', '--org', 'ORG', '--url', 'https://example.com', '--events', 'task.lost'], `error: Unknown event type: task.lost (expected ${EVENT_TYPES.join(', ')})`],
     [['webhook', 'delete', '--id', '01935f00-0000-7000-8000-000000000000'], 'error: Webhook endpoint not found'],
   ] as const) {
-    it(`refuses ${args.slice(0, 2).join(' ')} ${args.slice(2).filter((a) => a.startsWith('--')).join(' ')} with "${message}" and exit 1`, async () => {
+    it(`refuses ${args.slice(0, 2).join(' ')} ${args
+      .slice(2)
+      .filter((a) => a.startsWith('--'))
+      .join(' ')} with "${message}" and exit 1`, async () => {
       const result = await admin(...args.map((a) => (a === 'ORG' ? cli.orgId : a)));
       expect(result.stderr.trim()).to.equal(message);
       expect(result.code).to.equal(1);

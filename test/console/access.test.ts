@@ -5,7 +5,10 @@ import { PASSWORD, csrfTokenOf, signIn, type ConsoleClient } from '../helpers/co
 
 /** One of everything, in one organization, for the pages to show. */
 async function populate(h: Harness, t: Tenant) {
-  const submit = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/requests`).set(t.headers).send({ task: { summary: 'Which vendor is cheapest?' } });
+  const submit = await h.api
+    .post(`/api/v1/scribes/${t.scribe.slug}/requests`)
+    .set(t.headers)
+    .send({ task: { summary: 'Which vendor is cheapest?' } });
   await h.services.dispatcher.tick();
   await h.services.runtime.tick();
   const receipt = (await h.api.get(`/api/v1/requests/${submit.body.request.id}`).set(t.headers)).body.request;
@@ -29,9 +32,23 @@ describe('console access', () => {
   after(() => h.close());
 
   const pages = () => [
-    '/', '/scribes', `/b/${t.scribe.slug}`, `/b/${t.scribe.slug}/settings`, '/receipts', `/receipts/${ids.receiptId}`, '/tasks', `/tasks/${ids.taskId}`,
-    `/sessions/${ids.sessionId}`, '/entry-types', `/entry-types/${ids.typeId}`, `/entries/${ids.entryId}`, `/entries/${ids.entryId}/edit`,
-    `/entry-types/${ids.typeId}/new`, `/entry-types/${ids.typeId}/edit`, '/keys', '/audit',
+    '/',
+    '/scribes',
+    `/b/${t.scribe.slug}`,
+    `/b/${t.scribe.slug}/settings`,
+    '/receipts',
+    `/receipts/${ids.receiptId}`,
+    '/tasks',
+    `/tasks/${ids.taskId}`,
+    `/sessions/${ids.sessionId}`,
+    '/entry-types',
+    `/entry-types/${ids.typeId}`,
+    `/entries/${ids.entryId}`,
+    `/entries/${ids.entryId}/edit`,
+    `/entry-types/${ids.typeId}/new`,
+    `/entry-types/${ids.typeId}/edit`,
+    '/keys',
+    '/audit',
   ];
 
   describe('signed out', () => {
@@ -53,7 +70,9 @@ describe('console access', () => {
       const res = await h.api.get('/login');
       expect(res.status).to.equal(200);
       expect(res.headers['content-type']).to.match(/^text\/html/);
-      expect(res.text).to.match(/<input[^>]+name="email"/).and.match(/<input[^>]+name="password"[^>]+type="password"|<input[^>]+type="password"[^>]+name="password"/);
+      expect(res.text)
+        .to.match(/<input[^>]+name="email"/)
+        .and.match(/<input[^>]+name="password"[^>]+type="password"|<input[^>]+type="password"[^>]+name="password"/);
       expect(csrfTokenOf(res.text)).to.have.length.greaterThan(20);
       expect((await h.api.get('/assets/console.css')).status).to.equal(200);
       expect((await h.api.get('/assets/nope.css')).status).to.equal(404);
@@ -70,7 +89,10 @@ describe('console access', () => {
   describe('signing in and out', () => {
     it('answers a wrong password or an unknown email with 401 and one message, keeping the email typed', async () => {
       await h.services.users.create({ organizationId: t.organizationId, email: 'known@example.com', password: PASSWORD });
-      for (const [email, password] of [['known@example.com', 'wrong password'], ['nobody@example.com', PASSWORD]]) {
+      for (const [email, password] of [
+        ['known@example.com', 'wrong password'],
+        ['nobody@example.com', PASSWORD],
+      ]) {
         const agent = supertest.agent(h.app);
         const token = csrfTokenOf((await agent.get('/login')).text);
         const res = await agent.post('/login').type('form').send({ _csrf: token, email, password });
@@ -93,17 +115,32 @@ describe('console access', () => {
       const agent = supertest.agent(h.app);
       const page = await agent.get('/login');
       const before = cookieOf(page.headers['set-cookie']);
-      expect(before).to.match(/HttpOnly/i).and.match(/SameSite=Lax/i).and.not.match(/Secure/i);
-      const res = await agent.post('/login').type('form').send({ _csrf: csrfTokenOf(page.text), email: 'cookie@example.com', password: PASSWORD, next: '/keys' });
+      expect(before)
+        .to.match(/HttpOnly/i)
+        .and.match(/SameSite=Lax/i)
+        .and.not.match(/Secure/i);
+      const res = await agent
+        .post('/login')
+        .type('form')
+        .send({ _csrf: csrfTokenOf(page.text), email: 'cookie@example.com', password: PASSWORD, next: '/keys' });
       expect(res.status).to.equal(303);
       expect(res.headers.location).to.equal('/keys');
       const after = cookieOf(res.headers['set-cookie']);
       expect(sid(after)).to.not.equal(sid(before));
-      expect(await h.db('console_sessions').where({ sid: decodeURIComponent(sid(before)).slice(2).split('.')[0] }).first(), 'the old session is gone').to.equal(undefined);
+      expect(
+        await h
+          .db('console_sessions')
+          .where({ sid: decodeURIComponent(sid(before)).slice(2).split('.')[0] })
+          .first(),
+        'the old session is gone',
+      ).to.equal(undefined);
       expect((await agent.get('/keys')).status).to.equal(200);
 
       const keys = await agent.get('/keys');
-      const out = await agent.post('/logout').type('form').send({ _csrf: csrfTokenOf(keys.text) });
+      const out = await agent
+        .post('/logout')
+        .type('form')
+        .send({ _csrf: csrfTokenOf(keys.text) });
       expect(out.status).to.equal(303);
       expect(out.headers.location).to.equal('/login');
       expect((await agent.get('/keys')).status).to.equal(303);
@@ -134,7 +171,15 @@ describe('console access', () => {
       try {
         const agent = supertest.agent(strict.app);
         const token = csrfTokenOf((await agent.get('/login')).text);
-        for (let i = 0; i < 4; i++) expect((await agent.post('/login').type('form').send({ _csrf: token, email: `guess${i}@example.com`, password: 'x' })).status).to.equal(401);
+        for (let i = 0; i < 4; i++)
+          expect(
+            (
+              await agent
+                .post('/login')
+                .type('form')
+                .send({ _csrf: token, email: `guess${i}@example.com`, password: 'x' })
+            ).status,
+          ).to.equal(401);
         const blocked = await agent.post('/login').type('form').send({ _csrf: token, email: 'another@example.com', password: 'x' });
         expect(blocked.status).to.equal(429);
         expect(blocked.text).to.include('Too many sign-in attempts.');
@@ -166,7 +211,11 @@ describe('console access', () => {
       admin = await signIn(h, t, 'admin');
     });
 
-    for (const [what, token] of [['missing', undefined], ['wrong', 'not-the-token'], ['empty', '']] as const) {
+    for (const [what, token] of [
+      ['missing', undefined],
+      ['wrong', 'not-the-token'],
+      ['empty', ''],
+    ] as const) {
       it(`refuses a form with a ${what} token, changing nothing`, async () => {
         const before = await h.db('scribes').where({ id: t.scribe.id }).first();
         const form: Record<string, string> = { state: 'powered_off' };
@@ -180,7 +229,10 @@ describe('console access', () => {
 
     it('refuses the token of another session', async () => {
       const other = await signIn(h, t, 'admin');
-      const res = await admin.agent.post('/keys').type('form').send({ _csrf: await other.token(), name: 'stolen' });
+      const res = await admin.agent
+        .post('/keys')
+        .type('form')
+        .send({ _csrf: await other.token(), name: 'stolen' });
       expect(res.status).to.equal(403);
       expect(await h.db('api_keys').where({ name: 'stolen' }).first()).to.equal(undefined);
     });
@@ -252,8 +304,16 @@ describe('console access', () => {
       const theirs = await populate(h, other);
       const admin = await signIn(h, t, 'admin');
       const reads = [
-        `/b/${other.scribe.slug}`, `/b/${other.scribe.slug}/settings`, `/receipts/${theirs.receiptId}`, `/tasks/${theirs.taskId}`, `/sessions/${theirs.sessionId}`,
-        `/entry-types/${theirs.typeId}`, `/entries/${theirs.entryId}`, `/entries/${theirs.entryId}/edit`, `/entry-types/${theirs.typeId}/new`, `/entry-types/${theirs.typeId}/edit`,
+        `/b/${other.scribe.slug}`,
+        `/b/${other.scribe.slug}/settings`,
+        `/receipts/${theirs.receiptId}`,
+        `/tasks/${theirs.taskId}`,
+        `/sessions/${theirs.sessionId}`,
+        `/entry-types/${theirs.typeId}`,
+        `/entries/${theirs.entryId}`,
+        `/entries/${theirs.entryId}/edit`,
+        `/entry-types/${theirs.typeId}/new`,
+        `/entry-types/${theirs.typeId}/edit`,
         `/receipts/${theirs.receiptId}/attachments/0`,
       ];
       for (const path of reads) {

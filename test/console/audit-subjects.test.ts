@@ -17,7 +17,10 @@ describe('console: audit subjects by name', () => {
     const staff = staffOf(t);
     const record = (type: string, id: string) => h.services.audit.record(staff, `${type}.test`, { type, id });
 
-    const submitted = await h.api.post('/api/v1/scribes/atlas/requests').set(t.headers).send({ task: { summary: 'Summarize Q3', title: 'Q3 summary' } });
+    const submitted = await h.api
+      .post('/api/v1/scribes/atlas/requests')
+      .set(t.headers)
+      .send({ task: { summary: 'Summarize Q3', title: 'Q3 summary' } });
     subjects.request = submitted.body.request.id;
     await h.services.dispatcher.tick();
     subjects.task = (await h.db('tasks').where({ request_id: subjects.request }).first()).id;
@@ -50,7 +53,13 @@ describe('console: audit subjects by name', () => {
     cells = new Map();
     for (const row of res.text.matchAll(/<td class="subject">([\s\S]*?)<\/td>/g)) {
       const history = /subject_type=([a-z_]+)&amp;subject_id=([^"]+)"/.exec(row[1]!)!;
-      cells.set(`${history[1]}:${history[2]}`, row[1]!.replace(/\s*<a class="hint" href="\/audit[\s\S]*$/, '').replace(/\s+/g, ' ').trim());
+      cells.set(
+        `${history[1]}:${history[2]}`,
+        row[1]!
+          .replace(/\s*<a class="hint" href="\/audit[\s\S]*$/, '')
+          .replace(/\s+/g, ' ')
+          .trim(),
+      );
     }
   });
   after(() => h.close());

@@ -23,7 +23,14 @@ describe('console: audit review', () => {
     };
     await record('state', '2026-11-20T10:00:00.000Z', staffOf(t), 'scribe.state', { type: 'scribe', id: t.scribe.id }, 'powered_off');
     await record('submit', '2026-11-21T09:30:00.000Z', keyActor(), 'request.submit', { type: 'request', id: 'req_01KAAAAAAAAAAAAAAAAAAAAAAA' }, 'Quarterly, "numbers"\nand more');
-    await record('schedule', '2026-11-22T23:59:59.000Z', operator(), 'schedule.create', { type: 'schedule', id: '01935f00-0000-7000-8000-0000000000a1' }, '=HYPERLINK("http://evil.example")');
+    await record(
+      'schedule',
+      '2026-11-22T23:59:59.000Z',
+      operator(),
+      'schedule.create',
+      { type: 'schedule', id: '01935f00-0000-7000-8000-0000000000a1' },
+      '=HYPERLINK("http://evil.example")',
+    );
     await record('pause', '2026-11-23T08:00:00.000Z', staffOf(t), 'schedule.pause', { type: 'schedule', id: '01935f00-0000-7000-8000-0000000000a1' });
     // Another organization's event never shows.
     const other = await h.tenant({ slug: 'other' });
@@ -98,7 +105,10 @@ describe('console: audit review', () => {
 
   it('keeps audit rows as written: the database refuses updates and deletes', async () => {
     for (const change of [() => h.db('audit_events').where({ id: ids.state }).update({ detail: 'rewritten' }), () => h.db('audit_events').where({ id: ids.state }).delete()]) {
-      const err = await change().then(() => null, (e: Error) => e);
+      const err = await change().then(
+        () => null,
+        (e: Error) => e,
+      );
       expect(err?.message).to.include('audit events are append-only');
     }
     expect(await h.db('audit_events').where({ id: ids.state }).first()).to.include({ detail: 'powered_off' });

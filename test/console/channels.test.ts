@@ -34,7 +34,9 @@ describe('console: channels', () => {
     expect(again.text).to.include('Support form').and.include(new URL(url).pathname);
     expect(secretOn(again.text)).to.equal(undefined);
     expect(again.text).not.to.include(secret!);
-    expect((await admin.get('/channels')).text).to.include(`/channels/${id}`).and.include('Support form');
+    expect((await admin.get('/channels')).text)
+      .to.include(`/channels/${id}`)
+      .and.include('Support form');
     expect((await admin.get(`/b/${t.scribe.slug}/settings`)).text).to.include(`/channels/${id}`);
   });
 
@@ -51,7 +53,11 @@ describe('console: channels', () => {
     const path = new URL(urlOn(res.text)).pathname;
     const id = idOn(res.text);
     const body = '{"summary":"Look into ticket 7"}';
-    const made = await h.api.post(path).type('json').set('X-Hub-Signature-256', `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`).send(body);
+    const made = await h.api
+      .post(path)
+      .type('json')
+      .set('X-Hub-Signature-256', `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`)
+      .send(body);
     await h.api.post(path).type('json').set('X-Hub-Signature-256', 'sha256=deadbeef').send(body).expect(401);
 
     const page = await admin.get(`/channels/${id}`);
@@ -64,7 +70,10 @@ describe('console: channels', () => {
 
   it('links a session started by a chat channel back to it', async () => {
     const res = await admin.post(`/b/${t.scribe.slug}/channels`, { kind: 'webhook', mode: 'chat', name: 'Chat hook', verify: 'none' });
-    const started = await h.api.post(new URL(urlOn(res.text)).pathname).type('json').send('{"message":"hello"}');
+    const started = await h.api
+      .post(new URL(urlOn(res.text)).pathname)
+      .type('json')
+      .send('{"message":"hello"}');
     const page = await admin.get(`/sessions/${started.body.session_id}`);
     expect(page.text).to.include(`Started through the channel <a href="/channels/${idOn(res.text)}">Chat hook</a>`);
   });
@@ -80,7 +89,9 @@ describe('console: channels', () => {
 
     const rotated = await admin.post(`/channels/${id}/rotate-secret`, {});
     expect(rotated.status).to.equal(200);
-    expect(secretOn(rotated.text)).to.match(/^[0-9a-f]{64}$/).and.not.equal(secretOn(res.text));
+    expect(secretOn(rotated.text))
+      .to.match(/^[0-9a-f]{64}$/)
+      .and.not.equal(secretOn(res.text));
 
     expect((await viewer.get(`/channels/${id}`)).text).not.to.include(`/channels/${id}/disable`);
     expect((await viewer.post(`/channels/${id}/disable`, {})).status).to.equal(403);
@@ -91,7 +102,9 @@ describe('console: channels', () => {
 
   it('escapes what senders control (sender, reason) and answers 404 for a channel of another organization', async () => {
     const other = await h.tenant({ slug: 'elsewhere' });
-    const { channel } = await h.services.channels.create({ type: 'operator', id: null, label: 'admin CLI', organizationId: other.organizationId }, 'elsewhere', { kind: 'webhook' });
+    const { channel } = await h.services.channels.create({ type: 'operator', id: null, label: 'admin CLI', organizationId: other.organizationId }, 'elsewhere', {
+      kind: 'webhook',
+    });
     expect((await admin.get(`/channels/${channel.id}`)).status).to.equal(404);
 
     const res = await admin.post(`/b/${t.scribe.slug}/channels`, { kind: 'email', mode: 'task', name: '<b>Mail</b>', address: 'desk@inbound.example.com' });
@@ -99,7 +112,16 @@ describe('console: channels', () => {
     expect(res.text).to.include('desk@inbound.example.com');
     const mailbox = (await h.services.channels.emailChannel('desk@inbound.example.com'))!;
     const from = '"<img src=x onerror=alert(1)>" <x@example.org>';
-    await h.services.channels.receiveEmail(mailbox, { from, envelopeFrom: 'x@example.org', subject: 'Hi', text: 'hello', messageId: null, bodyFiles: [], attachments: [], keepFiles: async () => undefined });
+    await h.services.channels.receiveEmail(mailbox, {
+      from,
+      envelopeFrom: 'x@example.org',
+      subject: 'Hi',
+      text: 'hello',
+      messageId: null,
+      bodyFiles: [],
+      attachments: [],
+      keepFiles: async () => undefined,
+    });
     const page = await admin.get(`/channels/${mailbox.id}`);
     expect(page.text).to.include('&lt;img src=x onerror=alert(1)&gt;').and.not.include('<img src=x');
   });

@@ -9,7 +9,10 @@ function chartTable(html: string, id: string): { head: string[]; rows: Map<strin
   const head = [...figure.matchAll(/<th scope="col">(.*?)<\/th>/g)].map((m) => m[1]!);
   const rows = new Map<string, string[]>();
   for (const [, when, cells] of figure.matchAll(/<tr><th scope="row">(.*?)<\/th>(.*?)<\/tr>/g)) {
-    rows.set(when!, [...cells!.matchAll(/<td class="num">(.*?)<\/td>/g)].map((m) => m[1]!));
+    rows.set(
+      when!,
+      [...cells!.matchAll(/<td class="num">(.*?)<\/td>/g)].map((m) => m[1]!),
+    );
   }
   return { head, rows };
 }
@@ -50,7 +53,7 @@ describe('console charts', () => {
   });
   after(() => h.close());
 
-  it('charts the organization\'s receipts per minute by status, in 5-minute buckets over the last 3 hours', async () => {
+  it("charts the organization's receipts per minute by status, in 5-minute buckets over the last 3 hours", async () => {
     const res = await admin.get('/');
     expect(res.status).to.equal(200);
     const { head, rows } = chartTable(res.text, 'receipts-per-minute');
@@ -95,13 +98,13 @@ describe('console charts', () => {
     expect(figure).to.include('>Time (UTC)</text>');
   });
 
-  it('charts a scribe\'s own receipts per hour over the last 24 hours on its page', async () => {
+  it("charts a scribe's own receipts per hour over the last 24 hours on its page", async () => {
     const { head, rows } = chartTable((await admin.get('/b/atlas')).text, 'scribe-throughput');
     expect(head).to.deep.equal(['Time (UTC)', 'fulfilled', 'failed', 'dispatched', 'accepted', 'All']);
     expect([...rows.keys()]).to.have.length(24);
     expect([...rows.keys()][0]).to.equal('2026-11-20 10:00');
     expect(rows.get('2026-11-21 06:00')).to.deep.equal(['1', '0', '0', '0', '1']);
-    expect(rows.get('2026-11-21 07:00'), 'hermes\'s receipt is not atlas\'s').to.deep.equal(['0', '0', '0', '0', '0']);
+    expect(rows.get('2026-11-21 07:00'), "hermes's receipt is not atlas's").to.deep.equal(['0', '0', '0', '0', '0']);
     expect(rows.get('2026-11-21 08:00')).to.deep.equal(['3', '1', '0', '1', '5']);
     expect(rows.get('2026-11-21 09:00')).to.deep.equal(['0', '0', '1', '0', '1']);
   });
@@ -119,6 +122,8 @@ describe('console charts', () => {
     const res = await admin.agent.get('/').set('X-Live-Refresh', '1');
     expect(res.status).to.equal(200);
     expect(res.text).to.include('data-live-part="dashboard"').and.not.include('<figure class="chart"');
-    expect((await admin.agent.get('/b/atlas').set('X-Live-Refresh', '1')).text).to.include('data-live-part="sessions"').and.not.include('<figure class="chart"');
+    expect((await admin.agent.get('/b/atlas').set('X-Live-Refresh', '1')).text)
+      .to.include('data-live-part="sessions"')
+      .and.not.include('<figure class="chart"');
   });
 });

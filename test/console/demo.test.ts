@@ -12,7 +12,27 @@ import { DEMO, seed, type DemoCredentials } from '../../seeds/demo.js';
 import { FAILING_ENDPOINT } from '../../seeds/demo-history.js';
 
 const HOUR = 3_600_000;
-const TABLES = ['organizations', 'api_keys', 'users', 'scribes', 'schedules', 'schedule_fires', 'channels', 'requests', 'tasks', 'task_events', 'sessions', 'session_messages', 'agent_calls', 'stream_events', 'webhook_endpoints', 'webhook_events', 'webhook_deliveries', 'audit_events', 'entries'];
+const TABLES = [
+  'organizations',
+  'api_keys',
+  'users',
+  'scribes',
+  'schedules',
+  'schedule_fires',
+  'channels',
+  'requests',
+  'tasks',
+  'task_events',
+  'sessions',
+  'session_messages',
+  'agent_calls',
+  'stream_events',
+  'webhook_endpoints',
+  'webhook_events',
+  'webhook_deliveries',
+  'audit_events',
+  'entries',
+];
 
 describe('the demo seed', function () {
   this.timeout(60_000);
@@ -34,7 +54,10 @@ describe('the demo seed', function () {
     // The demo's own console login.
     staff = supertest.agent(h.app);
     const login = await staff.get('/login');
-    const signedIn = await staff.post('/login').type('form').send({ _csrf: csrfTokenOf(login.text), email: demo.email, password: demo.password });
+    const signedIn = await staff
+      .post('/login')
+      .type('form')
+      .send({ _csrf: csrfTokenOf(login.text), email: demo.email, password: demo.password });
     expect(signedIn.status).to.equal(303);
   });
   after(() => h.close());
@@ -50,7 +73,10 @@ describe('the demo seed', function () {
     const receipts = await h.services.consoleReads.receiptsByBucket(demo.organizationId, bars);
     // A bar the seed's last minutes left empty may still be the one filling now, if the clock reached the next bar since.
     expect(receipts.filter((bar) => bar.fulfilled > 0).length).to.be.at.least(bars.length - 2);
-    expect(receipts.some((bar) => bar.failed > 0), 'a failure in the last 3 hours').to.equal(true);
+    expect(
+      receipts.some((bar) => bar.failed > 0),
+      'a failure in the last 3 hours',
+    ).to.equal(true);
     const latencies = await h.services.consoleReads.fulfilledLatencies(demo.organizationId, bars, 100);
     expect(latencies.filter((ms) => ms.length > 0).length).to.be.at.least(bars.length - 2);
     // Seconds at most, as the dispatcher takes them: not the minutes between bursts.
@@ -65,7 +91,7 @@ describe('the demo seed', function () {
   it('lists a failed receipt, task and session among the recent failures, each with its reason', async () => {
     const failures = await h.services.consoleReads.recentFailures(demo.organizationId);
     const reasons = (kind: string) => failures.filter((f) => f.kind === kind).map((f) => `${f.scribe_slug}: ${f.what}: ${f.message}`);
-    expect(reasons('receipt')).to.include("hermes: Pass the Acme escalation on to engineering: Scribe is not active");
+    expect(reasons('receipt')).to.include('hermes: Pass the Acme escalation on to engineering: Scribe is not active');
     expect(reasons('task')).to.include('atlas: Import the March invoices: There is no entry type "Invoices" (there are: Companies, Contacts)');
     expect(reasons('session')).to.deep.equal(['atlas: chat session: There is no entry type "Locations" (there are: Companies, Contacts)']);
     const page = await staff.get('/');
@@ -95,7 +121,7 @@ describe('the demo seed', function () {
     expect(page.text).to.include('address not allowed');
   });
 
-  it('has a task waiting for input with the scribe\'s question, and one that got its input and was done', async () => {
+  it("has a task waiting for input with the scribe's question, and one that got its input and was done", async () => {
     const waiting = await h.db('tasks').where({ organization_id: demo.organizationId, status: 'waiting' }).whereNull('last_error').select('id', 'title');
     expect(waiting.map((t) => t.title)).to.deep.equal(['Which enterprise accounts renew this quarter?']);
     const questions = await latestQuestions(h.db, [waiting[0]!.id]);
@@ -107,7 +133,7 @@ describe('the demo seed', function () {
     expect(answered.result).to.match(/^Listed companies with more than 2,000 employees/);
   });
 
-  it('has schedules with past fires, each fire\'s receipt fulfilled and its task done', async () => {
+  it("has schedules with past fires, each fire's receipt fulfilled and its task done", async () => {
     const [digest] = (await h.services.schedules.list(demo.organizationId)).filter((s) => s.title === 'Morning digest');
     const fires = await h.services.schedules.fires(digest!.id);
     expect(fires.length).to.be.within(2, 4);
@@ -140,7 +166,14 @@ describe('the demo seed', function () {
     expect((await h.db('scribes').orderBy('slug').select('slug', 'state', 'runs_in_flight')).map((s) => `${s.slug} ${s.state} ${s.runs_in_flight}`)).to.deep.equal(
       DEMO.scribes.map((s) => `${s.slug} ${s.state} 0`),
     );
-    for (const [table, column] of [['requests', 'updated_at'], ['tasks', 'updated_at'], ['task_events', 'created_at'], ['session_messages', 'created_at'], ['webhook_deliveries', 'last_attempt_at'], ['entries', 'created_at']] as const) {
+    for (const [table, column] of [
+      ['requests', 'updated_at'],
+      ['tasks', 'updated_at'],
+      ['task_events', 'created_at'],
+      ['session_messages', 'created_at'],
+      ['webhook_deliveries', 'last_attempt_at'],
+      ['entries', 'created_at'],
+    ] as const) {
       expect(Date.parse((await h.db(table).max({ at: column }).first())!.at), table).to.be.lessThan(Date.now());
     }
     // The history starts three days back.

@@ -58,7 +58,7 @@ describe('console: entries pages', () => {
     return count;
   }
 
-  describe('an entry type\'s list', () => {
+  describe("an entry type's list", () => {
     it('shows every field as a column in field order, each value formatted by its type', async () => {
       const res = await admin.get(`/entry-types/${companies.id}`);
       expect(res.status).to.equal(200);
@@ -73,7 +73,13 @@ describe('console: entries pages', () => {
         `${LONG_NOTE.slice(0, 79)}…`,
       ]);
       expect(res.text).to.include(`<td title="${LONG_NOTE}">`);
-      expect(globex!.slice(0, 5)).to.deep.equal([`<a href="/entries/${ids.globex}">Globex</a>`, '12.5', '<span aria-hidden="true" class="hint">—</span><span class="visually-hidden">no</span>', '', '']);
+      expect(globex!.slice(0, 5)).to.deep.equal([
+        `<a href="/entries/${ids.globex}">Globex</a>`,
+        '12.5',
+        '<span aria-hidden="true" class="hint">—</span><span class="visually-hidden">no</span>',
+        '',
+        '',
+      ]);
       expect(initech!.slice(0, 5)).to.deep.equal([`<a href="/entries/${ids.initech}">Initech</a>`, '', '', '', '']);
       expect(res.text).to.include('<th scope="col" class="num">Employees</th>');
       expect(res.text).to.include('<div class="table-scroll entries-scroll">');
@@ -98,7 +104,7 @@ describe('console: entries pages', () => {
   });
 
   describe('GET /entry-types/:id/options (the relationship picker)', () => {
-    it('answers the type\'s entries whose name holds the text, any case, those starting with it first', async () => {
+    it("answers the type's entries whose name holds the text, any case, those starting with it first", async () => {
       await create(companies, { Name: 'Tacme Supplies' });
       const res = await admin.get(`/entry-types/${companies.id}/options?q=ACME`);
       expect(res.status).to.equal(200);
@@ -120,7 +126,7 @@ describe('console: entries pages', () => {
       expect(one.body.entries.map((e: { title: string }) => e.title)).to.deep.equal(['Vendor 271']);
     });
 
-    it('never answers another organization\'s entries: their type is not found, and ours holds none of theirs', async () => {
+    it("never answers another organization's entries: their type is not found, and ours holds none of theirs", async () => {
       const theirs = await admin.get(`/entry-types/${other.type.id}/options?q=acme`);
       expect(theirs.status).to.equal(404);
       expect(theirs.text).to.not.include('Acme Other');
@@ -137,7 +143,7 @@ describe('console: entries pages', () => {
     });
   });
 
-  describe('the entry form\'s relationship fields', () => {
+  describe("the entry form's relationship fields", () => {
     const saved = async (id: string) => (await h.services.entries.get(t.organizationId, id)).fields;
 
     it('shows kept links as checked boxes by name and a search box, and loads the picker script', async () => {
@@ -216,9 +222,15 @@ describe('console: entries pages', () => {
       expect(names).to.deep.equal(Array.from({ length: 50 }, (_, i) => `Fan ${i}`));
     });
 
-    it('never lists another organization\'s entries, even a link row that points across', async () => {
+    it("never lists another organization's entries, even a link row that points across", async () => {
       const target = await create(companies, { Name: 'Soylent' });
-      const otherPeople = await h.services.entryTypes.create(other.org, { name: 'People', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Employer', type: 'relationship', target: other.type.id }] });
+      const otherPeople = await h.services.entryTypes.create(other.org, {
+        name: 'People',
+        fields: [
+          { name: 'Name', type: 'text', primary: true },
+          { name: 'Employer', type: 'relationship', target: other.type.id },
+        ],
+      });
       const spy = await create(otherPeople, { Name: 'Spy', Employer: [other.acme] }, other.org);
       // A link no save can make (links are checked): written by hand, it still does not show.
       const link = await h.db('entry_links').where({ entry_id: spy }).first();
@@ -244,7 +256,11 @@ describe('console: entries pages', () => {
     expect(link(first, 'prev')).to.equal(null);
     const second = (await admin.get(link(first, 'next')!)).text;
     const third = (await admin.get(link(second, 'next')!)).text;
-    expect([namesOn(first), namesOn(second), namesOn(third)].map((n) => [n[0], n.length])).to.deep.equal([['Item 000', 50], ['Item 050', 50], ['Item 100', 20]]);
+    expect([namesOn(first), namesOn(second), namesOn(third)].map((n) => [n[0], n.length])).to.deep.equal([
+      ['Item 000', 50],
+      ['Item 050', 50],
+      ['Item 100', 20],
+    ]);
     expect(link(third, 'next')).to.equal(null);
     const backToSecond = (await admin.get(link(third, 'prev')!)).text;
     expect(namesOn(backToSecond)).to.deep.equal(namesOn(second));

@@ -24,7 +24,11 @@ describe('console: retry and discard failures', () => {
 
   /** What staff did to a subject, as the audit log records it (the API key's own events left out). */
   const auditOf = (subjectId: string) =>
-    h.db('audit_events').where({ organization_id: t.organizationId, subject_id: subjectId, actor_type: 'user' }).orderBy('id').select('actor_label', 'action', 'subject_type', 'detail');
+    h
+      .db('audit_events')
+      .where({ organization_id: t.organizationId, subject_id: subjectId, actor_type: 'user' })
+      .orderBy('id')
+      .select('actor_label', 'action', 'subject_type', 'detail');
 
   async function submit(task: object, tenant = t): Promise<string> {
     const res = await h.api.post(`/api/v1/scribes/${tenant.scribe.slug}/requests`).set(tenant.headers).send({ task });
@@ -61,7 +65,12 @@ describe('console: retry and discard failures', () => {
     it('Retry makes a new receipt with the same input and files, linked both ways, audited; the new one is dispatched', async () => {
       const files = await startFileServer({ '/brief.txt': (_req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('the brief') });
       try {
-        const old = await failedReceipt({ title: 'Acme brief', summary: 'Summarize the Acme account', acceptance_criteria: 'Three bullets', attachments: [{ url: `${files.url}/brief.txt`, content_type: 'text/plain' }] });
+        const old = await failedReceipt({
+          title: 'Acme brief',
+          summary: 'Summarize the Acme account',
+          acceptance_criteria: 'Three bullets',
+          attachments: [{ url: `${files.url}/brief.txt`, content_type: 'text/plain' }],
+        });
         const page = await admin.get(`/receipts/${old}`);
         expect(page.text).to.include(`action="/receipts/${old}/retry"`).and.include(`action="/receipts/${old}/discard"`);
 
@@ -69,8 +78,17 @@ describe('console: retry and discard failures', () => {
         expect(res.status).to.equal(303);
         const made = await h.db('requests').where({ retry_of: old }).first();
         expect(res.headers.location).to.equal(`/receipts/${made.id}`);
-        expect(made).to.include({ status: 'accepted', title: 'Acme brief', summary: 'Summarize the Acme account', acceptance_criteria: 'Three bullets', scribe_id: t.scribe.id, organization_id: t.organizationId });
-        const [before, after] = await Promise.all([old, made.id].map((id) => h.db('attachments').where({ request_id: id }).select('position', 'url', 'filename', 'sha256', 'size_bytes')));
+        expect(made).to.include({
+          status: 'accepted',
+          title: 'Acme brief',
+          summary: 'Summarize the Acme account',
+          acceptance_criteria: 'Three bullets',
+          scribe_id: t.scribe.id,
+          organization_id: t.organizationId,
+        });
+        const [before, after] = await Promise.all(
+          [old, made.id].map((id) => h.db('attachments').where({ request_id: id }).select('position', 'url', 'filename', 'sha256', 'size_bytes')),
+        );
         expect(after).to.deep.equal(before).and.have.length(1);
         expect(await h.db('requests').where({ id: old }).first('status')).to.deep.equal({ status: 'failed' });
 
@@ -163,7 +181,9 @@ describe('console: retry and discard failures', () => {
       expect(dashboard).to.not.include(`/receipts/${id}`);
       expect(dashboard).to.not.include(`/receipts/${made}`);
       await h.db('requests').where({ id: made }).update({ status: 'failed', error_message: 'Dispatch failed after 5 attempts' });
-      expect((await admin.get('/')).text).to.include(`/receipts/${made}`).and.not.include(`/receipts/${id}"`);
+      expect((await admin.get('/')).text)
+        .to.include(`/receipts/${made}`)
+        .and.not.include(`/receipts/${id}"`);
     });
 
     it('says on its page why it has no task, and how to try again (Retry, or ask an admin)', async () => {
@@ -184,7 +204,7 @@ describe('console: retry and discard failures', () => {
       expect(page.text).to.include('<script src="/assets/confirm.js" defer></script>');
     });
 
-    it('viewers see no buttons and are refused (403); another organization\'s receipt is 404 and untouched', async () => {
+    it("viewers see no buttons and are refused (403); another organization's receipt is 404 and untouched", async () => {
       const id = await failedReceipt();
       expect((await viewer.get(`/receipts/${id}`)).text).to.not.include('/retry"');
       expect((await viewer.post(`/receipts/${id}/retry`)).status).to.equal(403);
@@ -254,10 +274,12 @@ describe('console: retry and discard failures', () => {
       expect((await h.db('session_messages').where({ session_id: id }).orderBy('id', 'desc').first('author')).author).to.equal('scribe');
     });
 
-    it('shows its error once, as the transcript\'s last note, and once discarded says so once', async () => {
+    it("shows its error once, as the transcript's last note, and once discarded says so once", async () => {
       const id = await failedSession();
       // As the runtime fails a session: the reason in the session and as a system note.
-      await h.db('session_messages').insert({ session_id: id, author: 'system', text: 'The scribe could not answer: model endpoint answered 500', created_at: new Date().toISOString() });
+      await h
+        .db('session_messages')
+        .insert({ session_id: id, author: 'system', text: 'The scribe could not answer: model endpoint answered 500', created_at: new Date().toISOString() });
       const count = (text: string, part: string) => text.split(part).length - 1;
       const page = (await admin.get(`/sessions/${id}`)).text;
       expect(count(page, 'model endpoint answered 500')).to.equal(1);
@@ -407,11 +429,27 @@ describe('console: retry and discard failures', () => {
       const base = Date.parse('2026-01-01T00:00:00.000Z');
       const rows = Array.from({ length: BULK_MAX + 2 }, (_, i) => {
         const at = new Date(base + i * 1000).toISOString();
-        return { id: `req_01J${String(i).padStart(23, '0')}`, organization_id: many.organizationId, scribe_id: many.scribe.id, status: 'failed', entity_type: 'task', title: `Old ${i}`, summary: 'x', available_at: at, attempts: 5, created_at: at, updated_at: at, completed_at: at, error_message: 'gave up' };
+        return {
+          id: `req_01J${String(i).padStart(23, '0')}`,
+          organization_id: many.organizationId,
+          scribe_id: many.scribe.id,
+          status: 'failed',
+          entity_type: 'task',
+          title: `Old ${i}`,
+          summary: 'x',
+          available_at: at,
+          attempts: 5,
+          created_at: at,
+          updated_at: at,
+          completed_at: at,
+          error_message: 'gave up',
+        };
       });
       for (let i = 0; i < rows.length; i += 100) await h.db('requests').insert(rows.slice(i, i + 100));
       const preview = await manyClient.get('/receipts/bulk?status=failed&action=discard');
-      expect(preview.text).to.include(`data-count="${BULK_MAX + 2}"`).and.include(`Only the oldest ${BULK_MAX} are discarded at once`);
+      expect(preview.text)
+        .to.include(`data-count="${BULK_MAX + 2}"`)
+        .and.include(`Only the oldest ${BULK_MAX} are discarded at once`);
       const upto = uptoOf(preview.text);
       await manyClient.post('/receipts/bulk', { action: 'discard', status: 'failed', upto });
       const left = await h.db('requests').where({ organization_id: many.organizationId }).whereNull('discarded_at').pluck('title');

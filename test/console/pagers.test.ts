@@ -95,7 +95,18 @@ describe('console: two-way pagers', () => {
 
   it('pages tasks, ordered by (created_at, id) with ties on the time, forwards and back', async () => {
     const rows = Array.from({ length: 55 }, (_, i) => ({ id: newId(), time: at(i) }));
-    await h.db('tasks').insert(rows.map((r, i) => ({ id: r.id, organization_id: t.organizationId, scribe_id: t.scribe.id, status: 'open', title: `task ${i}`, summary: 's', created_at: r.time, updated_at: r.time })));
+    await h.db('tasks').insert(
+      rows.map((r, i) => ({
+        id: r.id,
+        organization_id: t.organizationId,
+        scribe_id: t.scribe.id,
+        status: 'open',
+        title: `task ${i}`,
+        summary: 's',
+        created_at: r.time,
+        updated_at: r.time,
+      })),
+    );
     const { pages, first } = await walk('/tasks', (html) => [...html.matchAll(/href="\/tasks\/([0-9a-f-]{36})"/g)].map((m) => m[1]!));
     expect(pages.map((p) => p.length)).to.deep.equal([25, 25, 5]);
     expect(pages.flat()).to.deep.equal(newestFirst(rows).map((r) => r.id));
@@ -117,7 +128,17 @@ describe('console: two-way pagers', () => {
     const rows = Array.from({ length: 110 }, (_, i) => ({ id: newId(), event: newEventId(new Date(at(i))), time: at(i) }));
     await h.db('webhook_events').insert(rows.map((r) => ({ id: r.event, organization_id: t.organizationId, type: 'request.fulfilled', body: '{}', created_at: r.time })));
     await h.db('webhook_deliveries').insert(
-      rows.map((r, i) => ({ id: r.id, event_id: r.event, endpoint_id: endpoint.id, event_type: 'request.fulfilled', status: i % 2 ? 'failed' : 'delivered', attempts: 1, available_at: r.time, created_at: r.time, updated_at: r.time })),
+      rows.map((r, i) => ({
+        id: r.id,
+        event_id: r.event,
+        endpoint_id: endpoint.id,
+        event_type: 'request.fulfilled',
+        status: i % 2 ? 'failed' : 'delivered',
+        attempts: 1,
+        available_at: r.time,
+        created_at: r.time,
+        updated_at: r.time,
+      })),
     );
     const { pages, first } = await walk(`/webhooks/${endpoint.id}`, (html) => [...html.matchAll(/class="hint mono">(evt_\w+)</g)].map((m) => m[1]!));
     expect(pages.map((p) => p.length)).to.deep.equal([50, 50, 10]);
@@ -129,7 +150,9 @@ describe('console: two-way pagers', () => {
   it("pages a channel's deliveries by the time received, forwards and back", async () => {
     const { channel } = await h.services.channels.create(staffOf(t), t.scribe.slug, { kind: 'webhook', name: 'Hooks' });
     const rows = Array.from({ length: 101 }, (_, i) => ({ id: newId(), time: at(i), sender: `sender-${i}.example.com` }));
-    await h.db('channel_deliveries').insert(rows.map((r) => ({ id: r.id, channel_id: channel.id, received_at: r.time, sender: r.sender, outcome: 'refused', status: 401, reason: 'bad signature' })));
+    await h
+      .db('channel_deliveries')
+      .insert(rows.map((r) => ({ id: r.id, channel_id: channel.id, received_at: r.time, sender: r.sender, outcome: 'refused', status: 401, reason: 'bad signature' })));
     const { pages, first } = await walk(`/channels/${channel.id}`, (html) => [...html.matchAll(/<td class="mono">(sender-\d+\.example\.com)<\/td>/g)].map((m) => m[1]!));
     expect(pages.map((p) => p.length)).to.deep.equal([50, 50, 1]);
     expect(pages.flat()).to.deep.equal(newestFirst(rows).map((r) => r.sender));
@@ -137,10 +160,19 @@ describe('console: two-way pagers', () => {
   });
 
   it("pages a schedule's fires by fire time, forwards and back", async () => {
-    const schedule = await h.services.schedules.create(staffOf(t), t.scribe.slug, { cron: '0 9 * * *', timezone: 'UTC', overlap: 'skip', summary: 'Daily', title: null, acceptance_criteria: null });
+    const schedule = await h.services.schedules.create(staffOf(t), t.scribe.slug, {
+      cron: '0 9 * * *',
+      timezone: 'UTC',
+      overlap: 'skip',
+      summary: 'Daily',
+      title: null,
+      acceptance_criteria: null,
+    });
     await h.services.schedules.pause(staffOf(t), schedule.id);
     const rows = Array.from({ length: 120 }, (_, i) => ({ id: newId(), time: new Date(Date.parse('2026-07-01T09:00:00.000Z') + i * 86_400_000).toISOString() }));
-    await h.db('schedule_fires').insert(rows.map((r) => ({ id: r.id, schedule_id: schedule.id, fire_at: r.time, fired_at: r.time, outcome: 'skipped', reason: 'scribe not active', manual: false })));
+    await h
+      .db('schedule_fires')
+      .insert(rows.map((r) => ({ id: r.id, schedule_id: schedule.id, fire_at: r.time, fired_at: r.time, outcome: 'skipped', reason: 'scribe not active', manual: false })));
     const { pages, first } = await walk(`/schedules/${schedule.id}`, (html) => [...html.matchAll(/<td><time datetime="([^"]+)"/g)].map((m) => m[1]!));
     expect(pages.map((p) => p.length)).to.deep.equal([50, 50, 20]);
     expect(pages.flat()).to.deep.equal(newestFirst(rows).map((r) => r.time));
@@ -150,7 +182,16 @@ describe('console: two-way pagers', () => {
 
   it('counts up to 10,000 and says "more than" beyond', async () => {
     const other = await h.tenant({ slug: 'busy' });
-    const rows = Array.from({ length: 10_001 }, (_, i) => ({ id: newId(), organization_id: other.organizationId, scribe_id: other.scribe.id, status: 'done', title: `t${i}`, summary: 's', created_at: at(i), updated_at: at(i) }));
+    const rows = Array.from({ length: 10_001 }, (_, i) => ({
+      id: newId(),
+      organization_id: other.organizationId,
+      scribe_id: other.scribe.id,
+      status: 'done',
+      title: `t${i}`,
+      summary: 's',
+      created_at: at(i),
+      updated_at: at(i),
+    }));
     for (let i = 0; i < rows.length; i += 500) await h.db('tasks').insert(rows.slice(i, i + 500));
     const busy = await signIn(h, other, 'viewer');
     expect(totalOf((await busy.get('/tasks')).text)).to.equal('more than 10,000 tasks in all');

@@ -20,7 +20,8 @@ describe('console pages and actions', () => {
   });
   after(() => h.close());
 
-  const audit = () => h.db('audit_events').where({ organization_id: t.organizationId }).orderBy('id').select('actor_type', 'actor_label', 'action', 'subject_type', 'subject_id', 'detail');
+  const audit = () =>
+    h.db('audit_events').where({ organization_id: t.organizationId }).orderBy('id').select('actor_type', 'actor_label', 'action', 'subject_type', 'subject_id', 'detail');
 
   async function receipt(task: object) {
     const res = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/requests`).set(t.headers).send({ task });
@@ -37,7 +38,19 @@ describe('console pages and actions', () => {
     const entry = await h.services.entries.create(t.organizationId, type.id, { fields: { Name: HOSTILE } });
     await h.services.scribes.setAgent(t.organizationId, t.scribe.slug, { instructions: HOSTILE });
     const task = await h.db('tasks').where({ request_id: id }).first();
-    const pages = [`/receipts/${id}`, '/receipts', `/tasks/${task.id}`, '/tasks', `/sessions/${chat.body.session_id}`, `/b/${t.scribe.slug}`, `/b/${t.scribe.slug}/settings`, `/entry-types/${type.id}`, `/entries/${entry.id}`, `/entries/${entry.id}/edit`, '/'];
+    const pages = [
+      `/receipts/${id}`,
+      '/receipts',
+      `/tasks/${task.id}`,
+      '/tasks',
+      `/sessions/${chat.body.session_id}`,
+      `/b/${t.scribe.slug}`,
+      `/b/${t.scribe.slug}/settings`,
+      `/entry-types/${type.id}`,
+      `/entries/${entry.id}`,
+      `/entries/${entry.id}/edit`,
+      '/',
+    ];
     for (const path of pages) {
       const res = await admin.get(path);
       expect(res.status, path).to.equal(200);
@@ -53,7 +66,9 @@ describe('console pages and actions', () => {
     const csp = String(res.headers['content-security-policy']);
     expect(csp).to.include("script-src 'self'").and.include("style-src 'self'").and.include("frame-ancestors 'none'");
     expect(csp).to.not.include('unsafe-inline').and.not.include('unsafe-eval');
-    expect(res.text).to.not.match(/<script(?![^>]*\bsrc=)[^>]*>/).and.not.match(/\sstyle="/);
+    expect(res.text)
+      .to.not.match(/<script(?![^>]*\bsrc=)[^>]*>/)
+      .and.not.match(/\sstyle="/);
   });
 
   it('shows the dashboard: receipts by status, background work and recent failures', async () => {
@@ -183,8 +198,13 @@ describe('console pages and actions', () => {
       expect(page2.status).to.equal(200);
       const ids1 = [...all.text.matchAll(/href="\/receipts\/(req_\w+)"/g)].map((m) => m[1]);
       const ids2 = [...page2.text.matchAll(/href="\/receipts\/(req_\w+)"/g)].map((m) => m[1]);
-      expect(ids1.filter((id) => ids2.includes(id)), 'no receipt on both pages').to.deep.equal([]);
-      expect((await admin.get('/receipts?scribe=second')).text).to.include('for second').and.not.include('bulk 1<');
+      expect(
+        ids1.filter((id) => ids2.includes(id)),
+        'no receipt on both pages',
+      ).to.deep.equal([]);
+      expect((await admin.get('/receipts?scribe=second')).text)
+        .to.include('for second')
+        .and.not.include('bulk 1<');
       expect((await admin.get('/receipts?status=failed')).text).to.include('No receipts match.');
       expect((await admin.get('/receipts?status=accepted&since=1h')).text).to.include('bulk 29');
       expect((await admin.get('/receipts?before=not-a-cursor')).status).to.equal(400);
@@ -308,8 +328,14 @@ describe('console pages and actions', () => {
       expect((await audit()).slice(-5).map((e) => e.action)).to.deep.equal(['entry_type.create', 'entry_type.create', 'entry.create', 'entry.create', 'entry.update']);
     });
 
-    it('searches entries with the API\'s q, with draft and archived toggles, and says when a query is malformed', async () => {
-      const type = await h.services.entryTypes.create(t.organizationId, { name: 'Cities', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Pop', type: 'number' }] });
+    it("searches entries with the API's q, with draft and archived toggles, and says when a query is malformed", async () => {
+      const type = await h.services.entryTypes.create(t.organizationId, {
+        name: 'Cities',
+        fields: [
+          { name: 'Name', type: 'text', primary: true },
+          { name: 'Pop', type: 'number' },
+        ],
+      });
       await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Zurich', Pop: 400 } });
       await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Geneva', Pop: 200 } });
       await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Bern draft', Pop: 130 }, draft: true });
@@ -341,7 +367,10 @@ describe('console pages and actions', () => {
       const res = await admin.post(`/entry-types/${type.id}`, { name: 'Suppliers', name_0: 'Rating', type_0: 'number' });
       expect(res.status).to.equal(303);
       const fields = await h.db('entry_type_fields').where({ entry_type_id: type.id }).orderBy('position').select('name', 'type', 'position', 'is_primary');
-      expect(fields).to.deep.equal([{ name: 'Name', type: 'text', position: 0, is_primary: stored(true) }, { name: 'Rating', type: 'number', position: 1, is_primary: stored(false) }]);
+      expect(fields).to.deep.equal([
+        { name: 'Name', type: 'text', position: 0, is_primary: stored(true) },
+        { name: 'Rating', type: 'number', position: 1, is_primary: stored(false) },
+      ]);
       expect((await h.db('entry_types').where({ id: type.id }).first()).name).to.equal('Suppliers');
       await admin.post(`/entries/${entry.id}`, { f_0: 'Initech', f_1: '4.5' });
       expect(JSON.parse((await h.db('entries').where({ id: entry.id }).first()).fields)).to.deep.equal({ Name: 'Initech', Rating: 4.5 });
@@ -358,12 +387,23 @@ describe('console pages and actions', () => {
         const res = await admin.post('/entry-types', { name: `Reserved ${name}`, name_0: 'Name', type_0: 'text', primary: '0', name_1: name, type_1: 'text' });
         expect(res.headers.location).to.equal('/entry-types');
         expect((await admin.get('/entry-types')).text).to.include(`Field name &#34;${name}&#34; is reserved</p>`);
-        expect(await h.db('entry_types').where({ name: `Reserved ${name}` }).first()).to.equal(undefined);
+        expect(
+          await h
+            .db('entry_types')
+            .where({ name: `Reserved ${name}` })
+            .first(),
+        ).to.equal(undefined);
       }
     });
 
     it('says what is wrong when an entry does not validate, and keeps nothing', async () => {
-      const type = await h.services.entryTypes.create(t.organizationId, { name: 'Strict', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Count', type: 'number' }] });
+      const type = await h.services.entryTypes.create(t.organizationId, {
+        name: 'Strict',
+        fields: [
+          { name: 'Name', type: 'text', primary: true },
+          { name: 'Count', type: 'number' },
+        ],
+      });
       const res = await admin.post(`/entry-types/${type.id}/entries`, { f_0: 'X', f_1: 'many' });
       expect(res.status).to.equal(303);
       expect(res.headers.location).to.equal(`/entry-types/${type.id}/new`);

@@ -31,7 +31,12 @@ describe('console redirects wait for the session to be stored', () => {
       };
       return store;
     };
-    const app = createApp({ config: h.config, logger: createLogger('silent'), services: { ...h.services, consoleSessionStore }, sessionSecret: 'test-session-secret-of-some-length' });
+    const app = createApp({
+      config: h.config,
+      logger: createLogger('silent'),
+      services: { ...h.services, consoleSessionStore },
+      sessionSecret: 'test-session-secret-of-some-length',
+    });
     server = http.createServer(app);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -46,12 +51,15 @@ describe('console redirects wait for the session to be stored', () => {
     return new Promise<{ status: number; headers: http.IncomingHttpHeaders; sessions: Array<Record<string, unknown>> }>((resolve, reject) => {
       const body = form && new URLSearchParams(form).toString();
       const req = http.request(`${base}${path}`, { method, headers: { cookie, ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) } }, (res) => {
-        void h.db('console_sessions').select('sess').then((rows: Array<{ sess: unknown }>) => {
-          res.resume();
-          // Text on SQLite, json (already parsed) on PostgreSQL.
-          const sessions = rows.map(({ sess }) => (typeof sess === 'string' ? JSON.parse(sess) : sess) as Record<string, unknown>);
-          resolve({ status: res.statusCode!, headers: res.headers, sessions });
-        }, reject);
+        void h
+          .db('console_sessions')
+          .select('sess')
+          .then((rows: Array<{ sess: unknown }>) => {
+            res.resume();
+            // Text on SQLite, json (already parsed) on PostgreSQL.
+            const sessions = rows.map(({ sess }) => (typeof sess === 'string' ? JSON.parse(sess) : sess) as Record<string, unknown>);
+            resolve({ status: res.statusCode!, headers: res.headers, sessions });
+          }, reject);
       });
       req.on('error', reject);
       req.end(body);

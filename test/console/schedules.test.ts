@@ -28,7 +28,13 @@ describe('console: schedules', () => {
     expect(res.status).to.equal(200);
     expect(res.text).to.include('At 09:00, Monday through Friday');
     const fires = [...res.text.matchAll(/<li>([^<]+CET)<\/li>/g)].map((m) => m[1]);
-    expect(fires).to.deep.equal(['Tue, 24 Nov 2026, 09:00:00 CET', 'Wed, 25 Nov 2026, 09:00:00 CET', 'Thu, 26 Nov 2026, 09:00:00 CET', 'Fri, 27 Nov 2026, 09:00:00 CET', 'Mon, 30 Nov 2026, 09:00:00 CET']);
+    expect(fires).to.deep.equal([
+      'Tue, 24 Nov 2026, 09:00:00 CET',
+      'Wed, 25 Nov 2026, 09:00:00 CET',
+      'Thu, 26 Nov 2026, 09:00:00 CET',
+      'Fri, 27 Nov 2026, 09:00:00 CET',
+      'Mon, 30 Nov 2026, 09:00:00 CET',
+    ]);
     expect(await h.db('schedules').first()).to.equal(undefined);
   });
 
@@ -53,7 +59,9 @@ describe('console: schedules', () => {
     expect(page.status).to.equal(200);
     expect(page.text).to.include('At 09:00, Monday through Friday').and.include('Europe/Berlin').and.include('Tue, 24 Nov 2026, 09:00:00 CET');
     expect(page.text).to.include('Summarize yesterday').and.include('No fires yet.');
-    expect((await admin.get('/schedules')).text).to.include(`/schedules/${id}`).and.include('Morning brief');
+    expect((await admin.get('/schedules')).text)
+      .to.include(`/schedules/${id}`)
+      .and.include('Morning brief');
     expect((await admin.get(`/b/${t.scribe.slug}/settings`)).text).to.include(`/schedules/${id}`);
 
     clock.set('2026-11-24T08:00:00.500Z');
@@ -77,12 +85,16 @@ describe('console: schedules', () => {
   it('pauses, resumes, runs now, edits and deletes, each audited under the signed-in user', async () => {
     const id = await newSchedule();
     expect((await admin.post(`/schedules/${id}/pause`)).headers.location).to.equal(`/schedules/${id}`);
-    expect((await admin.get(`/schedules/${id}`)).text).to.include('None while paused.').and.include('Resume');
+    expect((await admin.get(`/schedules/${id}`)).text)
+      .to.include('None while paused.')
+      .and.include('Resume');
     await admin.post(`/schedules/${id}/resume`);
     const run = await admin.post(`/schedules/${id}/run`);
     expect(run.status).to.equal(303);
     const shown = await admin.get(`/schedules/${id}`);
-    expect(shown.text).to.match(/Submitted receipt req_[0-9A-Z]{26}\./).and.include(`run now by ${admin.email}`);
+    expect(shown.text)
+      .to.match(/Submitted receipt req_[0-9A-Z]{26}\./)
+      .and.include(`run now by ${admin.email}`);
     const { last_fire_at } = await h.db('schedules').where({ id }).first('last_fire_at');
     expect(last_fire_at).to.be.a('string');
     expect(shown.text).to.include(`<dt>Last fire</dt><dd><time datetime="${last_fire_at}"`);
@@ -145,7 +157,7 @@ describe('console: schedules', () => {
     expect((await h.db('schedules').where({ id }).first()).paused).to.not.be.ok;
   });
 
-  it('answers 404 for another organization\'s schedule', async () => {
+  it("answers 404 for another organization's schedule", async () => {
     const id = await newSchedule();
     const other = await h.tenant({ slug: 'other' });
     const stranger = await signIn(h, other, 'admin');

@@ -15,7 +15,10 @@ describe("console: a scribe's page in two tabs, Activity and Settings", () => {
     h = await createHarness({ options: { runOnNewWork: false, dispatchOnAccept: false } });
     t = await h.tenant();
     [admin, viewer] = await Promise.all([signIn(h, t, 'admin'), signIn(h, t, 'viewer')]);
-    const submit = await h.api.post('/api/v1/scribes/atlas/requests').set(t.headers).send({ task: { title: 'Compare the vendors', summary: 'Which vendor is cheapest?' } });
+    const submit = await h.api
+      .post('/api/v1/scribes/atlas/requests')
+      .set(t.headers)
+      .send({ task: { title: 'Compare the vendors', summary: 'Which vendor is cheapest?' } });
     await h.services.dispatcher.tick();
     const chat = await h.api.post('/api/v1/scribes/atlas/chat').set(t.headers).send({ message: 'What are you working on?' });
     const task = await h.db('tasks').where({ request_id: submit.body.request.id }).first('id');
@@ -32,10 +35,14 @@ describe("console: a scribe's page in two tabs, Activity and Settings", () => {
       expect(res.status).to.equal(200);
       expect(res.text).to.include('<title>atlas · Scribe</title>').and.include('<nav class="tabs" aria-label="Scribe">').and.include(ACTIVITY_TABS);
       expect(res.text).to.include('<main id="main" data-live="always">');
-      expect(res.text).to.include(`<details class="session-details" id="session-${ids.sessionId}" open>`).and.include(`<a href="/sessions/${ids.sessionId}">Open the session →</a>`);
+      expect(res.text)
+        .to.include(`<details class="session-details" id="session-${ids.sessionId}" open>`)
+        .and.include(`<a href="/sessions/${ids.sessionId}">Open the session →</a>`);
       expect(res.text).to.include('<span class="badge badge-busy">queued</span>\n\n                <span class="session-first">What are you working on?</span>');
       expect(res.text).to.include(`<a href="/receipts/${ids.receiptId}">Compare the vendors</a>`).and.include(`<a href="/tasks/${ids.taskId}">Compare the vendors</a>`);
-      expect(res.text).to.include('<td class="status-col"><span class="badge badge-ok">fulfilled</span>\n</td>').and.include('<td class="status-col"><span class="badge badge-busy">open</span>\n</td>');
+      expect(res.text)
+        .to.include('<td class="status-col"><span class="badge badge-ok">fulfilled</span>\n</td>')
+        .and.include('<td class="status-col"><span class="badge badge-busy">open</span>\n</td>');
       // The session's start and its message's, the receipt's and the task's creation and last change.
       expect(res.text.match(/<time datetime="[^"]+" title="[^"]+ UTC">just now<\/time>/g)).to.have.length(6);
       expect(postActions(res.text)).to.deep.equal([]);
@@ -44,7 +51,11 @@ describe("console: a scribe's page in two tabs, Activity and Settings", () => {
 
     it('links "All … of this scribe" to the lists filtered to it, which hold the same items', async () => {
       const page = (await admin.get('/b/atlas')).text;
-      for (const [list, heading, id] of [['sessions', 'Latest sessions', ids.sessionId], ['receipts', 'Latest receipts', ids.receiptId], ['tasks', 'Latest tasks', ids.taskId]] as const) {
+      for (const [list, heading, id] of [
+        ['sessions', 'Latest sessions', ids.sessionId],
+        ['receipts', 'Latest receipts', ids.receiptId],
+        ['tasks', 'Latest tasks', ids.taskId],
+      ] as const) {
         expect(page).to.include(`>${heading} <a class="hint" href="/${list}?scribe=atlas">All ${list} of this scribe →</a></h2>`);
         const all = await admin.get(`/${list}?scribe=atlas`);
         expect(all.status, list).to.equal(200);
@@ -55,7 +66,12 @@ describe("console: a scribe's page in two tabs, Activity and Settings", () => {
     it('says "No … yet" for each list, and of its chart, for a scribe that has done nothing', async () => {
       await h.services.scribes.create({ organizationId: t.organizationId, slug: 'quiet', name: 'Quiet' });
       const page = (await admin.get('/b/quiet')).text;
-      expect([...page.matchAll(/<p class="empty-title">([^<]+)<\/p>/g)].map((m) => m[1])).to.deep.equal(['No chat sessions yet.', 'No receipts yet.', 'No tasks yet.', 'No receipts in the last 24 hours.']);
+      expect([...page.matchAll(/<p class="empty-title">([^<]+)<\/p>/g)].map((m) => m[1])).to.deep.equal([
+        'No chat sessions yet.',
+        'No receipts yet.',
+        'No tasks yet.',
+        'No receipts in the last 24 hours.',
+      ]);
       expect(page).not.to.match(/href="\/(sessions|receipts|tasks)\//);
     });
 
@@ -93,19 +109,31 @@ describe("console: a scribe's page in two tabs, Activity and Settings", () => {
         ['/b/atlas/state', { state: 'active' }, notice('atlas is now active.')],
         ['/b/atlas/agent', { agent: 'builtin', instructions: 'Be brief.' }, notice('Agent settings saved.')],
         ['/b/atlas/agent', { agent: 'gpt', instructions: '' }, error('Agent must be one of builtin, openai')],
-        ['/b/atlas/mcp', { url: 'https://tools.example.com/mcp', headers: '' }, notice('MCP server https://tools.example.com/mcp added: its tools are offered to the openai agent.')],
-        ['/b/atlas/mcp', { url: 'ftp://tools.example.com/mcp', headers: '' }, error('MCP server URL must be an http:// or https:// URL without credentials, at most 2000 characters')],
+        [
+          '/b/atlas/mcp',
+          { url: 'https://tools.example.com/mcp', headers: '' },
+          notice('MCP server https://tools.example.com/mcp added: its tools are offered to the openai agent.'),
+        ],
+        [
+          '/b/atlas/mcp',
+          { url: 'ftp://tools.example.com/mcp', headers: '' },
+          error('MCP server URL must be an http:// or https:// URL without credentials, at most 2000 characters'),
+        ],
       ];
       for (const [path, form, message] of forms) {
         const res = await admin.post(path, form);
         expect([res.status, res.headers.location], path).to.deep.equal([303, '/b/atlas/settings']);
         const page = (await admin.get(res.headers.location!)).text;
-        expect(page, `${path} ${JSON.stringify(form)}`).to.include(message).and.include(SETTINGS_TABS);
+        expect(page, `${path} ${JSON.stringify(form)}`)
+          .to.include(message)
+          .and.include(SETTINGS_TABS);
       }
       const [server] = await h.services.mcpServers.list(t.scribe.id);
       const removed = await admin.post(`/b/atlas/mcp/${server!.id}/remove`, {});
       expect([removed.status, removed.headers.location]).to.deep.equal([303, '/b/atlas/settings']);
-      expect((await admin.get('/b/atlas/settings')).text).to.include(notice('MCP server removed.')).and.include('<p class="hint">None.</p>');
+      expect((await admin.get('/b/atlas/settings')).text)
+        .to.include(notice('MCP server removed.'))
+        .and.include('<p class="hint">None.</p>');
       expect(await h.db('scribes').where({ id: t.scribe.id }).first()).to.include({ name: 'Atlas', state: 'active', agent: 'builtin', instructions: 'Be brief.' });
     });
   });

@@ -17,25 +17,68 @@ describe('console scribes: create and rename', () => {
     expect((await admin.get('/scribes')).text).to.include('href="/scribes/new"');
     expect((await admin.get('/scribes/new')).status).to.equal(200);
     const res = await admin.post('/scribes', {
-      name: 'Nova', slug: 'nova', state: 'powered_off', agent: 'openai', instructions: 'Be brief.',
-      model: 'llama3.2', base_url: 'https://models.example.com/v1', api_key: 'sk-console-secret', vision: 'on', max_tool_rounds: '4', token_budget: '5000', max_concurrency: '12',
+      name: 'Nova',
+      slug: 'nova',
+      state: 'powered_off',
+      agent: 'openai',
+      instructions: 'Be brief.',
+      model: 'llama3.2',
+      base_url: 'https://models.example.com/v1',
+      api_key: 'sk-console-secret',
+      vision: 'on',
+      max_tool_rounds: '4',
+      token_budget: '5000',
+      max_concurrency: '12',
     });
     expect(res.status).to.equal(303);
     expect(res.headers.location).to.equal('/b/nova');
     const page = await admin.get('/b/nova');
     expect(page.text).to.include('Nova is created: its API is at /api/v1/scribes/nova.');
     const row = await h.db('scribes').where({ organization_id: t.organizationId, slug: 'nova' }).first();
-    expect(row).to.include({ name: 'Nova', state: 'powered_off', agent: 'openai', instructions: 'Be brief.', model: 'llama3.2', model_base_url: 'https://models.example.com/v1', max_tool_rounds: 4, token_budget: 5000, max_concurrency: 12 });
+    expect(row).to.include({
+      name: 'Nova',
+      state: 'powered_off',
+      agent: 'openai',
+      instructions: 'Be brief.',
+      model: 'llama3.2',
+      model_base_url: 'https://models.example.com/v1',
+      max_tool_rounds: 4,
+      token_budget: 5000,
+      max_concurrency: 12,
+    });
     expect(Boolean(row.model_vision)).to.equal(true);
-    expect(row.model_api_key).to.match(/^sealed:v1:/).and.not.include('sk-console-secret');
+    expect(row.model_api_key)
+      .to.match(/^sealed:v1:/)
+      .and.not.include('sk-console-secret');
     const audit = await h.db('audit_events').where({ subject_type: 'scribe', subject_id: row.id });
     expect(audit.map((e) => [e.action, e.actor_label, e.detail])).to.deep.equal([['scribe.create', admin.email, 'nova (powered_off, openai)']]);
   });
 
-  it('creates with the CLI\'s defaults: active, the builtin agent, the server\'s model', async () => {
-    await admin.post('/scribes', { name: 'Plain', slug: 'plain', state: 'active', agent: 'builtin', instructions: '', model: '', base_url: '', api_key: '', max_tool_rounds: '', token_budget: '', max_concurrency: '' });
+  it("creates with the CLI's defaults: active, the builtin agent, the server's model", async () => {
+    await admin.post('/scribes', {
+      name: 'Plain',
+      slug: 'plain',
+      state: 'active',
+      agent: 'builtin',
+      instructions: '',
+      model: '',
+      base_url: '',
+      api_key: '',
+      max_tool_rounds: '',
+      token_budget: '',
+      max_concurrency: '',
+    });
     const row = await h.db('scribes').where({ organization_id: t.organizationId, slug: 'plain' }).first();
-    expect(row).to.include({ state: 'active', agent: 'builtin', model: null, model_base_url: null, model_api_key: null, max_tool_rounds: null, token_budget: null, max_concurrency: null });
+    expect(row).to.include({
+      state: 'active',
+      agent: 'builtin',
+      model: null,
+      model_base_url: null,
+      model_api_key: null,
+      max_tool_rounds: null,
+      token_budget: null,
+      max_concurrency: null,
+    });
   });
 
   const invalid: Array<[string, Record<string, string>, string]> = [
@@ -44,7 +87,11 @@ describe('console scribes: create and rename', () => {
     ['a blank name', { name: '  ', slug: 'nameless' }, 'Name is required'],
     ['a bad state', { name: 'S', slug: 'sleepy', state: 'asleep' }, 'State must be one of active, powered_off, unprovisioned'],
     ['too few tool rounds', { name: 'R', slug: 'rounds', max_tool_rounds: '0' }, 'Tool rounds must be a whole number from 1 to 50'],
-    ['a private model address', { name: 'P', slug: 'private', base_url: 'http://127.0.0.1:11434/v1' }, 'Base URL must not point at a private or local address (MODELS_ALLOW_PRIVATE=true allows it)'],
+    [
+      'a private model address',
+      { name: 'P', slug: 'private', base_url: 'http://127.0.0.1:11434/v1' },
+      'Base URL must not point at a private or local address (MODELS_ALLOW_PRIVATE=true allows it)',
+    ],
   ];
   for (const [what, form, message] of invalid) {
     it(`answers 422 "${message}" for ${what}, keeping what was typed and creating nothing`, async () => {
@@ -69,8 +116,11 @@ describe('console scribes: create and rename', () => {
     expect(audit.map((e) => e.detail)).to.deep.equal(['Atlas the Second']);
   });
 
-  it('refuses a blank or too long name on rename with the service\'s message', async () => {
-    for (const [name, message] of [[' ', 'Name is required'], ['x'.repeat(201), 'Name must be at most 200 characters']]) {
+  it("refuses a blank or too long name on rename with the service's message", async () => {
+    for (const [name, message] of [
+      [' ', 'Name is required'],
+      ['x'.repeat(201), 'Name must be at most 200 characters'],
+    ]) {
       const res = await admin.post(`/b/${t.scribe.slug}/name`, { name: name! });
       expect([res.status, res.headers.location]).to.deep.equal([303, `/b/${t.scribe.slug}/settings`]);
       expect((await admin.get(`/b/${t.scribe.slug}/settings`)).text).to.include(message);

@@ -21,7 +21,13 @@ describe('console: find anything', () => {
     t = await h.tenant({ slug: 'atlas' });
     other = await h.tenant({ slug: 'hermes' });
     admin = await signIn(h, t, 'admin');
-    const submit = async (tenant: Tenant, title: string) => (await h.api.post(`/api/v1/scribes/${tenant.scribe.slug}/requests`).set(tenant.headers).send({ task: { title, summary: title } })).body.request.id as string;
+    const submit = async (tenant: Tenant, title: string) =>
+      (
+        await h.api
+          .post(`/api/v1/scribes/${tenant.scribe.slug}/requests`)
+          .set(tenant.headers)
+          .send({ task: { title, summary: title } })
+      ).body.request.id as string;
     receiptId = await submit(t, 'Quarterly report for ACME Corp');
     await submit(t, 'Invoice 100% paid_in_full');
     await h.services.dispatcher.tick();
@@ -31,7 +37,13 @@ describe('console: find anything', () => {
     await say(sessionId, 'scribe', 'Hi! The <b>Zanzibar</b> shipment left on Monday, as planned with the port authority and the insurers.');
     await say(sessionId, 'system', 'Session failed: Kilimanjaro timed out');
     await say((await h.api.post('/api/v1/scribes/atlas/chat').set(t.headers).send({ message: 'Pay 100% in_full today' })).body.session_id, 'user', 'ok');
-    const companies = { name: 'Companies', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Notes', type: 'text' }] };
+    const companies = {
+      name: 'Companies',
+      fields: [
+        { name: 'Name', type: 'text', primary: true },
+        { name: 'Notes', type: 'text' },
+      ],
+    };
     const type = await h.services.entryTypes.create(t.organizationId, companies);
     entryId = (await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Acme' } })).id;
     globexId = (await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Globex', Notes: 'Rival of Acme; tax 100% due_now' } })).id;
@@ -117,13 +129,14 @@ describe('console: find anything', () => {
     expect((await find('kilimanjaro')).text).to.include('No matches.');
   });
 
-
   it('lists receipts and tasks whose title contains the text, in any case, and scribes by name', async () => {
     const res = await find('acme');
     expect(res.status).to.equal(200);
     expect(res.text).to.include('Receipts whose title contains “acme”').and.include('Tasks whose title contains “acme”');
     const receipts = res.text.slice(res.text.indexOf('Receipts whose'), res.text.indexOf('Tasks whose'));
-    expect([...receipts.matchAll(/href="\/receipts\/(req_[^"]+)"/g)].map((m) => m[1])).to.have.length(2).and.include(receiptId);
+    expect([...receipts.matchAll(/href="\/receipts\/(req_[^"]+)"/g)].map((m) => m[1]))
+      .to.have.length(2)
+      .and.include(receiptId);
     expect(res.text.slice(res.text.indexOf('Tasks whose'))).to.include(`/tasks/${taskId}`);
     const scribes = await find('atl');
     expect(scribes.text).to.include('<a href="/b/atlas">atlas</a>');
@@ -141,11 +154,16 @@ describe('console: find anything', () => {
     for (const q of ['x_y', '0%d', 'e%w', '1_0', 'y_1', 'n%l']) expect((await find(q)).text, q).to.include('No matches.');
   });
 
-  it('links to the rest when there are more than ten: the type\'s list searched by its primary field, the sessions list searched', async () => {
+  it("links to the rest when there are more than ten: the type's list searched by its primary field, the sessions list searched", async () => {
     const type = await h.services.entryTypes.create(t.organizationId, { name: 'Contacts', fields: [{ name: 'Full name', type: 'text', primary: true }] });
     const people: string[] = [];
-    for (let i = 0; i < 11; i++) people.push((await h.services.entries.create(t.organizationId, type.id, { fields: { 'Full name': `Quokka Person ${i}` }, archived: i === 10 })).id);
-    for (let i = 0; i < 11; i++) await h.api.post('/api/v1/scribes/atlas/chat').set(t.headers).send({ message: `Quokka question ${i}` });
+    for (let i = 0; i < 11; i++)
+      people.push((await h.services.entries.create(t.organizationId, type.id, { fields: { 'Full name': `Quokka Person ${i}` }, archived: i === 10 })).id);
+    for (let i = 0; i < 11; i++)
+      await h.api
+        .post('/api/v1/scribes/atlas/chat')
+        .set(t.headers)
+        .send({ message: `Quokka question ${i}` });
     const res = await find('quokka');
     const entries = section(res.text, 'Entries whose');
     expect(linked(entries, 'entries')).to.deep.equal(people.slice(0, 10));
@@ -165,7 +183,9 @@ describe('console: find anything', () => {
 
   it('says what it looked for when nothing matches; an empty search shows how to search; more than 200 characters is refused (400)', async () => {
     const none = await find('zebra');
-    expect(none.text).to.include('Nothing has the id or slug &#34;zebra&#34;, and no receipt or task title, scribe name, entry&#39;s primary field or session message contains it.');
+    expect(none.text).to.include(
+      'Nothing has the id or slug &#34;zebra&#34;, and no receipt or task title, scribe name, entry&#39;s primary field or session message contains it.',
+    );
     const empty = await admin.get('/search');
     expect(empty.status).to.equal(200);
     expect(empty.text).to.include('Paste a receipt id');

@@ -22,7 +22,17 @@ describe('console: sessions list', () => {
   async function session(t: Tenant, messages: string[], options: { state?: string; replyDue?: boolean; error?: string; scribeId?: string } = {}) {
     const at = new Date(Date.parse('2026-11-20T08:00:00.000Z') + minute++ * 60_000).toISOString();
     const id = newId();
-    await h.db('sessions').insert({ id, organization_id: t.organizationId, scribe_id: options.scribeId ?? t.scribe.id, state: options.state ?? 'queued', reply_due: options.replyDue ?? true, error_message: options.error ?? null, attempts: 0, created_at: at, updated_at: at });
+    await h.db('sessions').insert({
+      id,
+      organization_id: t.organizationId,
+      scribe_id: options.scribeId ?? t.scribe.id,
+      state: options.state ?? 'queued',
+      reply_due: options.replyDue ?? true,
+      error_message: options.error ?? null,
+      attempts: 0,
+      created_at: at,
+      updated_at: at,
+    });
     await h.db('session_messages').insert(messages.map((text, i) => ({ session_id: id, author: i % 2 ? 'scribe' : 'user', text, created_at: at })));
     startedAt[id] = at;
     return id;
@@ -169,7 +179,16 @@ describe('console: sessions list', () => {
     const oldest = await session(t, ['the needle, oldest of all']);
     const rows = Array.from({ length: SESSION_SEARCH_WINDOW }, (_, i) => {
       const at = new Date(Date.parse('2026-11-22T00:00:00.000Z') + i * 1000).toISOString();
-      return { id: newId(), organization_id: t.organizationId, scribe_id: t.scribe.id, state: i === 0 ? 'failed' : 'waiting', reply_due: false, attempts: 0, created_at: at, updated_at: at };
+      return {
+        id: newId(),
+        organization_id: t.organizationId,
+        scribe_id: t.scribe.id,
+        state: i === 0 ? 'failed' : 'waiting',
+        reply_due: false,
+        attempts: 0,
+        created_at: at,
+        updated_at: at,
+      };
     });
     for (let i = 0; i < rows.length; i += 400) {
       await h.db('sessions').insert(rows.slice(i, i + 400));

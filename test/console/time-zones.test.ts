@@ -29,12 +29,16 @@ describe('console: time zones', () => {
     const form = (await agent.get('/login')).text;
     expect(form).to.include('<input type="hidden" name="time_zone" value="">');
     expect(form).to.include('<script src="/assets/login.js" defer></script>');
-    const res = await agent.post('/login').type('form').send({ _csrf: csrfTokenOf(form), email, password: PASSWORD, ...(timeZone === undefined ? {} : { time_zone: timeZone }) });
+    const res = await agent
+      .post('/login')
+      .type('form')
+      .send({ _csrf: csrfTokenOf(form), email, password: PASSWORD, ...(timeZone === undefined ? {} : { time_zone: timeZone }) });
     expect(res.status).to.equal(303);
     return agent;
   };
   const zoneOf = async (id: string) => (await h.db('users').where({ id }).first('time_zone')).time_zone;
-  const receiptTime = async (agent: ReturnType<typeof supertest.agent>) => /<td><time datetime="2026-11-20T14:30:00.000Z" title="([^"]+)">([^<]+)<\/time><\/td>/.exec((await agent.get('/receipts')).text)?.slice(1);
+  const receiptTime = async (agent: ReturnType<typeof supertest.agent>) =>
+    /<td><time datetime="2026-11-20T14:30:00.000Z" title="([^"]+)">([^<]+)<\/time><\/td>/.exec((await agent.get('/receipts')).text)?.slice(1);
 
   it('keeps the zone the browser reports at the first sign-in, and writes times in it', async () => {
     const user = await newUser();
@@ -91,17 +95,26 @@ describe('console: time zones', () => {
     expect(page.text).to.include('<option value="UTC">UTC</option>');
     expect(page.text).to.include('<option value="Europe/Zurich">Europe/Zurich</option>');
 
-    const saved = await agent.post('/account/time-zone').type('form').send({ _csrf: csrfTokenOf(page.text), time_zone: 'Europe/Zurich' });
+    const saved = await agent
+      .post('/account/time-zone')
+      .type('form')
+      .send({ _csrf: csrfTokenOf(page.text), time_zone: 'Europe/Zurich' });
     expect(saved.status).to.equal(303);
     expect(saved.headers.location).to.equal('/account');
     expect(await zoneOf(user.id)).to.equal('Europe/Zurich');
     const after = (await agent.get('/account')).text;
     expect(after).to.include('<p class="flash flash-notice" role="status">Times are now shown in Europe/Zurich.</p>');
     expect(await receiptTime(agent)).to.deep.equal(['2026-11-20 14:30:00 UTC', '20 Nov 2026, 15:30']);
-    const events = await h.db('audit_events').where({ organization_id: t.organizationId, action: 'user.time_zone' }).select('actor_type', 'actor_id', 'actor_label', 'subject_type', 'subject_id', 'detail');
+    const events = await h
+      .db('audit_events')
+      .where({ organization_id: t.organizationId, action: 'user.time_zone' })
+      .select('actor_type', 'actor_id', 'actor_label', 'subject_type', 'subject_id', 'detail');
     expect(events).to.deep.equal([{ actor_type: 'user', actor_id: user.id, actor_label: user.email, subject_type: 'user', subject_id: user.id, detail: 'Europe/Zurich' }]);
     // Back to UTC, which the runtime's list leaves out but the page offers.
-    await agent.post('/account/time-zone').type('form').send({ _csrf: csrfTokenOf(after), time_zone: 'UTC' });
+    await agent
+      .post('/account/time-zone')
+      .type('form')
+      .send({ _csrf: csrfTokenOf(after), time_zone: 'UTC' });
     expect(await zoneOf(user.id)).to.equal('UTC');
   });
 
@@ -111,7 +124,10 @@ describe('console: time zones', () => {
     const audited = async () => (await h.db('audit_events').where({ actor_id: user.id, action: 'user.time_zone' }).count({ n: '*' }).first())!.n;
     for (const zone of ['Mars/Olympus_Mons', '', 'UTC+2']) {
       const page = (await agent.get('/account')).text;
-      const res = await agent.post('/account/time-zone').type('form').send({ _csrf: csrfTokenOf(page), time_zone: zone });
+      const res = await agent
+        .post('/account/time-zone')
+        .type('form')
+        .send({ _csrf: csrfTokenOf(page), time_zone: zone });
       expect(res.status).to.equal(303);
       expect((await agent.get('/account')).text).to.include(`<p class="flash flash-error" role="alert">${messages.invalidTimeZone}</p>`);
       expect(await zoneOf(user.id)).to.equal('Asia/Tokyo');

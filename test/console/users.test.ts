@@ -88,7 +88,9 @@ describe('console users', () => {
       const token = link.split('/').pop()!;
       const user = await userByEmail('hashed@example.com');
       const stored = await h.db('password_links').where({ user_id: user.id }).first();
-      expect(stored.token_hash).to.match(/^[0-9a-f]{64}$/).and.not.equal(token);
+      expect(stored.token_hash)
+        .to.match(/^[0-9a-f]{64}$/)
+        .and.not.equal(token);
       expect(JSON.stringify(await h.db('password_links'))).not.to.include(token);
       await accept(h, link, 'secret password 42');
       const audit = JSON.stringify(await h.db('audit_events').where({ organization_id: t.organizationId }));
@@ -147,7 +149,7 @@ describe('console users', () => {
   });
 
   describe('resets', () => {
-    it('gives a one-time link that sets a new password, ending the user\'s older sessions; the old password works until then', async () => {
+    it("gives a one-time link that sets a new password, ending the user's older sessions; the old password works until then", async () => {
       const viewer = await signIn(h, t, 'viewer');
       const { id } = await userByEmail(viewer.email);
       const res = await admin.post(`/users/${id}/reset`);
@@ -181,7 +183,11 @@ describe('console users', () => {
       const viewer = await signIn(h, t, 'viewer');
       const target = await signIn(h, t, 'viewer');
       const { id } = await userByEmail(target.email);
-      const snapshot = async () => ({ users: await h.db('users').orderBy('id'), links: await h.db('password_links').orderBy('id'), audit: await h.db('audit_events').count({ n: '*' }).first() });
+      const snapshot = async () => ({
+        users: await h.db('users').orderBy('id'),
+        links: await h.db('password_links').orderBy('id'),
+        audit: await h.db('audit_events').count({ n: '*' }).first(),
+      });
       const before = await snapshot();
       const page = await viewer.get('/users');
       expect(page.status).to.equal(403);
@@ -202,7 +208,7 @@ describe('console users', () => {
       expect(await snapshot()).to.deep.equal(before);
     });
 
-    it('answers 404 for another organization\'s user', async () => {
+    it("answers 404 for another organization's user", async () => {
       const other = await h.tenant({ slug: 'other' });
       const stranger = await h.services.users.create({ organizationId: other.organizationId, email: 'stranger@example.com', password: PASSWORD, role: 'admin' });
       for (const action of ['disable', 'delete', 'reset']) expect((await admin.post(`/users/${stranger.id}/${action}`)).status, action).to.equal(404);
@@ -226,7 +232,10 @@ describe('console users', () => {
       await admin.post(`/users/${id}/enable`);
       expect(await signInStatus(h, viewer.email, PASSWORD)).to.equal(303);
       const actions = (await h.db('audit_events').where({ subject_id: id }).orderBy('id')).map((e) => [e.action, e.detail]);
-      expect(actions).to.deep.equal([['user.disable', viewer.email], ['user.enable', viewer.email]]);
+      expect(actions).to.deep.equal([
+        ['user.disable', viewer.email],
+        ['user.enable', viewer.email],
+      ]);
       // The history link of the Users page: the log filtered to this user.
       const history = await admin.get(`/audit?subject_type=user&subject_id=${id}`);
       expect(history.text).to.include('<option value="user" selected>user</option>');
@@ -274,7 +283,11 @@ describe('console users', () => {
       await h.services.users.setDisabled(operatorActor(lone.organizationId), disabled.id, true);
       const { id } = await userByEmail(only.email);
       const before = await userByEmail(only.email);
-      for (const [path, form] of [[`/users/${id}/role`, { role: 'viewer' }], [`/users/${id}/disable`, {}], [`/users/${id}/delete`, {}]] as const) {
+      for (const [path, form] of [
+        [`/users/${id}/role`, { role: 'viewer' }],
+        [`/users/${id}/disable`, {}],
+        [`/users/${id}/delete`, {}],
+      ] as const) {
         const res = await only.post(path, form);
         expect(res.status, path).to.equal(303);
         expect(res.headers.location).to.equal('/users');
@@ -295,7 +308,8 @@ describe('console users', () => {
       const pair = await h.tenant({ slug: 'pair' });
       const actor = operatorActor(pair.organizationId);
       const ids: string[] = [];
-      for (const email of ['one@pair.example', 'two@pair.example']) ids.push((await h.services.users.create({ organizationId: pair.organizationId, email, password: PASSWORD, role: 'admin' })).id);
+      for (const email of ['one@pair.example', 'two@pair.example'])
+        ids.push((await h.services.users.create({ organizationId: pair.organizationId, email, password: PASSWORD, role: 'admin' })).id);
       const outcomes = await Promise.allSettled([h.services.users.setRole(actor, ids[0]!, 'viewer'), h.services.users.setDisabled(actor, ids[1]!, true)]);
       expect(outcomes.map((o) => o.status).sort()).to.deep.equal(['fulfilled', 'rejected']);
       expect((outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult).reason.message).to.equal(LAST_ADMIN);
@@ -305,7 +319,7 @@ describe('console users', () => {
   });
 
   describe('/account', () => {
-    it('changes the password only with the current one, saying what is wrong, and signs the user\'s other sessions out', async () => {
+    it("changes the password only with the current one, saying what is wrong, and signs the user's other sessions out", async () => {
       const viewer = await signIn(h, t, 'viewer');
       const cases = [
         [{ current_password: 'not my password', password: 'new password 1', confirmation: 'new password 1' }, 'Current password is wrong'],

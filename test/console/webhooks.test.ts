@@ -53,7 +53,9 @@ describe('console: webhooks', () => {
     const id = idOn((await admin.post('/webhooks', { url: receiver.url, all_events: 'on' })).text);
     const saved = await admin.post(`/webhooks/${id}`, { url: `${receiver.url}/v2`, description: 'Renamed', events: ['session.failed'] });
     expect(saved.status).to.equal(303);
-    expect((await admin.get(`/webhooks/${id}`)).text).to.include(`${receiver.url}/v2`).and.include('session.failed');
+    expect((await admin.get(`/webhooks/${id}`)).text)
+      .to.include(`${receiver.url}/v2`)
+      .and.include('session.failed');
 
     expect((await admin.post(`/webhooks/${id}/test`, {})).status).to.equal(303);
     await h.services.webhookWorker.tick();

@@ -57,7 +57,7 @@ onlyOn('postgres')('admin copy-database', function () {
     await postgres.drop();
   });
 
-  it('copies the demo into an empty PostgreSQL database, which answers the README\'s reads with the same bodies, the same key and the same console password', async () => {
+  it("copies the demo into an empty PostgreSQL database, which answers the README's reads with the same bodies, the same key and the same console password", async () => {
     const copied = await runAdmin(['copy-database', '--to', postgres.databaseUrl], sqlite.env);
     expect(copied.stderr).to.equal('');
     expect(copied.code).to.equal(0);

@@ -11,7 +11,10 @@ onlyOn('postgres')('withDeadline on PostgreSQL (db/dialect.ts)', function () {
   });
   after(() => h.close());
 
-  const sleeping = () => h.db.raw(`select count(*) as n from pg_stat_activity where query like 'select pg_sleep(5)%' and state = 'active'`).then((r: { rows: Array<{ n: string }> }) => Number(r.rows[0]!.n));
+  const sleeping = () =>
+    h.db
+      .raw(`select count(*) as n from pg_stat_activity where query like 'select pg_sleep(5)%' and state = 'active'`)
+      .then((r: { rows: Array<{ n: string }> }) => Number(r.rows[0]!.n));
 
   it('stops a statement that runs past its deadline: the call fails as "deadline passed" at once, and the server stops running it', async () => {
     const dialect = dialectOf(h.db);

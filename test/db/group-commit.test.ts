@@ -31,18 +31,22 @@ describe('group commit of small writes (db/group-commit.ts)', function () {
 
   const insert = (v: string) => (trx: Db) => trx('group_commit_probe').insert({ v });
   /** A write of two statements in its own transaction: the second fails on a duplicate. */
-  const insertTwice = (v: string) => (trx: Db) => trx.transaction(async (inner) => {
-    await inner('group_commit_probe').insert({ v });
-    await inner('group_commit_probe').insert({ v });
-  });
+  const insertTwice = (v: string) => (trx: Db) =>
+    trx.transaction(async (inner) => {
+      await inner('group_commit_probe').insert({ v });
+      await inner('group_commit_probe').insert({ v });
+    });
   const stored = async () => (await h.db('group_commit_probe').orderBy('v').pluck('v')) as string[];
 
-  it(testDatabaseKind === 'sqlite' ? 'commits writes made together in one transaction on SQLite' : 'leaves each write to itself on PostgreSQL: one statement, no transaction', async () => {
-    const writes = groupCommits(h.db);
-    await Promise.all(['a', 'b', 'c', 'd'].map((v) => writes(insert(v))));
-    expect(await stored()).to.deep.equal(['a', 'b', 'c', 'd']);
-    expect(commits).to.equal(testDatabaseKind === 'sqlite' ? 1 : 0);
-  });
+  it(
+    testDatabaseKind === 'sqlite' ? 'commits writes made together in one transaction on SQLite' : 'leaves each write to itself on PostgreSQL: one statement, no transaction',
+    async () => {
+      const writes = groupCommits(h.db);
+      await Promise.all(['a', 'b', 'c', 'd'].map((v) => writes(insert(v))));
+      expect(await stored()).to.deep.equal(['a', 'b', 'c', 'd']);
+      expect(commits).to.equal(testDatabaseKind === 'sqlite' ? 1 : 0);
+    },
+  );
 
   it('rolls back a write that fails alone: its caller gets the error, the writes beside it are kept', async () => {
     const writes = groupCommits(h.db);

@@ -14,7 +14,20 @@ describe('migrations', () => {
       const tables = () => tableNames(db);
       for (let round = 0; round < 2; round++) {
         await migrateToLatest(db);
-        expect(await tables()).to.include.members(['organizations', 'api_keys', 'scribes', 'requests', 'attachments', 'tasks', 'users', 'entry_types', 'entry_type_fields', 'entries', 'entry_values', 'entry_links']);
+        expect(await tables()).to.include.members([
+          'organizations',
+          'api_keys',
+          'scribes',
+          'requests',
+          'attachments',
+          'tasks',
+          'users',
+          'entry_types',
+          'entry_type_fields',
+          'entries',
+          'entry_values',
+          'entry_links',
+        ]);
         const [, pending] = await db.migrate.list(migrationConfig());
         expect(pending).to.deep.equal([]);
         await db.migrate.rollback(migrationConfig(), true);
@@ -44,7 +57,10 @@ describe('migrations', () => {
       expect(await h.db.schema.hasColumn('entry_values', 'entry_created_at')).to.equal(false);
       expect(await h.db.schema.hasColumn('entry_types', 'entry_count')).to.equal(false);
       // The older trigram index (with positions) still follows writes after the way down.
-      await h.db.raw(`insert into entry_values (entry_id, field_id, text_folded) values (?, ?, 'zurich west')`, [ada.id, fx.contacts.fields.find((f) => f.name === 'Job Title')!.id]);
+      await h.db.raw(`insert into entry_values (entry_id, field_id, text_folded) values (?, ?, 'zurich west')`, [
+        ada.id,
+        fx.contacts.fields.find((f) => f.name === 'Job Title')!.id,
+      ]);
 
       await migrateToLatest(h.db);
       expect(await h.db('entry_values').where({ entry_id: ada.id }).whereNotNull('number_value').first('entry_created_at', 'entry_draft', 'entry_archived')).to.deep.equal({
@@ -52,11 +68,16 @@ describe('migrations', () => {
         entry_draft: stored(true),
         entry_archived: stored(false),
       });
-      expect(await h.db('entry_links').where({ entry_id: ada.id }).first('entry_created_at', 'entry_draft')).to.deep.equal({ entry_created_at: ada.created_at, entry_draft: stored(true) });
+      expect(await h.db('entry_links').where({ entry_id: ada.id }).first('entry_created_at', 'entry_draft')).to.deep.equal({
+        entry_created_at: ada.created_at,
+        entry_draft: stored(true),
+      });
       expect((await h.db('entry_types').where({ id: fx.companies.id }).first('entry_count')).entry_count).to.equal(2);
       expect((await h.db('entry_types').where({ id: fx.contacts.id }).first('entry_count')).entry_count).to.equal(1);
       const search = async (typeId: string, q: string) =>
-        (await h.api.get(`/api/v1/entry_types/${typeId}/entries?q=${encodeURIComponent(q)}&include_drafts=1&include_archived=1`).set(t.headers)).body.data.map((e: { id: string }) => e.id);
+        (await h.api.get(`/api/v1/entry_types/${typeId}/entries?q=${encodeURIComponent(q)}&include_drafts=1&include_archived=1`).set(t.headers)).body.data.map(
+          (e: { id: string }) => e.id,
+        );
       expect(await search(fx.contacts.id, 'relationship:acme && Score:2')).to.deep.equal([ada.id]);
       expect(await search(fx.contacts.id, 'Job Title:zurich')).to.deep.equal([ada.id]);
       expect(await search(fx.companies.id, 'zurich')).to.deep.equal([acme.id]);
@@ -69,7 +90,10 @@ describe('migrations', () => {
     const h = await createHarness({ options: { dispatchOnAccept: false } });
     try {
       const t = await h.tenant();
-      const submitted = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/requests`).set(t.headers).send({ task: { summary: 'Keep me' } });
+      const submitted = await h.api
+        .post(`/api/v1/scribes/${t.scribe.slug}/requests`)
+        .set(t.headers)
+        .send({ task: { summary: 'Keep me' } });
       expect(submitted.status).to.equal(202);
       // Down to the migration that made requests: every later one undone.
       while (!(await h.db.migrate.currentVersion(migrationConfig())).startsWith('20261121000300')) await h.db.migrate.down(migrationConfig());
@@ -88,13 +112,36 @@ describe('migrations', () => {
       const t = await h.tenant();
       const idle = await h.services.scribes.create({ organizationId: t.organizationId, slug: 'idle', name: 'Idle' });
       while ((await h.db.migrate.currentVersion(migrationConfig())) >= '20261130000100') await h.db.migrate.down(migrationConfig());
-      const session = (id: string, at: string, extra: object) => ({ id, organization_id: t.organizationId, scribe_id: t.scribe.id, state: 'queued', reply_due: true, attempts: 0, created_at: at, updated_at: at, ...extra });
+      const session = (id: string, at: string, extra: object) => ({
+        id,
+        organization_id: t.organizationId,
+        scribe_id: t.scribe.id,
+        state: 'queued',
+        reply_due: true,
+        attempts: 0,
+        created_at: at,
+        updated_at: at,
+        ...extra,
+      });
       await h.db('sessions').insert([
-        session('01935f00-0000-7000-8000-000000000a01', '2026-11-20T10:00:00.000Z', { state: 'running', claim_token: '01935f00-0000-7000-8000-000000000b01', lease_until: '2026-11-20T10:01:00.000Z' }),
+        session('01935f00-0000-7000-8000-000000000a01', '2026-11-20T10:00:00.000Z', {
+          state: 'running',
+          claim_token: '01935f00-0000-7000-8000-000000000b01',
+          lease_until: '2026-11-20T10:01:00.000Z',
+        }),
         session('01935f00-0000-7000-8000-000000000a02', '2026-11-20T11:00:00.000Z', {}),
         session('01935f00-0000-7000-8000-000000000a03', '2026-11-20T09:00:00.000Z', { state: 'waiting', reply_due: false }),
       ]);
-      await h.db('tasks').insert({ id: '01935f00-0000-7000-8000-000000000a04', organization_id: t.organizationId, scribe_id: t.scribe.id, status: 'open', title: 'T', summary: 'S', created_at: '2026-11-20T10:30:00.000Z', updated_at: '2026-11-20T10:30:00.000Z' });
+      await h.db('tasks').insert({
+        id: '01935f00-0000-7000-8000-000000000a04',
+        organization_id: t.organizationId,
+        scribe_id: t.scribe.id,
+        status: 'open',
+        title: 'T',
+        summary: 'S',
+        created_at: '2026-11-20T10:30:00.000Z',
+        updated_at: '2026-11-20T10:30:00.000Z',
+      });
       await migrateToLatest(h.db);
       expect(await h.db('scribes').orderBy('slug').select('slug', 'runs_in_flight', 'run_turn_at', 'max_concurrency')).to.deep.equal([
         { slug: 'atlas', runs_in_flight: 1, run_turn_at: '2026-11-20T10:30:00.000Z', max_concurrency: null },

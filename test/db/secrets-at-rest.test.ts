@@ -40,7 +40,10 @@ async function databaseCopy(h: Harness): Promise<string> {
   if (testDatabaseKind === 'sqlite') {
     await h.db.raw('pragma wal_checkpoint(truncate)');
     const file = h.config.databaseUrl;
-    return [file, `${file}-wal`].filter((f) => fs.existsSync(f)).map((f) => fs.readFileSync(f).toString('latin1')).join('\n');
+    return [file, `${file}-wal`]
+      .filter((f) => fs.existsSync(f))
+      .map((f) => fs.readFileSync(f).toString('latin1'))
+      .join('\n');
   }
   const { stdout } = await run(path.join(findPostgresBinDir(), 'pg_dump'), ['--dbname', h.config.databaseUrl], { maxBuffer: 256 * 1024 * 1024 });
   return stdout;
@@ -65,7 +68,7 @@ describe('secrets at rest', function () {
   });
   after(() => h.close());
 
-  it('stores every secret sealed under the install\'s key, and a copy of the database holds none of them in clear', async () => {
+  it("stores every secret sealed under the install's key, and a copy of the database holds none of them in clear", async () => {
     const stored = await storedSecrets(h);
     expect(stored).to.have.length(6);
     for (const value of stored) expect(isSealed(value), value).to.equal(true);
@@ -120,7 +123,7 @@ describe('secrets at rest', function () {
 describe('the secrets key shared by the processes on one database', function () {
   this.timeout(60_000);
 
-  it('stops a server, an admin command and a process whose key is not the database\'s, naming SECRETS_KEY, and starts one with the same key', async () => {
+  it("stops a server, an admin command and a process whose key is not the database's, naming SECRETS_KEY, and starts one with the same key", async () => {
     const install = await createTestInstall(tempDir());
     const base = { ...install.env, LOG_LEVEL: 'silent', PORT: '0', SECRETS_KEY: key(1) };
     const logger = createLogger('silent');

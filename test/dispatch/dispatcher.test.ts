@@ -13,7 +13,10 @@ describe('the dispatcher', () => {
   after(() => h.close());
 
   async function submit(t: Tenant, summary = 'work'): Promise<string> {
-    const res = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/requests`).set(t.headers).send({ task: { summary, acceptance_criteria: 'ok' } });
+    const res = await h.api
+      .post(`/api/v1/scribes/${t.scribe.slug}/requests`)
+      .set(t.headers)
+      .send({ task: { summary, acceptance_criteria: 'ok' } });
     expect(res.status).to.equal(202);
     return res.body.request.id;
   }
@@ -39,7 +42,14 @@ describe('the dispatcher', () => {
     const [task] = await tasksOf(id);
     expect(fulfilled).to.include({ status: 'fulfilled', entity_id: task.id, error_message: null });
     expect(fulfilled.updated_at > dispatched.updated_at).to.equal(true);
-    expect(task).to.include({ status: 'open', summary: 'Write the summary', title: 'Write the summary', acceptance_criteria: 'ok', scribe_id: t.scribe.id, organization_id: t.organizationId });
+    expect(task).to.include({
+      status: 'open',
+      summary: 'Write the summary',
+      title: 'Write the summary',
+      acceptance_criteria: 'ok',
+      scribe_id: t.scribe.id,
+      organization_id: t.organizationId,
+    });
     const row = await h.db('requests').where({ id }).first();
     expect(row).to.include({ claim_token: null, attempts: 1, dispatched_at: dispatched.updated_at, completed_at: fulfilled.updated_at });
   });
@@ -104,7 +114,13 @@ describe('the dispatcher', () => {
   it('never creates two tasks for one receipt when ticks and dispatchers race', async () => {
     const t = await h.tenant();
     const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => submit(t, `race ${i}`)));
-    const other = createDispatcher({ db: h.db, clock, logger: createLogger('silent'), createTasks: h.services.tasks.createForReceipts, options: { batchSize: 3, leaseMs: 10_000, maxAttempts: 5, backoffMs: () => 1000 } });
+    const other = createDispatcher({
+      db: h.db,
+      clock,
+      logger: createLogger('silent'),
+      createTasks: h.services.tasks.createForReceipts,
+      options: { batchSize: 3, leaseMs: 10_000, maxAttempts: 5, backoffMs: () => 1000 },
+    });
     await Promise.all([h.services.dispatcher.tick(), other.tick(), h.services.dispatcher.tick(), other.tick(), h.services.dispatcher.tick()]);
     const counts = await h.db('tasks').whereIn('request_id', ids).groupBy('request_id').select('request_id').count({ n: '*' });
     expect(counts).to.have.length(40);
@@ -138,7 +154,13 @@ describe('the dispatcher', () => {
     const stalled = await h.services.dispatcher.claim();
     expect(stalled.items.map((r) => r.id)).to.have.members(ids);
     clock.advance(10_001);
-    const other = createDispatcher({ db: h.db, clock, logger: createLogger('silent'), createTasks: h.services.tasks.createForReceipts, options: { batchSize: 1, leaseMs: 10_000, maxAttempts: 5, backoffMs: () => 1000 } });
+    const other = createDispatcher({
+      db: h.db,
+      clock,
+      logger: createLogger('silent'),
+      createTasks: h.services.tasks.createForReceipts,
+      options: { batchSize: 1, leaseMs: 10_000, maxAttempts: 5, backoffMs: () => 1000 },
+    });
     const taken = await other.claim();
     expect(taken.items).to.have.length(1);
     const lost = taken.items[0]!.id;
@@ -216,7 +238,10 @@ describe('dispatch right after submit', () => {
     const h = await createHarness();
     try {
       const t = await h.tenant();
-      const res = await h.api.post('/api/v1/scribes/atlas/requests').set(t.headers).send({ task: { summary: 'quick' } });
+      const res = await h.api
+        .post('/api/v1/scribes/atlas/requests')
+        .set(t.headers)
+        .send({ task: { summary: 'quick' } });
       const id = res.body.request.id;
       const fulfilled = await eventually(async () => {
         const r = (await h.api.get(`/api/v1/requests/${id}`).set(t.headers)).body.request;

@@ -57,15 +57,36 @@ onlyOn('sqlite')('docs/deploy.md configuration files', function () {
     // The certificates the examples name, made up for the check.
     const cert = path.join(dir, 'cert.pem');
     const key = path.join(dir, 'key.pem');
-    await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=scribe.example.com', '-keyout', key, '-out', cert]);
+    await run('openssl', [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=scribe.example.com',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ]);
 
     for (const [i, site] of sites.entries()) {
       const streams = /location ~ \^\/api\/v1\/\(tasks\|sessions\)\/\[\^\/\]\+\/events\$ \{([^}]*)\}/.exec(site)?.[1];
       expect(streams, `example ${i + 1} has a location for event streams`).to.be.a('string');
-      expect(streams).to.match(/proxy_buffering off;/).and.to.match(/proxy_read_timeout 1h;/);
+      expect(streams)
+        .to.match(/proxy_buffering off;/)
+        .and.to.match(/proxy_read_timeout 1h;/);
 
       const siteFile = path.join(dir, `site-${i}.conf`);
-      fs.writeFileSync(siteFile, site.replaceAll(/\/etc\/letsencrypt\/live\/scribe\.example\.com\/(fullchain|privkey)\.pem/g, (_, name: string) => (name === 'fullchain' ? cert : key)));
+      fs.writeFileSync(
+        siteFile,
+        site.replaceAll(/\/etc\/letsencrypt\/live\/scribe\.example\.com\/(fullchain|privkey)\.pem/g, (_, name: string) => (name === 'fullchain' ? cert : key)),
+      );
       const main = path.join(dir, `nginx-${i}.conf`);
       fs.writeFileSync(main, `pid ${dir}/nginx.pid;\nevents {}\nhttp {\n  access_log off;\n  include ${siteFile};\n}\n`);
       const { stderr } = await run(binary('nginx'), ['-t', '-q', '-p', dir, '-e', 'stderr', '-c', main]).catch((err: { stderr: string; message: string }) => {

@@ -47,7 +47,9 @@ describe('the OpenAPI document (/api/v1/openapi.json) and /docs', () => {
   });
 
   it('gives every operation a unique operationId, a summary and a description, so generated clients get usable method names', () => {
-    const operations = Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ at: `${method.toUpperCase()} ${path}`, ...(op as { operationId?: string; summary?: string; description?: string }) })));
+    const operations = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.entries(ops).map(([method, op]) => ({ at: `${method.toUpperCase()} ${path}`, ...(op as { operationId?: string; summary?: string; description?: string }) })),
+    );
     for (const op of operations) {
       expect(op.operationId, op.at).to.match(/^[a-z][A-Za-z]+$/);
       expect(op.summary, op.at).to.be.a('string').and.not.equal('');
@@ -67,7 +69,10 @@ describe('the OpenAPI document (/api/v1/openapi.json) and /docs', () => {
   });
 
   it('matches what the API really answers', async () => {
-    const submit = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/requests`).set(t.headers).send({ task: { summary: 'documented' } });
+    const submit = await h.api
+      .post(`/api/v1/scribes/${t.scribe.slug}/requests`)
+      .set(t.headers)
+      .send({ task: { summary: 'documented' } });
     responses.requestEnvelope.parse(submit.body);
     await h.services.dispatcher.tick();
     responses.requestEnvelope.parse((await h.api.get(`/api/v1/requests/${submit.body.request.id}`).set(t.headers)).body);
@@ -78,7 +83,13 @@ describe('the OpenAPI document (/api/v1/openapi.json) and /docs', () => {
     const taskId = (await h.api.get(`/api/v1/requests/${submit.body.request.id}`).set(t.headers)).body.request.entity_id;
     responses.taskEnvelope.parse((await h.api.get(`/api/v1/tasks/${taskId}`).set(t.headers)).body);
     responses.taskList.parse((await h.api.get(`/api/v1/scribes/${t.scribe.slug}/tasks`).set(t.headers)).body);
-    const type = await h.services.entryTypes.create(t.organizationId, { name: 'Docs', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'N', type: 'number' }] });
+    const type = await h.services.entryTypes.create(t.organizationId, {
+      name: 'Docs',
+      fields: [
+        { name: 'Name', type: 'text', primary: true },
+        { name: 'N', type: 'number' },
+      ],
+    });
     const entry = await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'x', N: 2 } });
     responses.entryEnvelope.parse((await h.api.get(`/api/v1/entries/${entry.id}`).set(t.headers)).body);
     responses.entryList.parse((await h.api.get(`/api/v1/entry_types/${type.id}/entries`).set(t.headers)).body);
@@ -91,7 +102,10 @@ describe('the OpenAPI document (/api/v1/openapi.json) and /docs', () => {
   it('serves /docs with Swagger UI from this server, not a CDN', async () => {
     const page = await h.api.get('/docs');
     expect(page.status).to.equal(200);
-    expect(page.text).to.include('/docs/assets/swagger-ui-bundle.js').and.include('/assets/docs-init.js').and.not.match(/https?:\/\//);
+    expect(page.text)
+      .to.include('/docs/assets/swagger-ui-bundle.js')
+      .and.include('/assets/docs-init.js')
+      .and.not.match(/https?:\/\//);
     const bundle = await h.api.get('/docs/assets/swagger-ui-bundle.js');
     expect(bundle.status).to.equal(200);
     expect(bundle.headers['content-type']).to.match(/javascript/);

@@ -66,7 +66,9 @@ describe('the README', function () {
       expect(session.messages[1].text).to.match(/^Here is what I found for "acme":\n- Acme/);
       expect(output).to.include('{"error":"message must be a string"}');
       // The task read, then another cancelled over the API.
-      expect(output).to.match(/\{"task":\{"id":"[0-9a-f-]+","scribe_id":"atlas","request_id":"req_\w+","status":"(open|in_progress|done)","title":"Draft a reply to the Acme escalation"/);
+      expect(output).to.match(
+        /\{"task":\{"id":"[0-9a-f-]+","scribe_id":"atlas","request_id":"req_\w+","status":"(open|in_progress|done)","title":"Draft a reply to the Acme escalation"/,
+      );
       expect(output).to.match(/\{"task":\{"id":"[0-9a-f-]+","scribe_id":"atlas","request_id":"req_\w+","status":"cancelled","title":"Which customers should we call first\?"/);
       expect(output).to.include('{"error":"Task is already finished"}');
       // The conversation: a second turn answered, its stream, the reconnect, the cancel.

@@ -17,7 +17,9 @@ function jsBlocks(): string[] {
 /** Runs ES module source with node from the repository's root (so `standardwebhooks` resolves as in an app that installed it). */
 function runModule(source: string, env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--input-type=module', '-e', source], { cwd: ROOT, env: { ...process.env, ...env } }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)));
+    execFile(process.execPath, ['--input-type=module', '-e', source], { cwd: ROOT, env: { ...process.env, ...env } }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
+    );
   });
 }
 
@@ -39,13 +41,20 @@ describe('docs/webhooks.md', function () {
     await probe.close();
     const { endpoint, secret } = await h.services.webhooks.create(operatorActor(t.organizationId), { url: `http://127.0.0.1:${port}/`, events: ['request.fulfilled'] });
 
-    const child = spawn(process.execPath, ['--input-type=module', '-e', receiverSource!], { cwd: ROOT, env: { ...process.env, WEBHOOK_SECRET: secret, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--input-type=module', '-e', receiverSource!], {
+      cwd: ROOT,
+      env: { ...process.env, WEBHOOK_SECRET: secret, PORT: String(port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (c) => (output += c));
     child.stderr.on('data', (c) => (output += c));
     try {
       await eventually(async () => ((await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: '{}' }).catch(() => undefined))?.status === 401 ? true : undefined), 10_000);
-      const res = await h.api.post('/api/v1/scribes/atlas/requests').set(t.headers).send({ task: { summary: 'Tell the receiver' } });
+      const res = await h.api
+        .post('/api/v1/scribes/atlas/requests')
+        .set(t.headers)
+        .send({ task: { summary: 'Tell the receiver' } });
       await h.services.dispatcher.tick();
       await h.services.webhookWorker.tick();
       const [delivery] = await h.db('webhook_deliveries').where({ endpoint_id: endpoint.id });

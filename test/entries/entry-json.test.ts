@@ -30,14 +30,20 @@ describe('entries as JSON text from the database (list pages)', () => {
   it('is, entry by entry, exactly the text JSON.stringify makes of the entry the service reads by id', async () => {
     // Any text but U+0000, which no database column holds (write-services.test.ts).
     const anyText = (minLength: number) => fc.string({ unit: 'binary', minLength, maxLength: 40 }).map((s) => s.replaceAll('\u0000', '\u0001'));
-    const input = fc.record({
-      Name: anyText(1).filter((s) => s.trim() !== ''),
-      Note: fc.option(anyText(0), { nil: undefined }),
-      Count: fc.option(fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e12, max: 1e12 }), { nil: undefined }),
-      Flag: fc.option(fc.boolean(), { nil: undefined }),
-      Day: fc.option(fc.date({ min: new Date('1900-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10)), { nil: undefined }),
-      Link: fc.option(fc.constant('link'), { nil: undefined }),
-    }, { requiredKeys: ['Name'] });
+    const input = fc.record(
+      {
+        Name: anyText(1).filter((s) => s.trim() !== ''),
+        Note: fc.option(anyText(0), { nil: undefined }),
+        Count: fc.option(fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e12, max: 1e12 }), { nil: undefined }),
+        Flag: fc.option(fc.boolean(), { nil: undefined }),
+        Day: fc.option(
+          fc.date({ min: new Date('1900-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10)),
+          { nil: undefined },
+        ),
+        Link: fc.option(fc.constant('link'), { nil: undefined }),
+      },
+      { requiredKeys: ['Name'] },
+    );
     await fc.assert(
       fc.asyncProperty(input, fc.boolean(), fc.boolean(), async (fields, draft, archived) => {
         const values = { ...fields, Link: fields.Link ? [targetId] : undefined };

@@ -15,7 +15,10 @@ onlyOn('sqlite')('within_deadline (db/knex.ts)', () => {
     try {
       const endless = 'with recursive c(x) as (select 1 union all select x + 1 from c where within_deadline(?)) select count(*) as n from c';
       const started = Date.now();
-      const failure = await db.raw(endless, [Date.now() + 50]).then(() => undefined, (err: unknown) => err);
+      const failure = await db.raw(endless, [Date.now() + 50]).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
       expect(failure).to.be.instanceOf(DeadlinePassedError);
       expect(Date.now() - started).to.be.lessThan(2000);
       expect(await db.raw('select 1 + 1 as two')).to.deep.equal([{ two: 2 }]);
@@ -60,7 +63,12 @@ describe('SearchGate', () => {
     const waiting = gate.run('a', giveUp.signal, async () => 'ran');
     const after = gate.run('a', new AbortController().signal, async () => 'after');
     giveUp.abort(new Error('gone'));
-    expect(await waiting.then(() => 'ran', (err: Error) => err.message)).to.equal('gone');
+    expect(
+      await waiting.then(
+        () => 'ran',
+        (err: Error) => err.message,
+      ),
+    ).to.equal('gone');
     expect(gate.load('a')).to.deep.equal({ running: 1, waiting: 1 });
     release();
     await first;
@@ -108,7 +116,11 @@ onlyOn('sqlite')('entry reads that do not end by themselves, cancelled reads, an
   let other: Tenant;
   let fx: EntriesFixture;
   let otherFx: EntriesFixture;
-  const list = (tenant: Tenant, typeId: string, query: string) => h.api.get(`/api/v1/entry_types/${typeId}/entries?${query}`).set(tenant.headers).then((res) => res);
+  const list = (tenant: Tenant, typeId: string, query: string) =>
+    h.api
+      .get(`/api/v1/entry_types/${typeId}/entries?${query}`)
+      .set(tenant.headers)
+      .then((res) => res);
 
   before(async () => {
     h = await createHarness({ env: { READ_THREADS: '2' }, options: { dispatchOnAccept: false, reads: { timeoutMs: 400, workerFile: BUSY_WORKER } } });

@@ -69,7 +69,13 @@ describe('entry type service', () => {
   describe('update', () => {
     it('renames a type and appends fields after the existing ones, bumping updated_at', async () => {
       const type = await create([primary], 'Before');
-      const updated = await h.services.entryTypes.update(t.organizationId, type.id, { name: 'After', addFields: [{ name: 'Size', type: 'number' }, { name: 'Parent', type: 'relationship', target: type.id }] });
+      const updated = await h.services.entryTypes.update(t.organizationId, type.id, {
+        name: 'After',
+        addFields: [
+          { name: 'Size', type: 'number' },
+          { name: 'Parent', type: 'relationship', target: type.id },
+        ],
+      });
       expect(updated.name).to.equal('After');
       expect(updated.fields.map((f) => [f.position, f.name, f.type, Boolean(f.is_primary)])).to.deep.equal([
         [0, 'Name', 'text', true],
@@ -103,7 +109,7 @@ describe('entry type service', () => {
       const other = await h.tenant({ slug: 'other-update' });
       try {
         await h.services.entryTypes.update(other.organizationId, type.id, { name: 'Stolen' });
-        expect.fail('updated another organization\'s type');
+        expect.fail("updated another organization's type");
       } catch (err) {
         expect((err as Error).message).to.equal('Entry type not found');
       }
@@ -171,7 +177,12 @@ describe('entry service', () => {
     expect(updated.fields).to.deep.equal({ Name: 'Change Co', City: 'Lausanne' });
     expect(updated.archived).to.equal(true);
     const values = await h.db('entry_values').where({ entry_id: entry.id });
-    expect(values.map((v) => v.text_folded).filter(Boolean).sort()).to.deep.equal(['change co', 'lausanne']);
+    expect(
+      values
+        .map((v) => v.text_folded)
+        .filter(Boolean)
+        .sort(),
+    ).to.deep.equal(['change co', 'lausanne']);
     expect(values.some((v) => v.number_value !== null)).to.equal(false);
     const row = await h.db('entries').where({ id: entry.id }).first();
     expect(row.search_text).to.include('lausanne').and.not.include('bern');
@@ -192,22 +203,41 @@ describe('entry service', () => {
   it('keeps values of fields named __proto__, constructor and prototype (made before they were refused) as plain values', async () => {
     const type = await h.services.entryTypes.create(t.organizationId, { name: 'Legacy', fields: [{ name: 'Name', type: 'text', primary: true }] });
     const legacy = ['__proto__', 'constructor', 'prototype'].map((name, i) => ({
-      id: `01900000-0000-7000-8000-00000000000${i}`, entry_type_id: type.id, position: i + 1, name, name_key: name, type: 'text', target_entry_type_id: null, is_primary: false,
+      id: `01900000-0000-7000-8000-00000000000${i}`,
+      entry_type_id: type.id,
+      position: i + 1,
+      name,
+      name_key: name,
+      type: 'text',
+      target_entry_type_id: null,
+      is_primary: false,
     }));
     await h.db('entry_type_fields').insert(legacy);
     await h.db('entry_types').where({ id: type.id }).update({ updated_at: '2099-01-01T00:00:00.000Z' });
 
     // JSON as a client sends it: "__proto__" is then a key like any other.
     const entry = await h.services.entries.create(t.organizationId, type.id, { fields: JSON.parse('{"Name":"Ada","__proto__":"p","constructor":"c"}') });
-    expect(Object.entries(entry.fields)).to.deep.equal([['Name', 'Ada'], ['__proto__', 'p'], ['constructor', 'c']]);
+    expect(Object.entries(entry.fields)).to.deep.equal([
+      ['Name', 'Ada'],
+      ['__proto__', 'p'],
+      ['constructor', 'c'],
+    ]);
     expect(JSON.parse((await h.db('entries').where({ id: entry.id }).first()).fields)).to.deep.equal(JSON.parse('{"Name":"Ada","__proto__":"p","constructor":"c"}'));
     expect((await h.db('entry_values').where({ entry_id: entry.id }).pluck('text_folded')).sort()).to.deep.equal(['ada', 'c', 'p']);
 
     const plain = await h.services.entries.create(t.organizationId, type.id, { fields: { Name: 'Bob' } });
     expect(Object.entries(plain.fields)).to.deep.equal([['Name', 'Bob']]);
     const updated = await h.services.entries.update(t.organizationId, entry.id, { fields: JSON.parse('{"__proto__":null,"prototype":"q"}') });
-    expect(Object.entries(updated.fields)).to.deep.equal([['Name', 'Ada'], ['constructor', 'c'], ['prototype', 'q']]);
-    expect(Object.entries((await h.services.entries.get(t.organizationId, entry.id)).fields)).to.deep.equal([['Name', 'Ada'], ['constructor', 'c'], ['prototype', 'q']]);
+    expect(Object.entries(updated.fields)).to.deep.equal([
+      ['Name', 'Ada'],
+      ['constructor', 'c'],
+      ['prototype', 'q'],
+    ]);
+    expect(Object.entries((await h.services.entries.get(t.organizationId, entry.id)).fields)).to.deep.equal([
+      ['Name', 'Ada'],
+      ['constructor', 'c'],
+      ['prototype', 'q'],
+    ]);
     expect(({} as Record<string, unknown>).p, 'no object gained a property').to.equal(undefined);
   });
 

@@ -82,8 +82,14 @@ export async function signInPage(page: Page, base: string, email = 'admin@exampl
   } catch (err) {
     // Say what the sign-in answered and where the page is, not only that it timed out.
     const status = await Promise.race([answer.then((r) => String(r.status())), new Promise<string>((resolve) => setTimeout(() => resolve('no answer'), 100))]);
-    const heading = await page.locator('h1').first().textContent({ timeout: 1000 }).catch(() => null);
-    throw new Error(`signing in did not reach ${base}/: POST /login answered ${status}; the page is at ${page.url()} with h1 ${JSON.stringify(heading)}\n${(err as Error).message}`);
+    const heading = await page
+      .locator('h1')
+      .first()
+      .textContent({ timeout: 1000 })
+      .catch(() => null);
+    throw new Error(
+      `signing in did not reach ${base}/: POST /login answered ${status}; the page is at ${page.url()} with h1 ${JSON.stringify(heading)}\n${(err as Error).message}`,
+    );
   }
 }
 
@@ -93,8 +99,15 @@ export async function expectText(locator: ReturnType<Page['locator']>, text: str
     await locator.filter({ hasText: text }).first().waitFor({ timeout: 10_000 });
   } catch (err) {
     const page = locator.page();
-    const flashes = await page.locator('.flash').allTextContents().catch(() => []);
-    const heading = await page.locator('h1').first().textContent().catch(() => null);
+    const flashes = await page
+      .locator('.flash')
+      .allTextContents()
+      .catch(() => []);
+    const heading = await page
+      .locator('h1')
+      .first()
+      .textContent()
+      .catch(() => null);
     throw new Error(`"${text}" did not appear; the page at ${page.url()} showed h1 ${JSON.stringify(heading)} and flashes ${JSON.stringify(flashes)}\n${(err as Error).message}`);
   }
 }

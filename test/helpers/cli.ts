@@ -31,11 +31,8 @@ export async function runAdmin(args: string[], env: Record<string, string>, { st
 /** Runs the admin CLI from source in a real child process, with `stdin` as its standard input. */
 export function runAdminProcess(args: string[], env: Record<string, string>, { stdin = '' }: { stdin?: string } = {}): Promise<CliResult> {
   return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      ['--import', 'tsx', ADMIN, ...args],
-      { env: { PATH: process.env.PATH ?? '', ...env } },
-      (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    const child = execFile(process.execPath, ['--import', 'tsx', ADMIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env } }, (err, stdout, stderr) =>
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
     child.stdin!.end(stdin);
   });

@@ -26,7 +26,10 @@ export async function signIn(h: Harness, t: Tenant, role: 'admin' | 'viewer' = '
   await h.services.users.create({ organizationId: t.organizationId, email, password: PASSWORD, role });
   const agent = supertest.agent(h.app);
   const login = await agent.get('/login');
-  const res = await agent.post('/login').type('form').send({ _csrf: csrfTokenOf(login.text), email, password: PASSWORD });
+  const res = await agent
+    .post('/login')
+    .type('form')
+    .send({ _csrf: csrfTokenOf(login.text), email, password: PASSWORD });
   if (res.status !== 303) throw new Error(`sign-in failed: ${res.status}`);
   const client: ConsoleClient = {
     agent,
@@ -36,7 +39,10 @@ export async function signIn(h: Harness, t: Tenant, role: 'admin' | 'viewer' = '
     },
     get: (path) => agent.get(path),
     async post(path, form = {}) {
-      return agent.post(path).type('form').send({ _csrf: await client.token(), ...form });
+      return agent
+        .post(path)
+        .type('form')
+        .send({ _csrf: await client.token(), ...form });
     },
   };
   return client;

@@ -132,7 +132,9 @@ export async function refuseWrites(db: Db): Promise<() => Promise<void>> {
     return async () => void (await db.raw('pragma query_only = 0'));
   }
   // A statement trigger fires even for an update that touches no row (as readiness's probe does).
-  await db.raw(`create or replace function refuse_writes() returns trigger language plpgsql as $$ begin raise exception 'cannot execute UPDATE in a read-only transaction'; end $$`);
+  await db.raw(
+    `create or replace function refuse_writes() returns trigger language plpgsql as $$ begin raise exception 'cannot execute UPDATE in a read-only transaction'; end $$`,
+  );
   await db.raw('create trigger refuse_writes before insert or update or delete on organizations for each statement execute function refuse_writes()');
   return async () => {
     await db.raw('drop trigger if exists refuse_writes on organizations');

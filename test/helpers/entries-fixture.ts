@@ -31,10 +31,8 @@ export async function entriesFixture(h: Harness, t: Tenant) {
       { name: 'Score', type: 'number' },
     ],
   });
-  const company = (fields: Record<string, unknown>, flags: { draft?: boolean; archived?: boolean } = {}) =>
-    h.services.entries.create(org, companies.id, { fields, ...flags });
-  const contact = (fields: Record<string, unknown>, flags: { draft?: boolean; archived?: boolean } = {}) =>
-    h.services.entries.create(org, contacts.id, { fields, ...flags });
+  const company = (fields: Record<string, unknown>, flags: { draft?: boolean; archived?: boolean } = {}) => h.services.entries.create(org, companies.id, { fields, ...flags });
+  const contact = (fields: Record<string, unknown>, flags: { draft?: boolean; archived?: boolean } = {}) => h.services.entries.create(org, contacts.id, { fields, ...flags });
   return { companies, contacts, company, contact };
 }
 
@@ -75,8 +73,16 @@ export async function insertEntriesInBulk(
       ids.push(id);
       const search = searchRows({ entry_id: id, entry_created_at: createdAt, entry_draft: draft, entry_archived: false }, type.fields, fields);
       rows.push({
-        id, organization_id: type.organization_id, entry_type_id: type.id, fields: JSON.stringify(fields), draft, archived_at: null,
-        search_text: search.searchText, primary_text: search.primaryText, created_at: createdAt, updated_at: createdAt,
+        id,
+        organization_id: type.organization_id,
+        entry_type_id: type.id,
+        fields: JSON.stringify(fields),
+        draft,
+        archived_at: null,
+        search_text: search.searchText,
+        primary_text: search.primaryText,
+        created_at: createdAt,
+        updated_at: createdAt,
       });
       values.push(...search.valueRows);
       links.push(...search.links);

@@ -19,7 +19,7 @@ export interface Streaming {
 /** What the fake does with one request to /v1/chat/completions. */
 export type Step =
   | ({ reply: string; usage?: Usage; delayMs?: number } & Streaming)
-  | ({ toolCalls: Array<{ name: string; arguments: unknown }>; usage?: Usage; /** Text the model writes before its calls. */ preamble?: string } & Streaming)
+  | ({ toolCalls: Array<{ name: string; arguments: unknown }>; usage?: Usage /** Text the model writes before its calls. */; preamble?: string } & Streaming)
   | { status: number; body?: unknown; headers?: Record<string, string> }
   | { status: number; text: string; headers?: Record<string, string> }
   | { hang: true };
@@ -125,16 +125,17 @@ export async function startFakeOpenAi() {
         else void send();
         return;
       }
-      const answer = () => res.writeHead(200, { 'content-type': 'application/json' }).end(
-        JSON.stringify({
-          id: `chatcmpl-${calls}`,
-          object: 'chat.completion',
-          created: 1_763_700_000,
-          model,
-          choices: [{ index: 0, message, finish_reason: 'reply' in step ? 'stop' : 'tool_calls' }],
-          usage,
-        }),
-      );
+      const answer = () =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            id: `chatcmpl-${calls}`,
+            object: 'chat.completion',
+            created: 1_763_700_000,
+            model,
+            choices: [{ index: 0, message, finish_reason: 'reply' in step ? 'stop' : 'tool_calls' }],
+            usage,
+          }),
+        );
       if (delayMs > 0) setTimeout(answer, delayMs);
       else answer();
     });
@@ -186,7 +187,13 @@ function streamOf(
   step: Extract<Step, { reply: string } | { toolCalls: unknown }>,
   { id, model, usage, calls }: { id: string; model: string; usage?: Usage & { total_tokens: number }; calls: number },
 ): Chunk[] {
-  const chunk = (delta: Chunk, finish: string | null = null): Chunk => ({ id, object: 'chat.completion.chunk', created: 1_763_700_000, model, choices: [{ index: 0, delta, finish_reason: finish }] });
+  const chunk = (delta: Chunk, finish: string | null = null): Chunk => ({
+    id,
+    object: 'chat.completion.chunk',
+    created: 1_763_700_000,
+    model,
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
   const pieces = (text: string, n: number) => Array.from({ length: n }, (_, i) => text.slice(Math.floor((i * text.length) / n), Math.floor(((i + 1) * text.length) / n)));
   const out: Chunk[] = [chunk({ role: 'assistant', content: '' })];
   if ('reply' in step) {
@@ -209,7 +216,13 @@ function streamOf(
  * Writes `chunks` as server-sent events, `delayMs` apart, waiting at chunk `hold.at` (the first
  * is the role) for `hold.wait()`; resolves true when written whole, false when the client went away first.
  */
-function writeStream(res: http.ServerResponse, chunks: Chunk[], delayMs: number, hold: { at: number; wait: () => Promise<void> } | undefined, onAbandoned: () => void): Promise<boolean> {
+function writeStream(
+  res: http.ServerResponse,
+  chunks: Chunk[],
+  delayMs: number,
+  hold: { at: number; wait: () => Promise<void> } | undefined,
+  onAbandoned: () => void,
+): Promise<boolean> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   return new Promise((resolve) => {
     let next = 0;

@@ -53,14 +53,28 @@ export async function stopGroup({ child }: ServerProcess, timeoutMs = 15_000): P
 
 /** Starts `src/main.ts` as a worker (PROCESS_ROLE=worker: no URL) and waits for its start line. */
 export async function startWorkerProcess(env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
-  const { child, output, exited } = await startUntil(process.execPath, ['--import', 'tsx', sourceFile('src/main.ts')], { env }, /"msg":"scribe worker started"/, 'worker started', timeoutMs);
+  const { child, output, exited } = await startUntil(
+    process.execPath,
+    ['--import', 'tsx', sourceFile('src/main.ts')],
+    { env },
+    /"msg":"scribe worker started"/,
+    'worker started',
+    timeoutMs,
+  );
   return { child, output, exited, url: '' };
 }
 
 const sourceFile = (entry: string) => fileURLToPath(new URL(`../../${entry}`, import.meta.url));
 
 /** Starts a command and waits until its output matches `pattern`. */
-async function startUntil(command: string, args: string[], { cwd, env, detached }: { cwd?: string; env: Record<string, string>; detached?: boolean }, pattern: RegExp, what: string, timeoutMs: number) {
+async function startUntil(
+  command: string,
+  args: string[],
+  { cwd, env, detached }: { cwd?: string; env: Record<string, string>; detached?: boolean },
+  pattern: RegExp,
+  what: string,
+  timeoutMs: number,
+) {
   const child = spawn(command, args, { cwd, detached, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));

@@ -10,7 +10,10 @@ const ROWS = 500;
  * written as the outbox writes them (turns included), 500 deliveries per transaction:
  * a backlog in seconds rather than the minutes its state changes would take.
  */
-export async function insertWebhookBacklog(db: Db, { organizationId, endpointIds, events, at = new Date() }: { organizationId: string; endpointIds: readonly string[]; events: number; at?: Date }): Promise<void> {
+export async function insertWebhookBacklog(
+  db: Db,
+  { organizationId, endpointIds, events, at = new Date() }: { organizationId: string; endpointIds: readonly string[]; events: number; at?: Date },
+): Promise<void> {
   const created = at.toISOString();
   const chunk = Math.floor(ROWS / endpointIds.length);
   for (let from = 0; from < events; from += chunk) {
@@ -18,9 +21,25 @@ export async function insertWebhookBacklog(db: Db, { organizationId, endpointIds
     const deliveries: NewDeliveryRow[] = [];
     for (let i = from; i < Math.min(events, from + chunk); i++) {
       const id = newEventId(at);
-      eventRows.push({ id, organization_id: organizationId, type: 'task.done', body: JSON.stringify({ id, type: 'task.done', created_at: created, data: { task: { id: String(i) } } }), created_at: created });
+      eventRows.push({
+        id,
+        organization_id: organizationId,
+        type: 'task.done',
+        body: JSON.stringify({ id, type: 'task.done', created_at: created, data: { task: { id: String(i) } } }),
+        created_at: created,
+      });
       for (const endpointId of endpointIds) {
-        deliveries.push({ id: newId(), event_id: id, endpoint_id: endpointId, event_type: 'task.done', status: 'pending', attempts: 0, available_at: created, created_at: created, updated_at: created });
+        deliveries.push({
+          id: newId(),
+          event_id: id,
+          endpoint_id: endpointId,
+          event_type: 'task.done',
+          status: 'pending',
+          attempts: 0,
+          available_at: created,
+          created_at: created,
+          updated_at: created,
+        });
       }
     }
     await db.transaction((trx) => insertEvents(trx, eventRows, deliveries));

@@ -59,7 +59,10 @@ describe('attachments reach the agent', function () {
   ];
 
   async function workTask(slug: string, headers: Record<string, string>, files: object[]): Promise<string> {
-    const res = await h.api.post(`/api/v1/scribes/${slug}/requests`).set(headers).send({ task: { summary: 'Read the files', acceptance_criteria: 'A note', attachments: files } });
+    const res = await h.api
+      .post(`/api/v1/scribes/${slug}/requests`)
+      .set(headers)
+      .send({ task: { summary: 'Read the files', acceptance_criteria: 'A note', attachments: files } });
     expect(res.status, JSON.stringify(res.body)).to.equal(202);
     await h.services.dispatcher.tick();
     await h.services.runtime.tick();
@@ -72,16 +75,20 @@ describe('attachments reach the agent', function () {
     await workTask('oracle', t.headers, attachments());
     const parts = firstMessageParts();
     expect(parts[0]).to.deep.include({ type: 'text' });
-    expect((parts[0] as { text: string }).text).to.include('Task: Read the files').and.include('The task came with these 4 files:');
+    expect((parts[0] as { text: string }).text)
+      .to.include('Task: Read the files')
+      .and.include('The task came with these 4 files:');
     const texts = parts.filter((p): p is { type: 'text'; text: string } => p.type === 'text').map((p) => p.text);
-    expect(texts[1]).to.match(/^Attachment 1: q3\.pdf \(application\/pdf, [\d.]+ (KiB|bytes)\), its text\n-----\n/).and.include('Quarterly revenue: 1,204,000 CHF');
+    expect(texts[1])
+      .to.match(/^Attachment 1: q3\.pdf \(application\/pdf, [\d.]+ (KiB|bytes)\), its text\n-----\n/)
+      .and.include('Quarterly revenue: 1,204,000 CHF');
     expect(texts[2]).to.equal(`Attachment 2: leads.csv (text/csv, ${CSV.length} bytes)\n-----\n${CSV}\n-----`);
     expect(texts[3]).to.equal('Attachment 3: pixel.png (image/png, 70 bytes): an image, not shown (this model is not marked as able to see images).');
     expect(texts[4]).to.equal('Attachment 4: blob.bin (application/octet-stream, 2.9 KiB): not given to you (it cannot be read as text).');
     expect(parts.some((p) => p.type === 'image_url')).to.equal(false);
   });
 
-  it('sends an image as an image part when the scribe\'s model can see', async () => {
+  it("sends an image as an image part when the scribe's model can see", async () => {
     await h.services.scribes.setAgent(t.organizationId, 'oracle', { vision: true });
     try {
       fake.script({ reply: 'A pixel.' });
@@ -99,7 +106,9 @@ describe('attachments reach the agent', function () {
     await workTask('oracle', t.headers, [{ url: `${files.url}/long.md`, filename: 'long.md', content_type: 'text/markdown' }]);
     const text = (firstMessageParts()[1] as { text: string }).text;
     const total = '# Notes\n'.length + INLINE_TEXT_CHARS + 500;
-    expect(text.split('\n')[0]).to.equal(`Attachment 1: long.md (text/markdown, ${Number((total / 1024).toFixed(1))} KiB) (cut: the first 20,000 of ${total.toLocaleString('en')} characters)`);
+    expect(text.split('\n')[0]).to.equal(
+      `Attachment 1: long.md (text/markdown, ${Number((total / 1024).toFixed(1))} KiB) (cut: the first 20,000 of ${total.toLocaleString('en')} characters)`,
+    );
     expect(text.length).to.be.below(INLINE_TEXT_CHARS + 300);
   });
 

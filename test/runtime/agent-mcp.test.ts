@@ -45,7 +45,12 @@ describe('tools over MCP', function () {
   it("offers the server's tools beside the scribe's own, sends its headers, and gives the results back to the model", async () => {
     await h.services.mcpServers.add(staffOf(t), 'oracle', { url: mcp.url, headers: [`Authorization: ${SECRET_HEADER}`] });
     fake.script(
-      { toolCalls: [{ name: 'mcp1_add', arguments: { a: 2, b: 40 } }, { name: 'mcp1_weather', arguments: { city: 'Zurich' } }] },
+      {
+        toolCalls: [
+          { name: 'mcp1_add', arguments: { a: 2, b: 40 } },
+          { name: 'mcp1_weather', arguments: { city: 'Zurich' } },
+        ],
+      },
       { reply: '42, and sunny in Zurich.' },
     );
     const id = await chat('What is 2 + 40, and the weather in Zurich?');
@@ -82,7 +87,10 @@ describe('tools over MCP', function () {
   it('connects only where the address policy allows (checked when connecting, after DNS)', async () => {
     // localhost resolves to loopback, which this harness's policy refuses unless it is 127.0.0.1 exactly;
     // ::1 is refused, and a name that resolves to it fails at connect time.
-    const refused = await h.services.mcpServers.add(staffOf(t), 'oracle', { url: `http://[::1]:${mcp.port}/mcp` }).then(() => 'added', (err: Error) => err.message);
+    const refused = await h.services.mcpServers.add(staffOf(t), 'oracle', { url: `http://[::1]:${mcp.port}/mcp` }).then(
+      () => 'added',
+      (err: Error) => err.message,
+    );
     expect(refused).to.equal(messages.privateAddress);
     const strict = await createHarness({ env: { OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODEL: 'test-model' }, options: { runOnNewWork: false, dispatchOnAccept: false } });
     try {
@@ -101,11 +109,19 @@ describe('tools over MCP', function () {
   });
 
   it('refuses a header that is not "Name: value", and audits adding and removing', async () => {
-    const bad = await h.services.mcpServers.add(staffOf(t), 'oracle', { url: mcp.url, headers: ['Authorization Bearer x'] }).then(() => 'added', (err: Error) => err.message);
+    const bad = await h.services.mcpServers.add(staffOf(t), 'oracle', { url: mcp.url, headers: ['Authorization Bearer x'] }).then(
+      () => 'added',
+      (err: Error) => err.message,
+    );
     expect(bad).to.equal('Header must be "Name: value": Authorization Bearer x');
     const server = await h.services.mcpServers.add(staffOf(t), 'oracle', { url: mcp.url });
     await h.services.mcpServers.remove(staffOf(t), server.id);
-    const actions = await h.db('audit_events').where({ subject_type: 'scribe', subject_id: t.scribe.id }).whereIn('action', ['scribe.add_mcp', 'scribe.remove_mcp']).orderBy('id').pluck('action');
+    const actions = await h
+      .db('audit_events')
+      .where({ subject_type: 'scribe', subject_id: t.scribe.id })
+      .whereIn('action', ['scribe.add_mcp', 'scribe.remove_mcp'])
+      .orderBy('id')
+      .pluck('action');
     expect(actions.slice(-2)).to.deep.equal(['scribe.add_mcp', 'scribe.remove_mcp']);
   });
 });

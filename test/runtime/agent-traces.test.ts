@@ -43,7 +43,10 @@ describe('agent traces, usage, per-scribe model settings and limits', function (
     return res.body.session_id;
   }
   async function task(summary: string): Promise<string> {
-    const res = await h.api.post('/api/v1/scribes/oracle/requests').set(t.headers).send({ task: { summary, acceptance_criteria: 'a note' } });
+    const res = await h.api
+      .post('/api/v1/scribes/oracle/requests')
+      .set(t.headers)
+      .send({ task: { summary, acceptance_criteria: 'a note' } });
     await h.services.dispatcher.tick();
     await h.services.runtime.tick();
     return (await h.api.get(`/api/v1/requests/${res.body.request.id}`).set(t.headers)).body.request.entity_id;
@@ -67,7 +70,14 @@ describe('agent traces, usage, per-scribe model settings and limits', function (
     expect(calls.every((c) => c.duration_ms >= 0 && c.scribe_id === t.scribe.id && c.organization_id === t.organizationId)).to.equal(true);
     expect(traceTotals(calls).usage).to.deep.equal({ input_tokens: 460, output_tokens: 27 });
     // As `session show` prints it (docs/agents.md, Traces).
-    expect(presentTrace(calls)[1]).to.deep.equal({ kind: 'tool', name: 'search_entries', duration_ms: calls[1]!.duration_ms, error: null, arguments: '{"query":"Ada"}', result: '[]' });
+    expect(presentTrace(calls)[1]).to.deep.equal({
+      kind: 'tool',
+      name: 'search_entries',
+      duration_ms: calls[1]!.duration_ms,
+      error: null,
+      arguments: '{"query":"Ada"}',
+      result: '[]',
+    });
 
     const admin = await signIn(h, t, 'admin');
     const page = await admin.get(`/sessions/${id}`);
@@ -78,7 +88,7 @@ describe('agent traces, usage, per-scribe model settings and limits', function (
     expect(metrics.text).to.include(`scribe_agent_tokens{organization="${t.organizationId}",scribe="oracle",direction="input"} 460`);
   });
 
-  it('traces the builtin agent\'s tool calls too', async () => {
+  it("traces the builtin agent's tool calls too", async () => {
     const other = await h.tenant({ slug: 'plain' });
     const res = await h.api.post('/api/v1/scribes/plain/chat').set(other.headers).send({ message: 'Anything about Acme?' });
     await h.services.runtime.tick();

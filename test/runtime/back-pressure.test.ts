@@ -48,7 +48,9 @@ describe('back-pressure from model endpoints', function () {
     expect(sessions.map((s) => s.state)).to.deep.equal(sessions.map(() => 'waiting'));
     expect(busy.seen, 'each run answered once the endpoint took calls again').to.have.length(runs);
     // The first calls of all runs, then about one probe a second while the endpoint refused.
-    expect(refused()).to.be.at.least(runs).and.at.most(runs + 4);
+    expect(refused())
+      .to.be.at.least(runs)
+      .and.at.most(runs + 4);
 
     const trace = await h.services.traces.of({ sessionId: ids[0]! });
     const waits = trace.filter((c) => c.error?.startsWith('the model endpoint answered HTTP 429; waited '));
@@ -56,7 +58,10 @@ describe('back-pressure from model endpoints', function () {
     expect(trace.at(-1)).to.include({ kind: 'model', error: null });
     // The calm endpoint's session finished long before the busy endpoint took calls again.
     const byId = new Map(sessions.map((s) => [s.id, s.updated_at as string]));
-    const lastBusy = ids.map((id) => byId.get(id)!).sort().at(-1)!;
+    const lastBusy = ids
+      .map((id) => byId.get(id)!)
+      .sort()
+      .at(-1)!;
     expect(Date.parse(lastBusy) - Date.parse(byId.get(other)!)).to.be.greaterThan(1_000);
   });
 

@@ -9,8 +9,20 @@ describe('the builtin agent', () => {
     // One piece of work per scribe at a time: a session is answered before a task of the same tick starts.
     h = await createHarness({ options: { runOnNewWork: false, dispatchOnAccept: false, runtime: { concurrency: 1 } } });
     t = await h.tenant({ slug: 'helper' });
-    const companies = await h.services.entryTypes.create(t.organizationId, { name: 'Companies', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'City', type: 'text' }] });
-    const people = await h.services.entryTypes.create(t.organizationId, { name: 'People', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Notes', type: 'text' }] });
+    const companies = await h.services.entryTypes.create(t.organizationId, {
+      name: 'Companies',
+      fields: [
+        { name: 'Name', type: 'text', primary: true },
+        { name: 'City', type: 'text' },
+      ],
+    });
+    const people = await h.services.entryTypes.create(t.organizationId, {
+      name: 'People',
+      fields: [
+        { name: 'Name', type: 'text', primary: true },
+        { name: 'Notes', type: 'text' },
+      ],
+    });
     await h.services.entries.create(t.organizationId, companies.id, { fields: { Name: 'Acme Robotics', City: 'Lisbon' } });
     await h.services.entries.create(t.organizationId, companies.id, { fields: { Name: 'Borealis Shipping', City: 'Oslo' } });
     await h.services.entries.create(t.organizationId, people.id, { fields: { Name: 'Greta Lind', Notes: 'Buyer at Acme, based in Lisbon' } });
@@ -31,9 +43,7 @@ describe('the builtin agent', () => {
   }
 
   it('finds entries named in the message, those matching more words first, only published ones of its organization', async () => {
-    expect(await ask('What do we know about Acme in Lisbon?')).to.equal(
-      'Here is what I found for "acme lisbon":\n- Acme Robotics (Companies)\n- Greta Lind (People)',
-    );
+    expect(await ask('What do we know about Acme in Lisbon?')).to.equal('Here is what I found for "acme lisbon":\n- Acme Robotics (Companies)\n- Greta Lind (People)');
   });
 
   it('says so when nothing matches', async () => {
@@ -47,14 +57,20 @@ describe('the builtin agent', () => {
     }
     await h.services.dispatcher.tick();
     await h.services.runtime.tick();
-    await h.api.post('/api/v1/scribes/helper/requests').set(t.headers).send({ task: { summary: 'Plan the Oslo trip' } });
+    await h.api
+      .post('/api/v1/scribes/helper/requests')
+      .set(t.headers)
+      .send({ task: { summary: 'Plan the Oslo trip' } });
     await h.services.dispatcher.tick();
     const reply = await ask('status please');
     expect(reply).to.equal('My tasks: 1 open, 0 in progress, 1 waiting, 1 done. Unfinished, newest first:\n- Plan the Oslo trip (open)\n- Which city is best? (waiting)');
   });
 
   it('writes a result note naming the entries related to the task', async () => {
-    const res = await h.api.post('/api/v1/scribes/helper/requests').set(t.headers).send({ task: { summary: 'Prepare a visit to Borealis', acceptance_criteria: 'An agenda' } });
+    const res = await h.api
+      .post('/api/v1/scribes/helper/requests')
+      .set(t.headers)
+      .send({ task: { summary: 'Prepare a visit to Borealis', acceptance_criteria: 'An agenda' } });
     await h.services.dispatcher.tick();
     await h.services.runtime.tick();
     const receipt = (await h.api.get(`/api/v1/requests/${res.body.request.id}`).set(t.headers)).body.request;

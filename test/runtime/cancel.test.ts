@@ -103,7 +103,7 @@ describe('cancelling tasks and sessions', function () {
     expect(await sessionRow(id)).to.include({ state: 'cancelled', error_message: null, claim_token: null });
   });
 
-  it('refuses to cancel finished work with 409, and another organization\'s as not found', async () => {
+  it("refuses to cancel finished work with 409, and another organization's as not found", async () => {
     const id = await submitTask('Quick one');
     fake.script({ toolCalls: [{ name: 'complete_task', arguments: { result: 'Done quickly.' } }] });
     await h.services.runtime.tick();
@@ -121,7 +121,7 @@ describe('cancelling tasks and sessions', function () {
     expect(unknown).to.deep.equal({ code: 1, stdout: '', stderr: 'error: Task not found\n' });
   });
 
-  it('gives admins a Cancel button on a waiting task\'s page, and viewers none (nor the action)', async () => {
+  it("gives admins a Cancel button on a waiting task's page, and viewers none (nor the action)", async () => {
     const id = await submitTask('Ask me something');
     fake.script({ toolCalls: [{ name: 'ask_for_input', arguments: { question: 'Which quarter?' } }] });
     await h.services.runtime.tick();

@@ -69,7 +69,12 @@ describe('agent runs at scale', function () {
     // stall each other's event loop; on one pool the runtimes meet the same one writer at a time.
     const ownPool = h.config.databaseKind === 'postgres';
     const db2 = ownPool ? openDatabase(h.config.databaseUrl, { poolSize: h.config.databasePoolSize }) : h.db;
-    const other = createServices({ config: h.config, db: db2, logger: createLogger('silent'), options: { runOnNewWork: false, dispatchOnAccept: false, runtime: { concurrency: 4 } } });
+    const other = createServices({
+      config: h.config,
+      db: db2,
+      logger: createLogger('silent'),
+      options: { runOnNewWork: false, dispatchOnAccept: false, runtime: { concurrency: 4 } },
+    });
     try {
       const ids: string[] = [];
       for (let i = 0; i < 12; i++) ids.push((await chat(h, a as never, `a${i}`)).id, (await chat(h, b as never, `b${i}`)).id);
@@ -80,7 +85,11 @@ describe('agent runs at scale', function () {
         other.runtime.fill();
       }, 10);
       try {
-        const worked = await Promise.all([h.services.runtime.tick(), other.runtime.tick(), eventually(async () => ((await answered(h, ids)) === ids.length ? true : undefined), 20_000)]);
+        const worked = await Promise.all([
+          h.services.runtime.tick(),
+          other.runtime.tick(),
+          eventually(async () => ((await answered(h, ids)) === ids.length ? true : undefined), 20_000),
+        ]);
         await eventually(async () => (h.services.runtime.running + other.runtime.running === 0 ? true : undefined));
         expect(worked[0].sessions + worked[1].sessions).to.be.at.least(1);
       } finally {
@@ -95,7 +104,7 @@ describe('agent runs at scale', function () {
     }
   });
 
-  it('gives another scribe\'s run a slot within about one run, however long a backlog is ahead of it', async () => {
+  it("gives another scribe's run a slot within about one run, however long a backlog is ahead of it", async () => {
     const h = await harness({ options: { runOnNewWork: true, dispatchOnAccept: false, runtime: { concurrency: 4 } } });
     const t = await h.tenant({ slug: 'backlog' });
     const a = await openAiScribe(h, t, 'backlog', 'model-backlog');
@@ -136,7 +145,9 @@ describe('agent runs at scale', function () {
     const { id } = await chat(h, t.scribe as never, 'hello');
     // A run of the scribe finishing: its transaction holds the scribe's row until it commits.
     const finishing = await h.db.transaction();
-    await finishing('scribes').where({ id: t.scribe.id }).update({ runs_in_flight: finishing.raw('runs_in_flight') });
+    await finishing('scribes')
+      .where({ id: t.scribe.id })
+      .update({ runs_in_flight: finishing.raw('runs_in_flight') });
     const now = new Date().toISOString();
     const claiming = claimRuns(h.db, { token: randomUUID(), now, leaseUntil: new Date(Date.now() + 30_000).toISOString(), slots: 1 }, (turns) => turns.map((turn) => [turn.id, 1]));
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -211,11 +222,15 @@ describe('agent runs at scale', function () {
     expect(await count()).to.deep.include({ counted: 1, claimed: 1 });
     // That claim's process dies too: the next runtime takes it over once more, and gives up (attempts used up).
     await h.db('sessions').where({ id: handed }).update({ lease_until: now.toISOString() });
-    const restarted = createServices({ config: h.config, db: h.db, logger: createLogger('silent'), options: { runOnNewWork: false, dispatchOnAccept: false, agents: { builtin: held } } });
+    const restarted = createServices({
+      config: h.config,
+      db: h.db,
+      logger: createLogger('silent'),
+      options: { runOnNewWork: false, dispatchOnAccept: false, agents: { builtin: held } },
+    });
     await restarted.runtime.tick();
     expect(await h.db('sessions').where({ id: handed }).first()).to.include({ state: 'failed', error_message: 'gave up after 3 attempts', claim_token: null });
     expect(await count()).to.deep.include({ counted: 0, claimed: 0 });
     await restarted.stop();
   });
 });
-

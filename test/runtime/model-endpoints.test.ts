@@ -53,7 +53,7 @@ describe("scribes' own model endpoints: the address policy and the operator's ke
 
   const sessionOf = (h: Harness, id: string) => h.db('sessions').where({ id }).first();
 
-  describe('with MODELS_ALLOW_PRIVATE=true (a model server on the team\'s own network)', () => {
+  describe("with MODELS_ALLOW_PRIVATE=true (a model server on the team's own network)", () => {
     let h: Harness;
     let t: Tenant;
     before(async () => {
@@ -75,7 +75,7 @@ describe("scribes' own model endpoints: the address policy and the operator's ke
         expect(request.headers.authorization, 'no Authorization header').to.equal(undefined);
         expect(JSON.stringify(request.headers)).not.to.include(ENV_KEY);
       }
-      expect(operator.hits.count, 'nothing went to the environment\'s endpoint').to.equal(0);
+      expect(operator.hits.count, "nothing went to the environment's endpoint").to.equal(0);
       for (const id of sessions) expect(await sessionOf(h, id)).to.include({ state: 'waiting', error_message: null });
       for (const id of tasks) expect(await h.db('tasks').where({ id }).first()).to.include({ status: 'done' });
     });
@@ -92,12 +92,12 @@ describe("scribes' own model endpoints: the address policy and the operator's ke
       expect(operator.seen.map((r) => r.headers.authorization)).to.deep.equal([`Bearer ${SCRIBE_KEY}`]);
 
       await h.services.scribes.setAgent(t.organizationId, 'oracle', { apiKey: null });
-      operator.script({ reply: 'The operator\'s.' });
+      operator.script({ reply: "The operator's." });
       await chat(h, t, 'And with no key of its own?');
       expect(operator.seen.map((r) => r.headers.authorization)).to.deep.equal([`Bearer ${SCRIBE_KEY}`, `Bearer ${ENV_KEY}`]);
     });
 
-    it("shows what an endpoint answered with its error cut to 300 characters, whether JSON or text", async () => {
+    it('shows what an endpoint answered with its error cut to 300 characters, whether JSON or text', async () => {
       await h.services.scribes.setAgent(t.organizationId, 'oracle', { baseUrl: listener.baseUrl });
       const leak = `INTERNAL-DATA-LEAK db_password=hunter2 ${'x'.repeat(5000)}`;
       listener.script({ status: 500, text: leak });
@@ -108,7 +108,7 @@ describe("scribes' own model endpoints: the address policy and the operator's ke
       expect((await sessionOf(h, json)).error_message).to.equal(`the model endpoint answered HTTP 502: é${'y'.repeat(299)}`);
     });
 
-    it('does not follow a redirect from a scribe\'s own endpoint', async () => {
+    it("does not follow a redirect from a scribe's own endpoint", async () => {
       await h.services.scribes.setAgent(t.organizationId, 'oracle', { baseUrl: listener.baseUrl });
       listener.script({ status: 307, text: '', headers: { location: `${operator.baseUrl}/chat/completions` } });
       const id = await chat(h, t, 'Follow me');
@@ -154,7 +154,15 @@ describe("scribes' own model endpoints: the address policy and the operator's ke
         expect(error?.message, url).to.equal(PRIVATE);
       }
       const admin = await signIn(h, t, 'admin');
-      const res = await admin.post('/b/oracle/agent', { agent: 'openai', instructions: '', model: '', base_url: 'http://169.254.169.254/latest/', api_key: '', max_tool_rounds: '', token_budget: '' });
+      const res = await admin.post('/b/oracle/agent', {
+        agent: 'openai',
+        instructions: '',
+        model: '',
+        base_url: 'http://169.254.169.254/latest/',
+        api_key: '',
+        max_tool_rounds: '',
+        token_budget: '',
+      });
       expect(res.status).to.equal(303);
       expect((await admin.get('/b/oracle/settings')).text).to.include(PRIVATE);
       expect((await h.db('scribes').where({ slug: 'oracle', organization_id: t.organizationId }).first()).model_base_url).to.equal('https://models.example.com/v1');
@@ -169,7 +177,10 @@ describe("scribes' own model endpoints: the address policy and the operator's ke
     });
 
     it('refuses at connect an address stored before the policy existed', async () => {
-      await h.db('scribes').where({ slug: 'oracle', organization_id: t.organizationId }).update({ model_base_url: `http://127.0.0.1:${listener.port}/v1` });
+      await h
+        .db('scribes')
+        .where({ slug: 'oracle', organization_id: t.organizationId })
+        .update({ model_base_url: `http://127.0.0.1:${listener.port}/v1` });
       const id = await task(h, t, 'Reach the metadata service');
       expect(await h.db('tasks').where({ id }).first()).to.include({ status: 'waiting', last_error: 'the model endpoint could not be reached: address not allowed' });
       expect(listener.hits.count).to.equal(0);

@@ -17,7 +17,15 @@ describe('the openai agent, against a local server speaking the protocol', () =>
     });
     t = await h.tenant({ slug: 'oracle' });
     await h.services.scribes.setAgent(t.organizationId, 'oracle', { agent: 'openai', instructions: 'Answer like a librarian.' });
-    contactsId = (await h.services.entryTypes.create(t.organizationId, { name: 'Contacts', fields: [{ name: 'Name', type: 'text', primary: true }, { name: 'Age', type: 'number' }] })).id;
+    contactsId = (
+      await h.services.entryTypes.create(t.organizationId, {
+        name: 'Contacts',
+        fields: [
+          { name: 'Name', type: 'text', primary: true },
+          { name: 'Age', type: 'number' },
+        ],
+      })
+    ).id;
   });
   after(async () => {
     await h.close();
@@ -28,7 +36,10 @@ describe('the openai agent, against a local server speaking the protocol', () =>
   });
 
   async function chat(message: string, extra: object = {}): Promise<string> {
-    const res = await h.api.post('/api/v1/scribes/oracle/chat').set(t.headers).send({ message, ...extra });
+    const res = await h.api
+      .post('/api/v1/scribes/oracle/chat')
+      .set(t.headers)
+      .send({ message, ...extra });
     expect(res.status).to.equal(202);
     await h.services.runtime.tick();
     return res.body.session_id;
@@ -82,7 +93,9 @@ describe('the openai agent, against a local server speaking the protocol', () =>
     const id = await chat('add someone');
     const toolResults = fake.seen.slice(1).map((r) => JSON.parse(r.body.messages.at(-1)!.content!));
     expect(toolResults[0]).to.deep.equal({ error: 'arguments are not valid JSON' });
-    expect(toolResults[1].error).to.be.a('string').and.match(/Age|Name/);
+    expect(toolResults[1].error)
+      .to.be.a('string')
+      .and.match(/Age|Name/);
     expect(toolResults[2].error).to.match(/^Invalid search query: /);
     expect(toolResults[3]).to.deep.equal({ error: 'unknown tool' });
     expect((await transcript(id)).at(-1)).to.deep.equal({ author: 'scribe', text: 'Sorry, I could not do that.' });
@@ -103,7 +116,7 @@ describe('the openai agent, against a local server speaking the protocol', () =>
     expect((await transcript(id)).at(-1)).to.deep.equal({ author: 'scribe', text: 'Here I am.' });
   });
 
-  it('records a timeout as the session\'s failure once the retries are used up', async () => {
+  it("records a timeout as the session's failure once the retries are used up", async () => {
     fake.script({ hang: true }, { hang: true });
     const id = await chat('hello?');
     expect(fake.seen).to.have.length(2);
@@ -126,9 +139,12 @@ describe('the openai agent, against a local server speaking the protocol', () =>
     ]);
   });
 
-  it('records a server error with the endpoint\'s message after retrying', async () => {
+  it("records a server error with the endpoint's message after retrying", async () => {
     // A 500 (a 429 or 503 that names a wait is back-pressure instead: test/runtime/back-pressure.test.ts).
-    fake.script({ status: 500, body: { error: { message: 'the GPU is on fire' } }, headers: { 'retry-after-ms': '5' } }, { status: 500, body: { error: { message: 'the GPU is on fire' } } });
+    fake.script(
+      { status: 500, body: { error: { message: 'the GPU is on fire' } }, headers: { 'retry-after-ms': '5' } },
+      { status: 500, body: { error: { message: 'the GPU is on fire' } } },
+    );
     const id = await chat('hello?');
     expect(fake.seen).to.have.length(2);
     expect(await session(id)).to.include({ state: 'failed', error_message: 'the model endpoint answered HTTP 500: the GPU is on fire' });
@@ -158,16 +174,18 @@ describe('the openai agent, against a local server speaking the protocol', () =>
       return receipt.entity_id;
     }
 
-    it('marks a task done with the model\'s result note', async () => {
+    it("marks a task done with the model's result note", async () => {
       fake.script({ toolCalls: [{ name: 'complete_task', arguments: { result: 'Filed the report.' } }] });
       const id = await task({ summary: 'File the report', acceptance_criteria: 'Filed' });
       expect(await h.db('tasks').where({ id }).first()).to.include({ status: 'done', result: 'Filed the report.' });
       const sent = fake.seen[0]!.body;
       expect(sent.messages[1]!.content).to.equal('Task: File the report\nSummary: File the report\nAcceptance criteria: Filed');
-      expect(sent.tools!.map((tool) => tool.function.name)).to.include.members(['complete_task', 'ask_for_input']).and.not.include('reply');
+      expect(sent.tools!.map((tool) => tool.function.name))
+        .to.include.members(['complete_task', 'ask_for_input'])
+        .and.not.include('reply');
     });
 
-    it('puts a task on hold with the model\'s question, and sends the staff input when it resumes', async () => {
+    it("puts a task on hold with the model's question, and sends the staff input when it resumes", async () => {
       fake.script({ toolCalls: [{ name: 'ask_for_input', arguments: { question: 'Which report?' } }] });
       const id = await task({ summary: 'File a report' });
       expect((await h.db('tasks').where({ id }).first()).status).to.equal('waiting');

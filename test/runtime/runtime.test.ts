@@ -56,7 +56,12 @@ describe('the agent runtime', () => {
   after(() => h.close());
 
   const chat = async (t: Tenant, message: string, extra: object = {}) =>
-    (await h.api.post(`/api/v1/scribes/${t.scribe.slug}/chat`).set(t.headers).send({ message, ...extra })).body.session_id as string;
+    (
+      await h.api
+        .post(`/api/v1/scribes/${t.scribe.slug}/chat`)
+        .set(t.headers)
+        .send({ message, ...extra })
+    ).body.session_id as string;
   const session = (id: string) => h.db('sessions').where({ id }).first();
   const transcript = (id: string) => h.db('session_messages').where({ session_id: id }).orderBy('id').select('author', 'text');
   const task = (id: string) => h.db('tasks').where({ id }).first();
@@ -96,9 +101,7 @@ describe('the agent runtime', () => {
       expect(await h.services.runtime.tick()).to.deep.equal({ sessions: 0, tasks: 1 });
       const row = await task(id);
       expect(row).to.include({ status: 'done', claim_token: null, lease_until: null, last_error: null });
-      expect(row.result).to.equal(
-        'Done: Summarise the quarter\nSummary: Summarise the quarter\nAcceptance criteria: One paragraph\nRelated entries: none found',
-      );
+      expect(row.result).to.equal('Done: Summarise the quarter\nSummary: Summarise the quarter\nAcceptance criteria: One paragraph\nRelated entries: none found');
       const history = await events(id);
       expect(history.map((e) => [e.from_status, e.to_status, e.author])).to.deep.equal([
         [null, 'open', 'system'],
@@ -130,11 +133,16 @@ describe('the agent runtime', () => {
       expect(done.status).to.equal('done');
       expect(done.result).to.include('Input from staff: The most expensive one, with a reason');
       expect((await events(id)).map((e) => `${e.from_status}→${e.to_status}`)).to.deep.equal([
-        'null→open', 'open→in_progress', 'in_progress→waiting', 'waiting→open', 'open→in_progress', 'in_progress→done',
+        'null→open',
+        'open→in_progress',
+        'in_progress→waiting',
+        'waiting→open',
+        'open→in_progress',
+        'in_progress→done',
       ]);
     });
 
-    it('refuses input to a task that is not waiting, and to another organization\'s task', async () => {
+    it("refuses input to a task that is not waiting, and to another organization's task", async () => {
       const t = await h.tenant({ slug: 'refuser' });
       const id = await taskFromApi(t, { summary: 'Plain work', acceptance_criteria: 'ok' });
       await expectRejection(h.services.tasks.giveInput(staffOf(t), id, 'more'), 'Task is not waiting');
@@ -295,7 +303,7 @@ describe('the agent runtime', () => {
   });
 
   describe('concurrency', () => {
-    it('works at most a scribe\'s max_concurrency of its pieces and concurrency in all at once', async () => {
+    it("works at most a scribe's max_concurrency of its pieces and concurrency in all at once", async () => {
       const held = heldAgent();
       const runtime = otherRuntime(held.agent, { concurrency: 3 });
       const a = await h.tenant({ slug: 'crowd-a' });

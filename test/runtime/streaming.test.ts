@@ -125,10 +125,12 @@ describe('answers written as the model streams them', function () {
     // At most one write each 250 ms of the stream, and the first at once: about 5 for a second.
     expect(written.length).to.be.at.most(Math.ceil(tookMs / 250) + 1);
     expect(written.length).to.be.below(20);
-    expect((await messages(id)).map((m) => [m.author, m.text, Boolean(m.partial)])).to.deep.equal([
-      ['user', 'Say many words'],
-      ['scribe', reply],
-    ].map(([author, text]) => [author, text, false]));
+    expect((await messages(id)).map((m) => [m.author, m.text, Boolean(m.partial)])).to.deep.equal(
+      [
+        ['user', 'Say many words'],
+        ['scribe', reply],
+      ].map(([author, text]) => [author, text, false]),
+    );
   });
 
   it('runs tool rounds streamed: arguments put together from their pieces, text written before a call not kept', async () => {
@@ -208,7 +210,10 @@ describe('answers written as the model streams them', function () {
 
     await other.stop();
     expect(await h.db('tasks').where({ id }).first()).to.include({ status: 'in_progress', claim_token: null, result: null });
-    expect((await events(id)).map((e) => Boolean(e.partial)), 'the draft went with the hand-back').to.not.include(true);
+    expect(
+      (await events(id)).map((e) => Boolean(e.partial)),
+      'the draft went with the hand-back',
+    ).to.not.include(true);
 
     fake.script({ reply: REPLY, chunks: 5 });
     await h.services.runtime.tick();

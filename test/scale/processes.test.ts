@@ -84,10 +84,7 @@ describe('several processes on one database', function () {
     }).then((res) => res.status);
 
   it('three processes: 1,000 submits and 200 chat messages spread over them → each receipt fulfilled by one task, each session answered once', async () => {
-    const [submits, chats] = await Promise.all([
-      spread(1000, 12, (i) => submit(processes[i % 3]!, `spread ${i}`)),
-      spread(200, 4, (i) => chat(processes[i % 3]!, `hello ${i}`)),
-    ]);
+    const [submits, chats] = await Promise.all([spread(1000, 12, (i) => submit(processes[i % 3]!, `spread ${i}`)), spread(200, 4, (i) => chat(processes[i % 3]!, `hello ${i}`))]);
     expect(submits.filter((s) => s !== 202)).to.deep.equal([]);
     expect(chats.filter((s) => s !== 202)).to.deep.equal([]);
     await settled(db, 60_000);
@@ -117,7 +114,10 @@ describe('several processes on one database', function () {
 
     const fires = await db('schedule_fires').where({ schedule_id: id }).orderBy('fire_at').select('fire_at', 'outcome', 'request_id', 'missed_since');
     expect(fires.length).to.be.within(3, 7);
-    expect(fires.every((f) => f.outcome === 'submitted' && f.request_id), 'every fire submitted').to.equal(true);
+    expect(
+      fires.every((f) => f.outcome === 'submitted' && f.request_id),
+      'every fire submitted',
+    ).to.equal(true);
     // Each second fired once; a second passed over (every process busy at once) is owned by the next fire's catch-up.
     for (let i = 1; i < fires.length; i++) {
       const gap = Date.parse(fires[i]!.fire_at) - Date.parse(fires[i - 1]!.fire_at);
@@ -130,7 +130,10 @@ describe('several processes on one database', function () {
       .groupBy('r.id')
       .select('r.id', db.raw('count(f.id) as fires'));
     expect(receipts).to.have.length(fires.length);
-    expect(receipts.filter((r) => Number(r.fires) !== 1), 'receipts not made by exactly one fire').to.deep.equal([]);
+    expect(
+      receipts.filter((r) => Number(r.fires) !== 1),
+      'receipts not made by exactly one fire',
+    ).to.deep.equal([]);
     await settled(db, 30_000);
     await expectEachDoneOnce(db);
   });
@@ -139,10 +142,7 @@ describe('several processes on one database', function () {
     const before = { receipts: await count(db, 'requests'), sessions: await count(db, 'sessions') };
     // Calls keep going to all three, the killed one included.
     const targets = [...processes];
-    const load = Promise.all([
-      spread(300, 9, (i) => submit(targets[i % 3]!, `killed ${i}`)),
-      spread(60, 3, (i) => chat(targets[i % 3]!, `again ${i}`)),
-    ]);
+    const load = Promise.all([spread(300, 9, (i) => submit(targets[i % 3]!, `killed ${i}`)), spread(60, 3, (i) => chat(targets[i % 3]!, `again ${i}`))]);
     await new Promise((resolve) => setTimeout(resolve, 300));
     const killed = processes.splice(2, 1)[0]!;
     killed.child.kill('SIGKILL');
@@ -219,7 +219,12 @@ describe('work held by a killed process', function () {
       // Stands in for the lease's time passing with no renewal from the dead process.
       fake.script({ reply: 'Recovered.' }, { reply: 'Recovered.' });
       const lapsed = await Promise.all(
-        ([['sessions', claimed.session], ['tasks', claimed.task]] as const).map(([table, row]) => db(table).where({ claim_token: row.claim_token }).update({ lease_until: '2000-01-01T00:00:00.000Z' })),
+        (
+          [
+            ['sessions', claimed.session],
+            ['tasks', claimed.task],
+          ] as const
+        ).map(([table, row]) => db(table).where({ claim_token: row.claim_token }).update({ lease_until: '2000-01-01T00:00:00.000Z' })),
       );
       expect(lapsed).to.deep.equal([1, 1]);
 
@@ -308,7 +313,9 @@ describe('process roles and WEB_CONCURRENCY', function () {
     const server = await startProcess('src/main.ts', { ...install.env, WEB_CONCURRENCY: '2' });
     try {
       await eventually(async () => (listening(server.output()).size === 2 ? true : undefined), 20_000);
-      const statuses = await spread(20, 4, () => fetch(`${server.url}/api/v1/scribes/${install.scribe.slug}/requests`, { headers: { 'X-Api-Key': install.key } }).then((res) => res.status));
+      const statuses = await spread(20, 4, () =>
+        fetch(`${server.url}/api/v1/scribes/${install.scribe.slug}/requests`, { headers: { 'X-Api-Key': install.key } }).then((res) => res.status),
+      );
       expect(statuses).to.deep.equal(new Array(20).fill(200));
       server.child.kill('SIGTERM');
       expect(await server.exited).to.equal(0);

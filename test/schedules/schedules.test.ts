@@ -21,7 +21,8 @@ describe('schedules', () => {
   const create = (input: Partial<Parameters<Harness['services']['schedules']['create']>[2]> = {}) =>
     h.services.schedules.create(staff(), t.scribe.slug, { cron: '0 * * * *', summary: 'Write the hourly report', ...input });
   const fires = (id: string) => h.db('schedule_fires').where({ schedule_id: id }).orderBy('fire_at').select('fire_at', 'outcome', 'reason', 'request_id', 'missed_since');
-  const receiptsOf = (id: string) => h.db('requests').where({ origin_type: 'schedule', origin_id: id }).orderBy('id').select('id', 'status', 'title', 'summary', 'acceptance_criteria');
+  const receiptsOf = (id: string) =>
+    h.db('requests').where({ origin_type: 'schedule', origin_id: id }).orderBy('id').select('id', 'status', 'title', 'summary', 'acceptance_criteria');
   const stored = async (id: string) => (await h.db<ScheduleRow>('schedules').where({ id }).first())!;
   /** Completes the task of the schedule's receipts, so overlap `skip` lets the next fire through. */
   const finishTasks = async () => {
@@ -86,10 +87,10 @@ describe('schedules', () => {
       ]);
       // The dispatcher makes its task like any other's.
       await h.services.dispatcher.tick();
-      expect((await h.db('tasks').where({ request_id: receipt.id }).select('title'))).to.deep.equal([{ title: 'Hourly report' }]);
+      expect(await h.db('tasks').where({ request_id: receipt.id }).select('title')).to.deep.equal([{ title: 'Hourly report' }]);
     });
 
-    it('skips a fire while the previous fire\'s task is still open (overlap skip), and fires again once it is done', async () => {
+    it("skips a fire while the previous fire's task is still open (overlap skip), and fires again once it is done", async () => {
       const schedule = await create();
       clock.set('2026-11-23T09:00:01.000Z');
       await h.services.schedules.tick();
@@ -135,7 +136,9 @@ describe('schedules', () => {
       await h.services.scribes.setState(t.organizationId, 'resting', 'powered_off');
       clock.set('2026-11-23T09:00:00.000Z');
       expect(await h.services.schedules.tick()).to.deep.equal({ submitted: 0, skipped: 1 });
-      expect(await fires(schedule.id)).to.deep.equal([{ fire_at: '2026-11-23T09:00:00.000Z', outcome: 'skipped', reason: 'Scribe is not active', request_id: null, missed_since: null }]);
+      expect(await fires(schedule.id)).to.deep.equal([
+        { fire_at: '2026-11-23T09:00:00.000Z', outcome: 'skipped', reason: 'Scribe is not active', request_id: null, missed_since: null },
+      ]);
       expect(await h.db('requests').where({ scribe_id: other.id }).first()).to.equal(undefined);
       const audit = await h.db('audit_events').where({ actor_type: 'schedule', actor_id: schedule.id }).select('action', 'detail');
       expect(audit).to.deep.equal([{ action: 'schedule.fire', detail: 'skipped: Scribe is not active' }]);
@@ -145,7 +148,15 @@ describe('schedules', () => {
       const schedule = await create();
       clock.set('2026-11-23T09:00:00.000Z');
       // Another process fired 09:00 and died before moving the schedule on.
-      await h.db('schedule_fires').insert({ id: '01935f00-0000-7000-8000-0000000000f1', schedule_id: schedule.id, fire_at: '2026-11-23T09:00:00.000Z', fired_at: '2026-11-23T09:00:00.000Z', outcome: 'skipped', reason: 'test', manual: false });
+      await h.db('schedule_fires').insert({
+        id: '01935f00-0000-7000-8000-0000000000f1',
+        schedule_id: schedule.id,
+        fire_at: '2026-11-23T09:00:00.000Z',
+        fired_at: '2026-11-23T09:00:00.000Z',
+        outcome: 'skipped',
+        reason: 'test',
+        manual: false,
+      });
       expect(await h.services.schedules.tick()).to.deep.equal({ submitted: 0, skipped: 0 });
       expect(await receiptsOf(schedule.id)).to.deep.equal([]);
       expect((await stored(schedule.id)).next_run_at).to.equal('2026-11-23T10:00:00.000Z');
@@ -177,14 +188,23 @@ describe('schedules', () => {
     });
 
     it('gives each fire time to one of several services ticking at once on the database', async () => {
-      const peers = Array.from({ length: 3 }, () => createServices({ config: h.config, db: h.db, logger: createLogger('silent'), options: { clock, dispatchOnAccept: false, runOnNewWork: false } }));
+      const peers = Array.from({ length: 3 }, () =>
+        createServices({ config: h.config, db: h.db, logger: createLogger('silent'), options: { clock, dispatchOnAccept: false, runOnNewWork: false } }),
+      );
       const schedule = await create({ cron: '*/10 * * * * *', overlap: 'allow' });
       for (let second = 0; second < 60; second += 10) {
         clock.set(`2026-11-23T09:00:${String(second).padStart(2, '0')}.000Z`);
         await Promise.all(peers.flatMap((peer) => [peer.schedules.tick(), peer.schedules.tick()]));
       }
       const perFire = await h.db('schedule_fires').where({ schedule_id: schedule.id }).groupBy('fire_at').select('fire_at', h.db.raw('count(*) as n'));
-      expect(perFire.map((f) => [f.fire_at.slice(17, 19), Number(f.n)])).to.deep.equal([['00', 1], ['10', 1], ['20', 1], ['30', 1], ['40', 1], ['50', 1]]);
+      expect(perFire.map((f) => [f.fire_at.slice(17, 19), Number(f.n)])).to.deep.equal([
+        ['00', 1],
+        ['10', 1],
+        ['20', 1],
+        ['30', 1],
+        ['40', 1],
+        ['50', 1],
+      ]);
       expect(await receiptsOf(schedule.id)).to.have.length(6);
       for (const peer of peers) await peer.stop();
     });
@@ -261,7 +281,10 @@ describe('schedules', () => {
     it('answers 404 "Schedule not found" for another organization\'s schedule and for a malformed id', async () => {
       const schedule = await create();
       const other = await h.tenant({ slug: 'outsider' });
-      for (const [actor, id] of [[staffOf(other), schedule.id], [staff(), 'not-an-id']] as const) {
+      for (const [actor, id] of [
+        [staffOf(other), schedule.id],
+        [staff(), 'not-an-id'],
+      ] as const) {
         const err = await h.services.schedules.pause(actor, id).catch((e: Error & { status: number }) => e);
         expect(err).to.include({ status: 404, message: 'Schedule not found' });
       }

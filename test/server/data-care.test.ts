@@ -25,7 +25,11 @@ describe('backups and data care', function () {
       let writing = true;
       const load = (async () => {
         while (writing) {
-          const res = await fetch(`${server.url}/api/v1/scribes/${scribe.slug}/requests`, { method: 'POST', headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' }, body: '{"task":{"summary":"during backup"}}' });
+          const res = await fetch(`${server.url}/api/v1/scribes/${scribe.slug}/requests`, {
+            method: 'POST',
+            headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' },
+            body: '{"task":{"summary":"during backup"}}',
+          });
           if (res.status === 202) accepted++;
         }
       })();
@@ -114,8 +118,21 @@ describe('backups and data care', function () {
       for (const file of [path.join(dir, referenced.slice(0, 2), referenced), path.join(dir, orphan.slice(0, 2), orphan), path.join(dir, 'tmp', 'interrupted')]) {
         fs.utimesSync(file, clock(), clock());
       }
-      const receipt = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/requests`).set(t.headers).send({ task: { summary: 'with file' } });
-      await h.db('attachments').insert({ id: '01935f00-0000-7000-8000-0000000000a1', request_id: receipt.body.request.id, position: 0, url: 'https://example.com/f', filename: 'f', content_type: 'text/plain', size_bytes: 1, sha256: referenced, created_at: clock().toISOString() });
+      const receipt = await h.api
+        .post(`/api/v1/scribes/${t.scribe.slug}/requests`)
+        .set(t.headers)
+        .send({ task: { summary: 'with file' } });
+      await h.db('attachments').insert({
+        id: '01935f00-0000-7000-8000-0000000000a1',
+        request_id: receipt.body.request.id,
+        position: 0,
+        url: 'https://example.com/f',
+        filename: 'f',
+        content_type: 'text/plain',
+        size_bytes: 1,
+        sha256: referenced,
+        created_at: clock().toISOString(),
+      });
       expect((await h.services.retention.run()).files, 'young files are kept').to.equal(0);
       clock.advance(2 * DAY);
       expect((await h.services.retention.run()).files).to.equal(2);

@@ -26,7 +26,11 @@ function writeLoad(url: string, key: string, workers = 16) {
       const summary = `load ${i}`;
       const body = i % 10 === 9 ? { task: { summary: ' ' } } : { task: { summary } };
       try {
-        const res = await fetch(`${url}/api/v1/scribes/atlas/requests`, { method: 'POST', headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+        const res = await fetch(`${url}/api/v1/scribes/atlas/requests`, {
+          method: 'POST',
+          headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' },
+          body: JSON.stringify(body),
+        });
         const json = (await res.json()) as { request?: { id: string } };
         outcomes.push({ summary, status: res.status, id: json.request?.id });
       } catch {
@@ -131,7 +135,13 @@ describe('faults and load', function () {
       expect(load.outcomes.filter((o) => o.status === 500)).to.deep.equal([]);
       const db = await openInstall(dataDir);
       try {
-        const stored = await db('requests').whereIn('id', answers.map((a) => a.body.request.id)).count({ n: '*' }).first();
+        const stored = await db('requests')
+          .whereIn(
+            'id',
+            answers.map((a) => a.body.request.id),
+          )
+          .count({ n: '*' })
+          .first();
         expect(stored).to.deep.equal({ n: 10 });
       } finally {
         await db.destroy();
@@ -164,7 +174,10 @@ describe('faults and load', function () {
         while (running) {
           i++;
           const headers = { 'X-Api-Key': key, 'Content-Type': 'application/json' };
-          if (w % 2 === 0) await fetch(`${server.url}/api/v1/scribes/atlas/requests`, { method: 'POST', headers, body: JSON.stringify({ task: { summary: `soak ${w}-${i}` } }) }).then((r) => r.text());
+          if (w % 2 === 0)
+            await fetch(`${server.url}/api/v1/scribes/atlas/requests`, { method: 'POST', headers, body: JSON.stringify({ task: { summary: `soak ${w}-${i}` } }) }).then((r) =>
+              r.text(),
+            );
           else if (w % 4 === 1) await fetch(`${server.url}/api/v1/scribes/atlas/chat`, { method: 'POST', headers, body: '{"message":"status?"}' }).then((r) => r.text());
           else await fetch(`${server.url}/api/v1/scribes/atlas/requests?limit=25`, { headers }).then((r) => r.text());
         }

@@ -59,7 +59,10 @@ describe('health, readiness and metrics', () => {
   });
 
   it('/metrics serves Prometheus text: requests by route and status, latency, receipts, dispatch latency, agent backlog', async () => {
-    const submit = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/requests`).set(t.headers).send({ task: { summary: 'measured' } });
+    const submit = await h.api
+      .post(`/api/v1/scribes/${t.scribe.slug}/requests`)
+      .set(t.headers)
+      .send({ task: { summary: 'measured' } });
     await h.api.get(`/api/v1/requests/${submit.body.request.id}`).set(t.headers);
     await h.api.get('/api/v1/requests/req_01JD0000000000000000000000').set(t.headers);
     clock.advance(25);
@@ -79,7 +82,7 @@ describe('health, readiness and metrics', () => {
     expect(text).to.match(/process_resident_memory_bytes \d+/);
   });
 
-  it('/metrics counts a powered-off scribe\'s queued work as parked (scribe_agent_parked), not as backlog, until it is powered on', async () => {
+  it("/metrics counts a powered-off scribe's queued work as parked (scribe_agent_parked), not as backlog, until it is powered on", async () => {
     const metric = async (name: string, kind: string) => Number(new RegExp(`^${name}\\{kind="${kind}"\\} (\\d+)$`, 'm').exec((await h.api.get('/metrics')).text)?.[1]);
     const backlog = await metric('scribe_agent_backlog', 'sessions');
     const parked = await metric('scribe_agent_parked', 'sessions');

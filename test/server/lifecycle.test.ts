@@ -55,7 +55,9 @@ describe('the server process', function () {
     const { db, services, key, scribe, close } = await provision(dataDir);
     const receipt = await services.requests.submit(scribe, { task: { summary: 'orphaned' } });
     // What a process that died mid-dispatch leaves behind: claimed, lease already run out.
-    await db('requests').where({ id: receipt.id }).update({ status: 'dispatched', claim_token: '00000000-0000-7000-8000-000000000000', attempts: 1, available_at: '2000-01-01T00:00:00.000Z' });
+    await db('requests')
+      .where({ id: receipt.id })
+      .update({ status: 'dispatched', claim_token: '00000000-0000-7000-8000-000000000000', attempts: 1, available_at: '2000-01-01T00:00:00.000Z' });
     await close();
 
     const server = await startProcess('src/main.ts', { ...(await installEnv(dataDir)) });
@@ -89,7 +91,9 @@ describe('the server process', function () {
       const env = { ...(await installEnv(dataDir)), OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODEL: 'm', OPENAI_MAX_RETRIES: '0' };
       await close();
       const post = async (url: string, path: string, body: object) =>
-        (await fetch(`${url}${path}`, { method: 'POST', headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<{ session_id: string }>;
+        (await fetch(`${url}${path}`, { method: 'POST', headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<{
+          session_id: string;
+        }>;
       const read = async <T>(fn: (db: ReturnType<typeof openDatabase>) => Promise<T>) => {
         const db = await openInstall(dataDir);
         try {
@@ -140,7 +144,11 @@ describe('the server process', function () {
         expect(await stopping.exited).to.equal(0);
         const exitedAt = Date.now();
         expect(fake.hits.abandoned, 'the held calls were aborted').to.equal(2);
-        await eventually(() => read(async (db) => ((await db('tasks').first()).status === 'done' && (await db('sessions').where({ id: sessionId }).first()).state === 'waiting' ? true : undefined)), 10_000);
+        await eventually(
+          () =>
+            read(async (db) => ((await db('tasks').first()).status === 'done' && (await db('sessions').where({ id: sessionId }).first()).state === 'waiting' ? true : undefined)),
+          10_000,
+        );
         // Well inside the 30-second lease a dead process's work would wait for.
         expect(Date.now() - exitedAt).to.be.below(10_000);
         const after = await read(async (db) => ({
@@ -148,7 +156,10 @@ describe('the server process', function () {
           events: await db('task_events').orderBy('id').pluck('to_status'),
           calls: await db('agent_calls').whereNotNull('task_id').orderBy('id').select('kind', 'error'),
         }));
-        expect(after.messages).to.deep.equal([{ author: 'user', text: 'hello' }, { author: 'scribe', text: 'Taken over.' }]);
+        expect(after.messages).to.deep.equal([
+          { author: 'user', text: 'hello' },
+          { author: 'scribe', text: 'Taken over.' },
+        ]);
         expect(after.events).to.deep.equal(['open', 'in_progress', 'done']);
         expect(after.calls, 'the handed-back run left no trace of its aborted call').to.deep.equal([{ kind: 'model', error: null }]);
       } finally {
@@ -182,7 +193,11 @@ describe('the server process', function () {
       fake.script({ reply: 'Recovered.' }, { reply: 'Recovered.' });
       const second = await startProcess('src/main.ts', env);
       try {
-        await eventually(() => read(async (db) => ((await db('tasks').first()).status === 'done' && (await db('sessions').where({ id: sessionId }).first()).state === 'waiting' ? true : undefined)), 5000);
+        await eventually(
+          () =>
+            read(async (db) => ((await db('tasks').first()).status === 'done' && (await db('sessions').where({ id: sessionId }).first()).state === 'waiting' ? true : undefined)),
+          5000,
+        );
         second.child.kill('SIGTERM');
         expect(await second.exited).to.equal(0);
       } finally {
@@ -193,7 +208,10 @@ describe('the server process', function () {
         messages: await db('session_messages').where({ session_id: sessionId }).orderBy('id').select('author', 'text'),
         events: await db('task_events').orderBy('id').select('to_status'),
       }));
-      expect(after.messages).to.deep.equal([{ author: 'user', text: 'hello' }, { author: 'scribe', text: 'Recovered.' }]);
+      expect(after.messages).to.deep.equal([
+        { author: 'user', text: 'hello' },
+        { author: 'scribe', text: 'Recovered.' },
+      ]);
       expect(after.events.map((e) => e.to_status)).to.deep.equal(['open', 'in_progress', 'done']);
     });
 
@@ -255,7 +273,9 @@ describe('the server process', function () {
         const { code, output } = await runToExit(entry, { ...(await installEnv(tempDir())), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env });
         const variable = 'SMTP_PORT' in env ? 'SMTP_PORT' : 'PORT';
         expect(code, entry).to.equal(1);
-        expect(output.trim(), entry).to.equal(`Cannot listen on 127.0.0.1:${port}: the port is in use. Stop what uses it, or set ${variable} to a free port (for example ${variable}=${port + 1}).`);
+        expect(output.trim(), entry).to.equal(
+          `Cannot listen on 127.0.0.1:${port}: the port is in use. Stop what uses it, or set ${variable} to a free port (for example ${variable}=${port + 1}).`,
+        );
       }
     } finally {
       taken.close();
@@ -263,7 +283,12 @@ describe('the server process', function () {
   });
 
   it('refuses to start with a bad variable, naming it', async () => {
-    for (const [name, value] of [['PORT', 'http'], ['LOG_LEVEL', 'loud'], ['ATTACHMENTS_ALLOW_PRIVATE', 'maybe'], ['RATE_LIMIT_PER_MINUTE', '-1']]) {
+    for (const [name, value] of [
+      ['PORT', 'http'],
+      ['LOG_LEVEL', 'loud'],
+      ['ATTACHMENTS_ALLOW_PRIVATE', 'maybe'],
+      ['RATE_LIMIT_PER_MINUTE', '-1'],
+    ]) {
       const { code, output } = await runToExit('src/main.ts', { ...(await installEnv(tempDir())), [name!]: value! });
       expect(code, name).to.equal(1);
       expect(output, name).to.include(`Invalid configuration: ${name}`);

@@ -30,13 +30,20 @@ describe('logs', () => {
       await services.users.create({ organizationId: org.id, email: 'staff@example.com', password: 'hunter2-password', role: 'admin' });
 
       const api = supertest(app);
-      const submit = await api.post('/api/v1/scribes/atlas/requests').set('X-Api-Key', key).set('X-Request-Id', 'trace-me-123').send({ task: { summary: 'logged' } });
+      const submit = await api
+        .post('/api/v1/scribes/atlas/requests')
+        .set('X-Api-Key', key)
+        .set('X-Request-Id', 'trace-me-123')
+        .send({ task: { summary: 'logged' } });
       expect(submit.headers['x-request-id']).to.equal('trace-me-123');
       await api.get('/api/v1/requests/req_01JD0000000000000000000000').set('X-Api-Key', 'sk_not_a_real_key_but_secret');
       await api.get('/metrics').set('Authorization', 'Bearer metrics-token-secret');
       const agent = supertest.agent(app);
       const login = await agent.get('/login');
-      const signedIn = await agent.post('/login').type('form').send({ _csrf: csrfTokenOf(login.text), email: 'staff@example.com', password: 'hunter2-password' });
+      const signedIn = await agent
+        .post('/login')
+        .type('form')
+        .send({ _csrf: csrfTokenOf(login.text), email: 'staff@example.com', password: 'hunter2-password' });
       const cookie = String(signedIn.headers['set-cookie']).split(';')[0]!.split('=')[1]!;
       await agent.get('/');
       // A console page refreshing itself logs at debug, not info.
@@ -46,12 +53,20 @@ describe('logs', () => {
       const token = invited.url.split('/').pop()!;
       const invitee = supertest.agent(app);
       const form = await invitee.get(invited.url).expect(200);
-      await invitee.post(invited.url).type('form').send({ _csrf: csrfTokenOf(form.text), password: 'invitee-password-9', confirmation: 'invitee-password-9' }).expect(303);
+      await invitee
+        .post(invited.url)
+        .type('form')
+        .send({ _csrf: csrfTokenOf(form.text), password: 'invitee-password-9', confirmation: 'invitee-password-9' })
+        .expect(303);
       // Something goes wrong with details attached, as a failing call would log them.
-      logger.error({ req: { headers: { 'x-api-key': key, cookie: `scribe.sid=${cookie}`, authorization: 'Bearer metrics-token-secret' } }, user: { password: 'hunter2-password' } }, 'with secrets attached');
+      logger.error(
+        { req: { headers: { 'x-api-key': key, cookie: `scribe.sid=${cookie}`, authorization: 'Bearer metrics-token-secret' } }, user: { password: 'hunter2-password' } },
+        'with secrets attached',
+      );
 
       const text = lines.join('');
-      for (const secret of [key, 'sk_not_a_real_key_but_secret', 'hunter2-password', 'metrics-token-secret', cookie, token, 'invitee-password-9']) expect(text, secret).to.not.include(secret);
+      for (const secret of [key, 'sk_not_a_real_key_but_secret', 'hunter2-password', 'metrics-token-secret', cookie, token, 'invitee-password-9'])
+        expect(text, secret).to.not.include(secret);
       const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
       const completed = parsed.find((l) => l.requestId === 'trace-me-123' && l.msg === 'request completed');
       expect(completed).to.include({ method: 'POST', path: '/api/v1/scribes/atlas/requests', status: 202 });
@@ -73,7 +88,14 @@ describe('logs', () => {
     const fake = await startFakeOpenAi();
     const mcp = await startMcpServer();
     const receiver = await startWebhookReceiver();
-    const config = loadConfig({ DATA_DIR: tempDir(), RATE_LIMIT_PER_MINUTE: '0', WEBHOOKS_ALLOW_PRIVATE: 'true', ATTACHMENTS_ALLOW_PRIVATE: 'true', OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODEL: 'm' });
+    const config = loadConfig({
+      DATA_DIR: tempDir(),
+      RATE_LIMIT_PER_MINUTE: '0',
+      WEBHOOKS_ALLOW_PRIVATE: 'true',
+      ATTACHMENTS_ALLOW_PRIVATE: 'true',
+      OPENAI_BASE_URL: fake.baseUrl,
+      OPENAI_MODEL: 'm',
+    });
     const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
     await migrateToLatest(db);
     const services = createServices({ config, db, logger, options: { runOnNewWork: false, dispatchOnAccept: false } });
@@ -93,7 +115,12 @@ describe('logs', () => {
       await api.post('/api/v1/scribes/atlas/chat').set('X-Api-Key', key).send({ message: 'one plus two?' }).expect(202);
       await services.runtime.tick();
       const body = '{"summary":"from a signed sender"}';
-      await api.post(`/inbound/${channel.token}`).type('json').set('X-Signature', `sha256=${createHmac('sha256', channelSecret!).update(body).digest('hex')}`).send(body).expect(202);
+      await api
+        .post(`/inbound/${channel.token}`)
+        .type('json')
+        .set('X-Signature', `sha256=${createHmac('sha256', channelSecret!).update(body).digest('hex')}`)
+        .send(body)
+        .expect(202);
       await api.post(`/inbound/${channel.token}`).type('json').set('X-Signature', 'sha256=00').send(body).expect(401);
       await services.dispatcher.tick();
       await services.webhookWorker.tick();
@@ -101,7 +128,8 @@ describe('logs', () => {
       expect(mcp.calls, 'the MCP tool was called').to.have.length(1);
 
       const text = lines.join('');
-      for (const secret of ['sk-model-key-in-logs-test', 'mcp-header-in-logs-test', webhookSecret, webhookSecret.slice('whsec_'.length), channelSecret!]) expect(text, secret).to.not.include(secret);
+      for (const secret of ['sk-model-key-in-logs-test', 'mcp-header-in-logs-test', webhookSecret, webhookSecret.slice('whsec_'.length), channelSecret!])
+        expect(text, secret).to.not.include(secret);
     } finally {
       await services.stop();
       await db.destroy();

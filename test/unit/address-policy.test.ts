@@ -5,23 +5,49 @@ import { formatBytes } from '../../src/requests/attachments/download.js';
 
 describe('publicAddressesOnly()', () => {
   const refused = [
-    '127.0.0.1', '127.9.9.9', '10.1.2.3', '172.16.0.1', '192.168.0.1', '169.254.169.254', '100.64.0.1', '0.0.0.0',
-    '255.255.255.255', '224.0.0.1', '::1', '::', 'fe80::1', 'fc00::1', 'fd12:3456::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1',
-    'ff02::1', 'not-an-ip',
+    '127.0.0.1',
+    '127.9.9.9',
+    '10.1.2.3',
+    '172.16.0.1',
+    '192.168.0.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '255.255.255.255',
+    '224.0.0.1',
+    '::1',
+    '::',
+    'fe80::1',
+    'fc00::1',
+    'fd12:3456::1',
+    '::ffff:127.0.0.1',
+    '::ffff:10.0.0.1',
+    'ff02::1',
+    'not-an-ip',
   ];
   // IPv6 forms that carry a non-public IPv4 address: compatible, mapped, translated, NAT64, 6to4, Teredo.
   const embedded = [
-    '::127.0.0.1', '::7f00:1', '::10.0.0.1', '::169.254.169.254', '::ffff:0:127.0.0.1', '::ffff:0:a9fe:a9fe',
-    '64:ff9b::127.0.0.1', '64:ff9b::a00:1', '64:ff9b::192.168.1.1', '64:ff9b:1::8.8.8.8', '2002:7f00:1::', '2002:a9fe:a9fe::1',
-    '2002:c0a8:101::1', '2001:0:7f00:1::808:808', '2001:0:808:808::80ff:fefe', '2001:0:4136:e378:8000:63bf:f5ff:fffe',
+    '::127.0.0.1',
+    '::7f00:1',
+    '::10.0.0.1',
+    '::169.254.169.254',
+    '::ffff:0:127.0.0.1',
+    '::ffff:0:a9fe:a9fe',
+    '64:ff9b::127.0.0.1',
+    '64:ff9b::a00:1',
+    '64:ff9b::192.168.1.1',
+    '64:ff9b:1::8.8.8.8',
+    '2002:7f00:1::',
+    '2002:a9fe:a9fe::1',
+    '2002:c0a8:101::1',
+    '2001:0:7f00:1::808:808',
+    '2001:0:808:808::80ff:fefe',
+    '2001:0:4136:e378:8000:63bf:f5ff:fffe',
   ];
   // Reserved, documentation, benchmarking and other non-unicast IPv6 ranges.
   const reserved6 = ['2001:db8::1', '2001:2::1', '100::1', '::2', 'ff0e::1', 'fec0::1'];
   for (const address of [...embedded, ...reserved6]) it(`refuses ${address}`, () => expect(publicAddressesOnly(address)).to.equal(false));
-  const allowed = [
-    '8.8.8.8', '1.1.1.1', '93.184.216.34', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8', '2002:808:808::1',
-    '2001:0:808:808::f7f7:f7f7',
-  ];
+  const allowed = ['8.8.8.8', '1.1.1.1', '93.184.216.34', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8', '2002:808:808::1', '2001:0:808:808::f7f7:f7f7'];
   for (const address of refused) it(`refuses ${address}`, () => expect(publicAddressesOnly(address)).to.equal(false));
   for (const address of allowed) it(`allows ${address}`, () => expect(publicAddressesOnly(address)).to.equal(true));
 });

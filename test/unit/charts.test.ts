@@ -103,7 +103,14 @@ describe('barChart()', () => {
   });
 
   it('stacks segments on each other, heights in proportion to the scale', () => {
-    const chart = barChart(input([[1, 3], [0, 0], [2, null], [0, 1]]));
+    const chart = barChart(
+      input([
+        [1, 3],
+        [0, 0],
+        [2, null],
+        [0, 1],
+      ]),
+    );
     // Plot from y 28 to 196 (168 high); the largest bar, 4, is the scale's top.
     expect(chart.yTicks.map((t) => t.label)).to.deep.equal(['0', '1', '2', '3', '4']);
     const [first, empty, third] = chart.bars;
@@ -125,7 +132,14 @@ describe('barChart()', () => {
   });
 
   it('spreads the bars over the plot with a gap, and labels round times', () => {
-    const chart = barChart(input([[1, 0], [1, 0], [1, 0], [1, 0]]));
+    const chart = barChart(
+      input([
+        [1, 0],
+        [1, 0],
+        [1, 0],
+        [1, 0],
+      ]),
+    );
     // From x 64, 564 wide in 4 slots of 141: bars of 112.8, starting 14.1 into their slot.
     expect(chart.bars.map((b) => [b.x, b.width])).to.deep.equal([
       [78.1, 112.8],
@@ -143,7 +157,14 @@ describe('barChart()', () => {
   });
 
   it('puts the same figures in the table, with a total when stacked', () => {
-    const chart = barChart(input([[0.2, 0.4], [0, 0], [null, 1], [0, 0]]));
+    const chart = barChart(
+      input([
+        [0.2, 0.4],
+        [0, 0],
+        [null, 1],
+        [0, 0],
+      ]),
+    );
     expect(chart.table.head).to.deep.equal(['Time (UTC)', 'A', 'B', 'All']);
     expect(chart.table.rows).to.deep.equal([
       ['2026-11-21 06:00', '0.2', '0.4', '0.6'],
@@ -154,7 +175,25 @@ describe('barChart()', () => {
   });
 
   it('is empty when no bucket has a value', () => {
-    expect(barChart(input([[0, 0], [null, null], [0, 0], [0, 0]])).empty).to.equal('Nothing.');
-    expect(barChart(input([[0, 0], [0, 1], [0, 0], [0, 0]])).empty).to.equal(null);
+    expect(
+      barChart(
+        input([
+          [0, 0],
+          [null, null],
+          [0, 0],
+          [0, 0],
+        ]),
+      ).empty,
+    ).to.equal('Nothing.');
+    expect(
+      barChart(
+        input([
+          [0, 0],
+          [0, 1],
+          [0, 0],
+          [0, 0],
+        ]),
+      ).empty,
+    ).to.equal(null);
   });
 });

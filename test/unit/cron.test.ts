@@ -65,13 +65,17 @@ describe('schedule cron expressions', () => {
     ['0 0 * * 1#1,2#2', 'Invalid cron expression: Constraint error, invalid dayOfWeek `#` and `,` special char'],
   ]) {
     it(`refuses ${JSON.stringify(cron)} with 422 "${message}"`, () => {
-      expect(() => checkCron({ cron: cron!, timezone: 'UTC' })).to.throw(message!).with.property('status', 422);
+      expect(() => checkCron({ cron: cron!, timezone: 'UTC' }))
+        .to.throw(message!)
+        .with.property('status', 422);
     });
   }
 
   for (const zone of ['Mars/Olympus_Mons', '../etc/passwd', 'Europe/Berlinn']) {
     it(`refuses the zone ${zone}`, () => {
-      expect(() => checkCron({ cron: '0 9 * * *', timezone: zone })).to.throw(`Unknown time zone: ${zone} (use an IANA name such as Europe/Berlin)`).with.property('status', 422);
+      expect(() => checkCron({ cron: '0 9 * * *', timezone: zone }))
+        .to.throw(`Unknown time zone: ${zone} (use an IANA name such as Europe/Berlin)`)
+        .with.property('status', 422);
     });
   }
 
@@ -90,7 +94,12 @@ describe('schedule cron expressions', () => {
 
   it('describes a stored expression that cannot be computed or put into words as "invalid expression", never throwing', () => {
     expect(describeStored({ cron: '0 9 * * 1-5', timezone: 'Europe/Berlin' })).to.equal('At 09:00, Monday through Friday');
-    for (const schedule of [{ cron: 'H * * * *', timezone: 'UTC' }, { cron: '0 0 31 2 *', timezone: 'UTC' }, { cron: '0 9 * * *', timezone: 'Mars/Base' }, { cron: '', timezone: 'UTC' }]) {
+    for (const schedule of [
+      { cron: 'H * * * *', timezone: 'UTC' },
+      { cron: '0 0 31 2 *', timezone: 'UTC' },
+      { cron: '0 9 * * *', timezone: 'Mars/Base' },
+      { cron: '', timezone: 'UTC' },
+    ]) {
       expect(describeStored(schedule), schedule.cron).to.equal('invalid expression');
     }
   });

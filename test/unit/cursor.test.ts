@@ -25,7 +25,9 @@ describe('cursors', () => {
   ];
   for (const [what, cursor] of bad) {
     it(`reject ${what} with 400 "Invalid cursor format"`, () => {
-      expect(() => decodeCursor(cursor, isReq)).to.throw('Invalid cursor format').with.property('status', 400);
+      expect(() => decodeCursor(cursor, isReq))
+        .to.throw('Invalid cursor format')
+        .with.property('status', 400);
     });
   }
 });

@@ -4,7 +4,10 @@ import { MAX_PAUSE_MS, createEndpointGate, retryAfterMs } from '../../src/agents
 const never = new AbortController().signal;
 const settled = async (promise: Promise<unknown>) => {
   let done = false;
-  void promise.then(() => (done = true), () => (done = true));
+  void promise.then(
+    () => (done = true),
+    () => (done = true),
+  );
   await new Promise((resolve) => setTimeout(resolve, 20));
   return done;
 };

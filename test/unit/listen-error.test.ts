@@ -19,7 +19,9 @@ describe('ListenError', () => {
     expect(new ListenError('PORT', 'HOST', 3000, '10.9.9.9', errno('EADDRNOTAVAIL')).message).to.equal(
       'Cannot listen on 10.9.9.9:3000: 10.9.9.9 is not an address of this machine. Set HOST to one of its addresses (127.0.0.1, or 0.0.0.0 for all).',
     );
-    expect(new ListenError('SMTP_PORT', 'SMTP_HOST', 2525, '127.0.0.1', errno('EMFILE')).message).to.equal('Cannot listen on 127.0.0.1:2525: listen EMFILE. Check SMTP_PORT and SMTP_HOST.');
+    expect(new ListenError('SMTP_PORT', 'SMTP_HOST', 2525, '127.0.0.1', errno('EMFILE')).message).to.equal(
+      'Cannot listen on 127.0.0.1:2525: listen EMFILE. Check SMTP_PORT and SMTP_HOST.',
+    );
   });
 
   it("gives the same words for a real busy port's error, and keeps it as the cause", async () => {

@@ -3,7 +3,9 @@ import { markdown } from '../../src/console/markdown.js';
 
 describe('markdown() for replies in the console', () => {
   it('renders lists, inline code, code blocks and emphasis', () => {
-    expect(markdown('- one\n- `two`\n\n```\nx < y\n```\n\n**bold**')).to.equal('<ul>\n<li>one</li>\n<li><code>two</code></li>\n</ul>\n<pre><code>x &lt; y\n</code></pre>\n<p><strong>bold</strong></p>');
+    expect(markdown('- one\n- `two`\n\n```\nx < y\n```\n\n**bold**')).to.equal(
+      '<ul>\n<li>one</li>\n<li><code>two</code></li>\n</ul>\n<pre><code>x &lt; y\n</code></pre>\n<p><strong>bold</strong></p>',
+    );
   });
 
   it('shows raw HTML as text', () => {
@@ -27,7 +29,9 @@ describe('markdown() for replies in the console', () => {
     expect(markdown('Made req_01JABCDEFGHJKMNPQRSTVWXYZ0 from entry 0190A1B2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.')).to.equal(
       '<p>Made <a href="/receipts/req_01JABCDEFGHJKMNPQRSTVWXYZ0">req_01JABCDEFGHJKMNPQRSTVWXYZ0</a> from entry <a href="/entries/0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b">0190A1B2-c3d4-7e5f-8a9b-0c1d2e3f4a5b</a>.</p>',
     );
-    expect(markdown('`req_01JABCDEFGHJKMNPQRSTVWXYZ0` and session 0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b')).to.equal('<p><code>req_01JABCDEFGHJKMNPQRSTVWXYZ0</code> and session 0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b</p>');
+    expect(markdown('`req_01JABCDEFGHJKMNPQRSTVWXYZ0` and session 0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b')).to.equal(
+      '<p><code>req_01JABCDEFGHJKMNPQRSTVWXYZ0</code> and session 0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b</p>',
+    );
   });
 
   it('renders nothing for an empty or missing text', () => {

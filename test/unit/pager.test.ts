@@ -20,7 +20,13 @@ describe('pager', () => {
   });
 
   it('links first, previous (after=) and next (before=), keeping the filters', () => {
-    const page: KeysetPage<unknown> = { items: [], newer: ['2026-11-24T10:00:00.000Z', ID], older: ['2026-11-24T09:00:00.000Z', ID], atStart: false, total: { count: 60, more: false } };
+    const page: KeysetPage<unknown> = {
+      items: [],
+      newer: ['2026-11-24T10:00:00.000Z', ID],
+      older: ['2026-11-24T09:00:00.000Z', ID],
+      atStart: false,
+      total: { count: 60, more: false },
+    };
     const pager = pagerOf(page, { path: '/tasks', filters: { status: 'open', scribe: '' }, codec: cursor, noun: ['task', 'tasks'], scope: 'matching these filters' });
     expect(pager.order).to.equal('Newest first');
     expect(pager.total).to.equal('60 tasks matching these filters');

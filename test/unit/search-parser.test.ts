@@ -10,7 +10,13 @@ describe('parseSearch()', () => {
 
   it('splits name, operator and value, keeping positions', () => {
     expect(parseSearch('  Employees >= 10')).to.deep.equal({
-      kind: 'term', text: 'Employees >= 10', quoted: false, name: 'Employees', operator: '>=', value: '10', position: 2,
+      kind: 'term',
+      text: 'Employees >= 10',
+      quoted: false,
+      name: 'Employees',
+      operator: '>=',
+      value: '10',
+      position: 2,
     });
   });
 
@@ -42,7 +48,14 @@ describe('parseSearch()', () => {
   });
 
   it('reports where a query breaks', () => {
-    for (const [q, position] of [['a &&', 2], ['(a', 0], ['a)', 1], ['"x', 0], ['a || ', 2], ['x (y) )', 6]] as const) {
+    for (const [q, position] of [
+      ['a &&', 2],
+      ['(a', 0],
+      ['a)', 1],
+      ['"x', 0],
+      ['a || ', 2],
+      ['x (y) )', 6],
+    ] as const) {
       try {
         parseSearch(q);
         expect.fail(`parsed ${q}`);

@@ -29,7 +29,13 @@ describe('keptInDataDir()', () => {
     const module = new URL('../../src/lib/data-dir-secret.ts', import.meta.url).href;
     const script = `const { keptInDataDir } = await import(${JSON.stringify(module)}); process.stdout.write(keptInDataDir(${JSON.stringify(dir)}, 'k', () => 'secret-of-' + process.pid));`;
     const outputs = await Promise.all(
-      Array.from({ length: 6 }, () => new Promise<string>((resolve, reject) => execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], (err, stdout) => (err ? reject(err) : resolve(stdout))))),
+      Array.from(
+        { length: 6 },
+        () =>
+          new Promise<string>((resolve, reject) =>
+            execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], (err, stdout) => (err ? reject(err) : resolve(stdout))),
+          ),
+      ),
     );
     expect(new Set(outputs).size, outputs.join(', ')).to.equal(1);
     expect(outputs[0]).to.match(/^secret-of-\d+$/);

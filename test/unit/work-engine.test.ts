@@ -17,7 +17,11 @@ interface Item {
  */
 function memoryQueue(
   run: Queue<Item, Outcome>['run'],
-  { options, inconclusive = false, ...declared }: { options?: Partial<QueueOptions>; inconclusive?: boolean } & Pick<Partial<Queue<Item, Outcome>>, 'caps' | 'runBatch' | 'cancelled'> = {},
+  {
+    options,
+    inconclusive = false,
+    ...declared
+  }: { options?: Partial<QueueOptions>; inconclusive?: boolean } & Pick<Partial<Queue<Item, Outcome>>, 'caps' | 'runBatch' | 'cancelled'> = {},
 ) {
   const due: Item[] = [];
   /** Items given back for a retry: due once the test says their back-off is over. */
@@ -161,10 +165,13 @@ describe('the work engine', () => {
   it('refills the slots freed by runs that end within claimGapMs with one claim, not one claim each', async () => {
     const took: number[] = [];
     let n = 0;
-    const q = memoryQueue(async () => {
-      await later(10 * ++n);
-      return 'done';
-    }, { options: { slots: 4, claimGapMs: 1000 } });
+    const q = memoryQueue(
+      async () => {
+        await later(10 * ++n);
+        return 'done';
+      },
+      { options: { slots: 4, claimGapMs: 1000 } },
+    );
     for (let i = 0; i < 8; i++) q.add(`item ${i}`, `key ${i}`);
     q.worker.fill();
     await later(300);
@@ -283,7 +290,7 @@ describe('the work engine', () => {
     return q.due.length === 0;
   }
 
-  it('refills a freed slot from the claim\'s memory of finding nothing, unless that claim was inconclusive or the run asked for a fresh look', async () => {
+  it("refills a freed slot from the claim's memory of finding nothing, unless that claim was inconclusive or the run asked for a fresh look", async () => {
     expect(await claimedAfterRun({}), 'remembered: nothing due').to.equal(false);
     expect(await claimedAfterRun({ inconclusive: true }), 'an inconclusive claim is not remembered').to.equal(true);
     expect(await claimedAfterRun({ lookAnew: true }), 'a run that freed work looks anew').to.equal(true);

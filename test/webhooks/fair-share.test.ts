@@ -66,7 +66,11 @@ describe('webhook deliveries shared among organizations and endpoints', function
     // Holds each request past the timeout: every attempt takes the whole second.
     const holding = await receiver(() => ({ status: 200, delayMs: 10_000 }));
     const busy = await h.tenant();
-    const busyEndpoints = [await endpoint(h, busy, `http://127.0.0.1:${refused}/hook`), await endpoint(h, busy, `${failing.url}/hook`), await endpoint(h, busy, `${holding.url}/hook`)];
+    const busyEndpoints = [
+      await endpoint(h, busy, `http://127.0.0.1:${refused}/hook`),
+      await endpoint(h, busy, `${failing.url}/hook`),
+      await endpoint(h, busy, `${holding.url}/hook`),
+    ];
     await insertWebhookBacklog(h.db, { organizationId: busy.organizationId, endpointIds: busyEndpoints, events: BACKLOG_EVENTS });
     const job = await sendingJob(h);
     try {
@@ -131,7 +135,14 @@ describe('webhook deliveries shared among organizations and endpoints', function
     // The second worker has connections of its own, as another process would (SQLite: one per process).
     const db = testDatabaseKind === 'postgres' ? openDatabase(h.config.databaseUrl) : h.db;
     const sender = createSender(anyAddress, { timeoutMs: 5_000 });
-    const second = createWebhookWorker({ db, clock: () => new Date(), logger: createLogger('silent'), sender, secrets: h.services.secrets, options: { ...defaultWebhookWorkerOptions, ...options } });
+    const second = createWebhookWorker({
+      db,
+      clock: () => new Date(),
+      logger: createLogger('silent'),
+      sender,
+      secrets: h.services.secrets,
+      options: { ...defaultWebhookWorkerOptions, ...options },
+    });
     const fills = setInterval(() => [h.services.webhookWorker, second].forEach((w) => w.fill()), 50);
     try {
       for (let i = 0; i < 30; i++) {
@@ -140,7 +151,10 @@ describe('webhook deliveries shared among organizations and endpoints', function
       }
       const events = 30 * 3;
       // Well before a lease (60 s) would bring back a delivery whose turn was lost.
-      await eventually(async () => (Number((await h.db('webhook_deliveries').where({ status: 'delivered' }).count({ n: '*' }).first())!.n) === events * 2 ? true : undefined), 20_000);
+      await eventually(
+        async () => (Number((await h.db('webhook_deliveries').where({ status: 'delivered' }).count({ n: '*' }).first())!.n) === events * 2 ? true : undefined),
+        20_000,
+      );
     } finally {
       clearInterval(fills);
       await second.stop();
@@ -148,7 +162,10 @@ describe('webhook deliveries shared among organizations and endpoints', function
       if (db !== h.db) await db.destroy();
     }
     expect(tries.size).to.equal(180);
-    expect([...tries.values()].every((n) => n === 2), 'each attempted twice: the failure, then the retry').to.equal(true);
+    expect(
+      [...tries.values()].every((n) => n === 2),
+      'each attempted twice: the failure, then the retry',
+    ).to.equal(true);
   });
 
   it('attempts each delivery once with two workers sharing several organizations and endpoints', async () => {
@@ -162,7 +179,14 @@ describe('webhook deliveries shared among organizations and endpoints', function
       await insertWebhookBacklog(h.db, { organizationId: t.organizationId, endpointIds: ids, events: 20 });
     }
     const sender = createSender(anyAddress, { timeoutMs: 5_000 });
-    const second = createWebhookWorker({ db: h.db, clock: () => new Date(), logger: createLogger('silent'), sender, secrets: h.services.secrets, options: { ...defaultWebhookWorkerOptions, concurrency: 3, perEndpoint: 1 } });
+    const second = createWebhookWorker({
+      db: h.db,
+      clock: () => new Date(),
+      logger: createLogger('silent'),
+      sender,
+      secrets: h.services.secrets,
+      options: { ...defaultWebhookWorkerOptions, concurrency: 3, perEndpoint: 1 },
+    });
     try {
       await Promise.all([h.services.webhookWorker.tick(), second.tick(), h.services.webhookWorker.tick()]);
       await Promise.all([h.services.webhookWorker.tick(), second.tick()]);
@@ -177,7 +201,10 @@ describe('webhook deliveries shared among organizations and endpoints', function
       counts.set(key, (counts.get(key) ?? 0) + 1);
     }
     expect(counts.size).to.equal(120);
-    expect([...counts].filter(([, n]) => n !== 1), 'attempted more than once').to.deep.equal([]);
+    expect(
+      [...counts].filter(([, n]) => n !== 1),
+      'attempted more than once',
+    ).to.deep.equal([]);
     const rows = await h.db('webhook_deliveries').whereIn('endpoint_id', endpointIds).select('status', 'attempts');
     expect(rows).to.have.length(120);
     expect(rows.every((d) => d.status === 'delivered' && d.attempts === 1)).to.equal(true);

@@ -31,7 +31,11 @@ describe('outbound webhooks across processes', function () {
   async function submit(url: string, key: string, n: number): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < n; i++) {
-      const res = await fetch(`${url}/api/v1/scribes/atlas/requests`, { method: 'POST', headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify({ task: { summary: `Item ${i}` } }) });
+      const res = await fetch(`${url}/api/v1/scribes/atlas/requests`, {
+        method: 'POST',
+        headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ task: { summary: `Item ${i}` } }),
+      });
       expect(res.status).to.equal(202);
       ids.push(((await res.json()) as { request: { id: string } }).request.id);
     }

@@ -70,12 +70,18 @@ describe('outbound webhooks', function () {
   const send = () => h.services.webhookWorker.tick();
 
   async function submit(title: string): Promise<string> {
-    const res = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/requests`).set(t.headers).send({ task: { summary: title, title } });
+    const res = await h.api
+      .post(`/api/v1/scribes/${t.scribe.slug}/requests`)
+      .set(t.headers)
+      .send({ task: { summary: title, title } });
     expect(res.status).to.equal(202);
     return res.body.request.id;
   }
   async function chat(message: string, sessionId?: string): Promise<string> {
-    const res = await h.api.post(`/api/v1/scribes/${t.scribe.slug}/chat`).set(t.headers).send({ message, ...(sessionId ? { session_id: sessionId } : {}) });
+    const res = await h.api
+      .post(`/api/v1/scribes/${t.scribe.slug}/chat`)
+      .set(t.headers)
+      .send({ message, ...(sessionId ? { session_id: sessionId } : {}) });
     expect(res.status).to.equal(202);
     return res.body.session_id;
   }
@@ -125,7 +131,10 @@ describe('outbound webhooks', function () {
     expect(asked).to.deep.include({ scribe_id: 'atlas', status: 'waiting', title: 'Ask about the budget', result: null, question: 'Which quarter?' });
     expect((await h.db('tasks').where({ id: asked.id }).first()).request_id).to.equal(asking);
     // A session's answer carries the scribe's reply, its last message; a failure carries none.
-    for (const [id, status] of [[waiting, 'waiting'], [completed, 'completed']]) {
+    for (const [id, status] of [
+      [waiting, 'waiting'],
+      [completed, 'completed'],
+    ]) {
       const reply = (await h.db('session_messages').where({ session_id: id, author: 'scribe' }).first('text')).text;
       expect(events.find((e) => e.data.session?.id === id)!.data.session).to.deep.equal({ id, scribe_id: 'atlas', status, reply });
     }
@@ -343,13 +352,15 @@ describe('outbound webhooks', function () {
   });
 
   it('refuses a bad URL, an unknown event type and, without WEBHOOKS_ALLOW_PRIVATE, a private address', async () => {
-    const create = (url: string, events?: string[]) => h.services.webhooks.create(staffOf(t), { url, events }).then(() => 'created', (err: Error) => err.message);
+    const create = (url: string, events?: string[]) =>
+      h.services.webhooks.create(staffOf(t), { url, events }).then(
+        () => 'created',
+        (err: Error) => err.message,
+      );
     expect(await create('ftp://example.com/hook')).to.equal(messages.invalidUrl);
     expect(await create('https://user:pw@example.com/hook')).to.equal(messages.invalidUrl);
     expect(await create('not a url')).to.equal(messages.invalidUrl);
-    expect(await create('https://example.com/hook', ['request.fulfilled', 'request.lost'])).to.equal(
-      `Unknown event type: request.lost (expected ${EVENT_TYPES.join(', ')})`,
-    );
+    expect(await create('https://example.com/hook', ['request.fulfilled', 'request.lost'])).to.equal(`Unknown event type: request.lost (expected ${EVENT_TYPES.join(', ')})`);
     expect(await create('https://example.com/hook', [])).to.equal(messages.noEvents);
     expect(await h.db('webhook_endpoints').where({ organization_id: t.organizationId })).to.have.length(0);
 
@@ -357,11 +368,17 @@ describe('outbound webhooks', function () {
     try {
       const s = await strict.tenant({ slug: 'atlas' });
       const r = await receiver();
-      const refused = await strict.services.webhooks.create(staffOf(s), { url: r.url }).then(() => 'created', (err: Error) => err.message);
+      const refused = await strict.services.webhooks.create(staffOf(s), { url: r.url }).then(
+        () => 'created',
+        (err: Error) => err.message,
+      );
       expect(refused).to.equal(messages.privateAddress);
       // A name is checked when connecting: localhost resolves to loopback, so nothing is sent.
       const { endpoint: e } = await strict.services.webhooks.create(staffOf(s), { url: `http://localhost:${r.port}/hook`, events: ['request.fulfilled'] });
-      await strict.api.post('/api/v1/scribes/atlas/requests').set(s.headers).send({ task: { summary: 'x' } });
+      await strict.api
+        .post('/api/v1/scribes/atlas/requests')
+        .set(s.headers)
+        .send({ task: { summary: 'x' } });
       await strict.services.dispatcher.tick();
       await strict.services.webhookWorker.tick();
       expect(r.received).to.have.length(0);
@@ -379,7 +396,9 @@ describe('outbound webhooks', function () {
     const now = clock().toISOString();
     // A worker claims the delivery as workers do, and dies before the attempt.
     const leaseUntil = new Date(clock().getTime() + defaultWebhookWorkerOptions.leaseMs).toISOString();
-    const claimed = await claimInTurn(h.db, { now, leaseUntil, token: 'died', limit: 1, skipOrganizations: [], skipEndpoints: [] }, (turns) => turns.map((turn) => [turn.endpoint_id!, 4]));
+    const claimed = await claimInTurn(h.db, { now, leaseUntil, token: 'died', limit: 1, skipOrganizations: [], skipEndpoints: [] }, (turns) =>
+      turns.map((turn) => [turn.endpoint_id!, 4]),
+    );
     expect(claimed.map((d) => d.endpoint_id)).to.deep.equal([e.id]);
     await send();
     expect(r.received, 'not while the lease holds').to.have.length(0);
@@ -415,7 +434,14 @@ describe('outbound webhooks', function () {
     const { anyAddress } = await import('../../src/net/address-policy.js');
     const { createLogger } = await import('../../src/logger.js');
     const sender = createSender(anyAddress, { timeoutMs: 5_000 });
-    const second = createWebhookWorker({ db: h.db, clock, logger: createLogger('silent'), sender, secrets: h.services.secrets, options: { ...defaultWebhookWorkerOptions, concurrency: 4 } });
+    const second = createWebhookWorker({
+      db: h.db,
+      clock,
+      logger: createLogger('silent'),
+      sender,
+      secrets: h.services.secrets,
+      options: { ...defaultWebhookWorkerOptions, concurrency: 4 },
+    });
     try {
       await Promise.all([send(), second.tick(), send(), second.tick()]);
       await Promise.all([send(), second.tick()]);
@@ -425,6 +451,9 @@ describe('outbound webhooks', function () {
     const perReceipt = new Map<string, number>();
     for (const event of r.events()) perReceipt.set(event.data.request.id, (perReceipt.get(event.data.request.id) ?? 0) + 1);
     expect([...perReceipt.keys()].sort()).to.deep.equal([...ids].sort());
-    expect([...perReceipt.values()].every((n) => n === 1), JSON.stringify([...perReceipt])).to.equal(true);
+    expect(
+      [...perReceipt.values()].every((n) => n === 1),
+      JSON.stringify([...perReceipt]),
+    ).to.equal(true);
   });
 });

@@ -29,14 +29,17 @@ export function accountRoutes(services: Services): Router {
 
   router.post(
     '/account/time-zone',
-    action(async (req) => {
-      const zone = canonicalTimeZone(String(req.body.time_zone ?? '').trim());
-      if (!zone) throw new ValidationError(messages.invalidTimeZone);
-      await services.users.setTimeZone(req.user!.id, zone);
-      await services.audit.record(userActor(req), 'user.time_zone', { type: 'user', id: req.user!.id }, zone);
-      flash(req, 'notice', messages.timeZoneSaved(zone));
-      return '/account';
-    }, () => '/account'),
+    action(
+      async (req) => {
+        const zone = canonicalTimeZone(String(req.body.time_zone ?? '').trim());
+        if (!zone) throw new ValidationError(messages.invalidTimeZone);
+        await services.users.setTimeZone(req.user!.id, zone);
+        await services.audit.record(userActor(req), 'user.time_zone', { type: 'user', id: req.user!.id }, zone);
+        flash(req, 'notice', messages.timeZoneSaved(zone));
+        return '/account';
+      },
+      () => '/account',
+    ),
   );
 
   // Each try checks the current password: a session left open must not become a way to guess it.
@@ -56,16 +59,19 @@ export function accountRoutes(services: Services): Router {
   router.post(
     '/account/password',
     passwordTries,
-    action(async (req) => {
-      // This session stays signed in; the user's others end.
-      req.session.signedInAt = await services.users.changePassword(req.user!, {
-        current: String(req.body.current_password ?? ''),
-        password: String(req.body.password ?? ''),
-        confirmation: String(req.body.confirmation ?? ''),
-      });
-      flash(req, 'notice', messages.passwordSaved);
-      return '/account';
-    }, () => '/account'),
+    action(
+      async (req) => {
+        // This session stays signed in; the user's others end.
+        req.session.signedInAt = await services.users.changePassword(req.user!, {
+          current: String(req.body.current_password ?? ''),
+          password: String(req.body.password ?? ''),
+          confirmation: String(req.body.confirmation ?? ''),
+        });
+        flash(req, 'notice', messages.passwordSaved);
+        return '/account';
+      },
+      () => '/account',
+    ),
   );
 
   return router;

@@ -85,7 +85,7 @@ function filtersOf(req: Request): { given: Record<string, string>; filter: Audit
  * Spreadsheets run a cell that starts with = + - @ (or a tab or return) as a formula; such
  * cells are exported with a leading apostrophe (OWASP's advice for CSV injection).
  */
-const inert = (value: string | null) => (value && /^[=+\-@\t\r]/.test(value) ? `'${value}` : value ?? '');
+const inert = (value: string | null) => (value && /^[=+\-@\t\r]/.test(value) ? `'${value}` : (value ?? ''));
 
 /** The audit log: filters an auditor needs, a subject's whole history, and CSV export of any filtered view. */
 export function auditRoutes(services: Services): Router {

@@ -100,12 +100,15 @@ export function channelRoutes(services: Services): Router {
     router.post(
       `/channels/:id/${name}`,
       requireAdmin,
-      action(async (req) => {
-        const id = String(req.params.id);
-        await services.channels.setEnabled(userActor(req), id, enabled);
-        flash(req, 'notice', notice);
-        return pageOf(id);
-      }, (req) => pageOf(String(req.params.id))),
+      action(
+        async (req) => {
+          const id = String(req.params.id);
+          await services.channels.setEnabled(userActor(req), id, enabled);
+          flash(req, 'notice', notice);
+          return pageOf(id);
+        },
+        (req) => pageOf(String(req.params.id)),
+      ),
     );
   }
 

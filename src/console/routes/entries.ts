@@ -37,12 +37,15 @@ export function entryRoutes(services: Services): Router {
   router.post(
     '/entry-types',
     requireAdmin,
-    action(async (req) => {
-      const type = await services.entryTypes.create(req.user!.organization_id, { name: String(req.body.name ?? ''), fields: fieldsFromForm(req) });
-      await services.audit.record(userActor(req), 'entry_type.create', { type: 'entry_type', id: type.id }, type.name);
-      flash(req, 'notice', `Entry type ${type.name} created.`);
-      return typePage(type.id);
-    }, () => '/entry-types'),
+    action(
+      async (req) => {
+        const type = await services.entryTypes.create(req.user!.organization_id, { name: String(req.body.name ?? ''), fields: fieldsFromForm(req) });
+        await services.audit.record(userActor(req), 'entry_type.create', { type: 'entry_type', id: type.id }, type.name);
+        flash(req, 'notice', `Entry type ${type.name} created.`);
+        return typePage(type.id);
+      },
+      () => '/entry-types',
+    ),
   );
 
   router.get('/entry-types/:id', async (req, res) => {
@@ -88,12 +91,15 @@ export function entryRoutes(services: Services): Router {
   router.post(
     '/entry-types/:id',
     requireAdmin,
-    action(async (req) => {
-      const type = await services.entryTypes.update(req.user!.organization_id, String(req.params.id), { name: String(req.body.name ?? ''), addFields: fieldsFromForm(req) });
-      await services.audit.record(userActor(req), 'entry_type.update', { type: 'entry_type', id: type.id }, type.name);
-      flash(req, 'notice', `Entry type ${type.name} saved.`);
-      return typePage(type.id);
-    }, (req) => `${typePage(String(req.params.id))}/edit`),
+    action(
+      async (req) => {
+        const type = await services.entryTypes.update(req.user!.organization_id, String(req.params.id), { name: String(req.body.name ?? ''), addFields: fieldsFromForm(req) });
+        await services.audit.record(userActor(req), 'entry_type.update', { type: 'entry_type', id: type.id }, type.name);
+        flash(req, 'notice', `Entry type ${type.name} saved.`);
+        return typePage(type.id);
+      },
+      (req) => `${typePage(String(req.params.id))}/edit`,
+    ),
   );
 
   router.get('/entry-types/:id/new', requireAdmin, async (req, res) => {
@@ -104,13 +110,16 @@ export function entryRoutes(services: Services): Router {
   router.post(
     '/entry-types/:id/entries',
     requireAdmin,
-    action(async (req) => {
-      const type = await services.entryTypes.get(req.user!.organization_id, String(req.params.id));
-      const entry = await services.entries.create(type.organization_id, type.id, await inputFromForm(services, req, type, 'create'));
-      await services.audit.record(userActor(req), 'entry.create', { type: 'entry', id: entry.id }, type.name);
-      flash(req, 'notice', 'Entry created.');
-      return entryPage(entry.id);
-    }, (req) => `${typePage(String(req.params.id))}/new`),
+    action(
+      async (req) => {
+        const type = await services.entryTypes.get(req.user!.organization_id, String(req.params.id));
+        const entry = await services.entries.create(type.organization_id, type.id, await inputFromForm(services, req, type, 'create'));
+        await services.audit.record(userActor(req), 'entry.create', { type: 'entry', id: entry.id }, type.name);
+        flash(req, 'notice', 'Entry created.');
+        return entryPage(entry.id);
+      },
+      (req) => `${typePage(String(req.params.id))}/new`,
+    ),
   );
 
   router.get('/entries/:id', async (req, res) => {
@@ -129,14 +138,17 @@ export function entryRoutes(services: Services): Router {
   router.post(
     '/entries/:id',
     requireAdmin,
-    action(async (req) => {
-      const org = req.user!.organization_id;
-      const { entry: current, type } = await entryWithType(services, org, String(req.params.id));
-      const entry = await services.entries.update(org, current.id, await inputFromForm(services, req, type, 'update'));
-      await services.audit.record(userActor(req), 'entry.update', { type: 'entry', id: entry.id }, type.name);
-      flash(req, 'notice', 'Entry saved.');
-      return entryPage(entry.id);
-    }, (req) => `${entryPage(String(req.params.id))}/edit`),
+    action(
+      async (req) => {
+        const org = req.user!.organization_id;
+        const { entry: current, type } = await entryWithType(services, org, String(req.params.id));
+        const entry = await services.entries.update(org, current.id, await inputFromForm(services, req, type, 'update'));
+        await services.audit.record(userActor(req), 'entry.update', { type: 'entry', id: entry.id }, type.name);
+        flash(req, 'notice', 'Entry saved.');
+        return entryPage(entry.id);
+      },
+      (req) => `${entryPage(String(req.params.id))}/edit`,
+    ),
   );
 
   return router;
@@ -154,7 +166,12 @@ export function primaryOf(type: EntryTypeWithFields): string {
 }
 
 /** The names of the entries these entries link to, by id, read in one query. */
-async function linkedNames(services: Services, organizationId: string, type: EntryTypeWithFields, entries: ReadonlyArray<{ fields: Record<string, unknown> }>): Promise<Map<string, string>> {
+async function linkedNames(
+  services: Services,
+  organizationId: string,
+  type: EntryTypeWithFields,
+  entries: ReadonlyArray<{ fields: Record<string, unknown> }>,
+): Promise<Map<string, string>> {
   const links = type.fields.filter((f) => f.type === 'relationship');
   const ids = new Set(entries.flatMap((e) => links.flatMap((f) => (e.fields[f.name] as string[] | undefined) ?? [])));
   return new Map((await services.entries.titles(organizationId, [...ids])).map((t) => [t.id, t.title]));

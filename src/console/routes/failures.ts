@@ -53,12 +53,19 @@ export function failureRoutes(services: Services): Router {
 
   for (const kind of KINDS) {
     for (const act of ['retry', 'discard'] as const) {
-      router.post(`/${kind}/:id/${act}`, requireAdmin, action(async (req) => {
-        const next = await on[kind][act](userActor(req), String(req.params.id));
-        // A discard's page says so itself ("Discarded … : it no longer shows among the failures").
-        if (act === 'retry') flash(req, 'notice', RETRIED[kind]);
-        return pageOf(kind, next);
-      }, (req) => pageOf(kind, String(req.params.id))));
+      router.post(
+        `/${kind}/:id/${act}`,
+        requireAdmin,
+        action(
+          async (req) => {
+            const next = await on[kind][act](userActor(req), String(req.params.id));
+            // A discard's page says so itself ("Discarded … : it no longer shows among the failures").
+            if (act === 'retry') flash(req, 'notice', RETRIED[kind]);
+            return pageOf(kind, next);
+          },
+          (req) => pageOf(kind, String(req.params.id)),
+        ),
+      );
     }
   }
 
@@ -75,26 +82,33 @@ export function failureRoutes(services: Services): Router {
       render(res, 'failures/bulk', { title: `${ACTS[act].verb} failed ${kind}`, kind, act, verb: ACTS[act].verb, filters, upto, total, max: BULK_MAX });
     });
 
-    router.post(`/${kind}/bulk`, requireAdmin, action(async (req) => {
-      const act = actOf(req.body.action);
-      const upto = typeof req.body.upto === 'string' && !Number.isNaN(Date.parse(req.body.upto)) ? new Date(req.body.upto).toISOString() : undefined;
-      if (!upto) throw new HttpError(400, 'The confirmation has no preview time; open the preview again.');
-      const { filters, filter } = await filtersOf(req, req.body);
-      const actor = userActor(req);
-      const { ids } = await services.consoleReads.bulkSelection(actor.organizationId, kind, act, filter, upto, BULK_MAX);
-      const refused = new Map<string, number>();
-      for (const id of ids) {
-        try {
-          await on[kind][act](actor, id);
-        } catch (err) {
-          // One that cannot be acted on (its scribe is not active, another admin got there first) does not stop the rest.
-          if (!(err instanceof HttpError)) throw err;
-          refused.set(err.message, (refused.get(err.message) ?? 0) + 1);
-        }
-      }
-      flash(req, refused.size ? 'error' : 'notice', bulkOutcome(ACTS[act].done, kind, ids.length, refused));
-      return `/${kind}${withQuery(filters)}`;
-    }, () => `/${kind}`));
+    router.post(
+      `/${kind}/bulk`,
+      requireAdmin,
+      action(
+        async (req) => {
+          const act = actOf(req.body.action);
+          const upto = typeof req.body.upto === 'string' && !Number.isNaN(Date.parse(req.body.upto)) ? new Date(req.body.upto).toISOString() : undefined;
+          if (!upto) throw new HttpError(400, 'The confirmation has no preview time; open the preview again.');
+          const { filters, filter } = await filtersOf(req, req.body);
+          const actor = userActor(req);
+          const { ids } = await services.consoleReads.bulkSelection(actor.organizationId, kind, act, filter, upto, BULK_MAX);
+          const refused = new Map<string, number>();
+          for (const id of ids) {
+            try {
+              await on[kind][act](actor, id);
+            } catch (err) {
+              // One that cannot be acted on (its scribe is not active, another admin got there first) does not stop the rest.
+              if (!(err instanceof HttpError)) throw err;
+              refused.set(err.message, (refused.get(err.message) ?? 0) + 1);
+            }
+          }
+          flash(req, refused.size ? 'error' : 'notice', bulkOutcome(ACTS[act].done, kind, ids.length, refused));
+          return `/${kind}${withQuery(filters)}`;
+        },
+        () => `/${kind}`,
+      ),
+    );
   }
 
   return router;

@@ -15,7 +15,9 @@ export function keyRoutes(services: Services): Router {
   // Rendered, not redirected: the key is shown in this response only and stored nowhere in clear.
   router.post('/keys', requireAdmin, async (req, res) => {
     const org = req.user!.organization_id;
-    const name = String(req.body.name ?? '').trim().slice(0, 200);
+    const name = String(req.body.name ?? '')
+      .trim()
+      .slice(0, 200);
     const created = await services.organizations.createApiKey({ organizationId: org, name });
     await services.audit.record(userActor(req), 'key.create', { type: 'api_key', id: created.id }, name || 'API key');
     res.set('Cache-Control', 'no-store');
@@ -25,13 +27,16 @@ export function keyRoutes(services: Services): Router {
   router.post(
     '/keys/:id/revoke',
     requireAdmin,
-    action(async (req) => {
-      const id = String(req.params.id);
-      await services.organizations.revokeApiKey(id, req.user!.organization_id);
-      await services.audit.record(userActor(req), 'key.revoke', { type: 'api_key', id });
-      flash(req, 'notice', 'Key revoked: calls with it now answer 401.');
-      return '/keys';
-    }, () => '/keys'),
+    action(
+      async (req) => {
+        const id = String(req.params.id);
+        await services.organizations.revokeApiKey(id, req.user!.organization_id);
+        await services.audit.record(userActor(req), 'key.revoke', { type: 'api_key', id });
+        flash(req, 'notice', 'Key revoked: calls with it now answer 401.');
+        return '/keys';
+      },
+      () => '/keys',
+    ),
   );
 
   return router;

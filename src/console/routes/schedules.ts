@@ -57,15 +57,20 @@ export function scheduleRoutes(services: Services): Router {
   /** The new-schedule or edit form for the scribe `slug`, with the preview of `values`. */
   const renderForm = async (req: Request, res: Response, slug: string, values: FormValues, extra: { error?: string; status?: number; schedule?: { id: string } } = {}) => {
     const scribe = await services.scribes.getBySlug(req.user!.organization_id, slug);
-    render(res, 'schedules/form', {
-      title: extra.schedule ? 'Edit schedule' : 'New schedule',
-      scribe,
-      schedule: extra.schedule ?? null,
-      values,
-      preview: preview(values),
-      error: extra.error ?? null,
-      overlaps: OVERLAP_POLICIES,
-    }, extra.status ?? 200);
+    render(
+      res,
+      'schedules/form',
+      {
+        title: extra.schedule ? 'Edit schedule' : 'New schedule',
+        scribe,
+        schedule: extra.schedule ?? null,
+        values,
+        preview: preview(values),
+        error: extra.error ?? null,
+        overlaps: OVERLAP_POLICIES,
+      },
+      extra.status ?? 200,
+    );
   };
 
   /**
@@ -73,7 +78,14 @@ export function scheduleRoutes(services: Services): Router {
    * `save` runs and the schedule's page follows. A refusal renders the form again with what
    * was typed and the reason (422).
    */
-  const submitForm = async (req: Request, res: Response, slug: string, schedule: { id: string } | undefined, save: (values: FormValues) => Promise<{ id: string }>, notice: string) => {
+  const submitForm = async (
+    req: Request,
+    res: Response,
+    slug: string,
+    schedule: { id: string } | undefined,
+    save: (values: FormValues) => Promise<{ id: string }>,
+    notice: string,
+  ) => {
     const values = scheduleInput(req.body);
     if (req.body.preview !== undefined) return renderForm(req, res, slug, values, { schedule });
     try {
@@ -117,11 +129,14 @@ export function scheduleRoutes(services: Services): Router {
     router.post(
       `/schedules/:id/${name}`,
       requireAdmin,
-      action(async (req) => {
-        const id = String(req.params.id);
-        flash(req, 'notice', await run(req, id));
-        return name === 'delete' ? '/schedules' : pageOf(id);
-      }, (req) => pageOf(String(req.params.id))),
+      action(
+        async (req) => {
+          const id = String(req.params.id);
+          flash(req, 'notice', await run(req, id));
+          return name === 'delete' ? '/schedules' : pageOf(id);
+        },
+        (req) => pageOf(String(req.params.id)),
+      ),
     );
   act('pause', async (req, id) => (await services.schedules.pause(userActor(req), id), 'Paused: it does not fire until resumed.'));
   act('resume', async (req, id) => (await services.schedules.resume(userActor(req), id), 'Resumed: it fires at its next fire time.'));

@@ -39,8 +39,16 @@ export function scribeRoutes(services: Services): Router {
   const typed = (body: Record<string, unknown> = {}) => {
     const field = (name: string) => String(body[name] ?? '').trim();
     return {
-      name: field('name'), slug: field('slug'), state: field('state') || 'active', agent: field('agent') || 'builtin', instructions: String(body.instructions ?? ''),
-      model: field('model'), base_url: field('base_url'), vision: body.vision === 'on', max_tool_rounds: field('max_tool_rounds'), token_budget: field('token_budget'),
+      name: field('name'),
+      slug: field('slug'),
+      state: field('state') || 'active',
+      agent: field('agent') || 'builtin',
+      instructions: String(body.instructions ?? ''),
+      model: field('model'),
+      base_url: field('base_url'),
+      vision: body.vision === 'on',
+      max_tool_rounds: field('max_tool_rounds'),
+      token_budget: field('token_budget'),
       max_concurrency: field('max_concurrency'),
     };
   };
@@ -109,7 +117,11 @@ export function scribeRoutes(services: Services): Router {
   router.get('/b/:slug/settings', async (req, res) => {
     const org = req.user!.organization_id;
     const scribe = await scribeOf(req);
-    const [schedules, channels, mcpServers] = await Promise.all([services.schedules.list(org, scribe.id), services.channels.list(org, scribe.id), services.mcpServers.list(scribe.id)]);
+    const [schedules, channels, mcpServers] = await Promise.all([
+      services.schedules.list(org, scribe.id),
+      services.channels.list(org, scribe.id),
+      services.mcpServers.list(scribe.id),
+    ]);
     render(res, 'scribes/settings', { title: `Settings of ${scribe.name}`, scribe, schedules, channels, mcpServers: mcpServers.map(presentMcpServer), agents: AGENT_KINDS });
   });
 

@@ -33,7 +33,19 @@ export function searchRoutes(services: Services): Router {
       render(
         res,
         'search/index',
-        { title: q ? `Search: ${q}` : 'Search', q, receipts: [], tasks: [], scribes: [], entries: [], sessions: [], searchWindow: SESSION_SEARCH_WINDOW, error: null, nothing: messages.nothing(q), ...fields },
+        {
+          title: q ? `Search: ${q}` : 'Search',
+          q,
+          receipts: [],
+          tasks: [],
+          scribes: [],
+          entries: [],
+          sessions: [],
+          searchWindow: SESSION_SEARCH_WINDOW,
+          error: null,
+          nothing: messages.nothing(q),
+          ...fields,
+        },
         status,
       );
     if (!q) return show({});

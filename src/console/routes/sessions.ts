@@ -20,27 +20,42 @@ export function sessionRoutes(services: Services): Router {
     const calls = await services.traces.of({ sessionId: session.id });
     // Titled by what it was started with, as the list of sessions shows it.
     const first = session.messages.find((m) => m.author === 'user' || m.author === 'staff');
-    render(res, 'sessions/show', { title: first?.text.trim() ? truncate(first.text, 80) : `Session with ${scribe.name}`, session, scribe, delivery, calls, totals: traceTotals(calls), live: Boolean(session.reply_due), liveEveryMs: writingEvery(session.messages) });
+    render(res, 'sessions/show', {
+      title: first?.text.trim() ? truncate(first.text, 80) : `Session with ${scribe.name}`,
+      session,
+      scribe,
+      delivery,
+      calls,
+      totals: traceTotals(calls),
+      live: Boolean(session.reply_due),
+      liveEveryMs: writingEvery(session.messages),
+    });
   });
 
   router.post(
     '/sessions/:id/reply',
     requireAdmin,
-    action(async (req) => {
-      await services.sessions.replyAsStaff(userActor(req), String(req.params.id), String(req.body.text ?? ''));
-      flash(req, 'notice', 'Reply sent; the scribe is answering.');
-      return pageOf(String(req.params.id));
-    }, (req) => pageOf(String(req.params.id))),
+    action(
+      async (req) => {
+        await services.sessions.replyAsStaff(userActor(req), String(req.params.id), String(req.body.text ?? ''));
+        flash(req, 'notice', 'Reply sent; the scribe is answering.');
+        return pageOf(String(req.params.id));
+      },
+      (req) => pageOf(String(req.params.id)),
+    ),
   );
 
   router.post(
     '/sessions/:id/cancel',
     requireAdmin,
-    action(async (req) => {
-      await services.sessions.cancel(userActor(req), String(req.params.id));
-      flash(req, 'notice', 'Session cancelled.');
-      return pageOf(String(req.params.id));
-    }, (req) => pageOf(String(req.params.id))),
+    action(
+      async (req) => {
+        await services.sessions.cancel(userActor(req), String(req.params.id));
+        flash(req, 'notice', 'Session cancelled.');
+        return pageOf(String(req.params.id));
+      },
+      (req) => pageOf(String(req.params.id)),
+    ),
   );
 
   return router;

@@ -36,27 +36,41 @@ export function taskRoutes(services: Services): Router {
     const task = await services.tasks.get(req.user!.organization_id, String(req.params.id));
     const scribe = (await services.scribes.find(task.scribe_id))!;
     const calls = await services.traces.of({ taskId: task.id });
-    render(res, 'tasks/show', { title: task.title, task, scribe, calls, totals: traceTotals(calls), live: task.status === 'open' || task.status === 'in_progress', liveEveryMs: writingEvery(task.events) });
+    render(res, 'tasks/show', {
+      title: task.title,
+      task,
+      scribe,
+      calls,
+      totals: traceTotals(calls),
+      live: task.status === 'open' || task.status === 'in_progress',
+      liveEveryMs: writingEvery(task.events),
+    });
   });
 
   router.post(
     '/tasks/:id/input',
     requireAdmin,
-    action(async (req) => {
-      await services.tasks.giveInput(userActor(req), String(req.params.id), String(req.body.text ?? ''));
-      flash(req, 'notice', 'Input given; the task is open again.');
-      return pageOf(String(req.params.id));
-    }, (req) => pageOf(String(req.params.id))),
+    action(
+      async (req) => {
+        await services.tasks.giveInput(userActor(req), String(req.params.id), String(req.body.text ?? ''));
+        flash(req, 'notice', 'Input given; the task is open again.');
+        return pageOf(String(req.params.id));
+      },
+      (req) => pageOf(String(req.params.id)),
+    ),
   );
 
   router.post(
     '/tasks/:id/cancel',
     requireAdmin,
-    action(async (req) => {
-      await services.tasks.cancel(userActor(req), String(req.params.id));
-      flash(req, 'notice', 'Task cancelled.');
-      return pageOf(String(req.params.id));
-    }, (req) => pageOf(String(req.params.id))),
+    action(
+      async (req) => {
+        await services.tasks.cancel(userActor(req), String(req.params.id));
+        flash(req, 'notice', 'Task cancelled.');
+        return pageOf(String(req.params.id));
+      },
+      (req) => pageOf(String(req.params.id)),
+    ),
   );
 
   return router;

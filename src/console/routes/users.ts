@@ -46,10 +46,15 @@ export function userRoutes(services: Services): Router {
   // Rendered, not redirected: the link is shown in this response only.
   router.post('/users', (req, res) => {
     const form = { email: String(req.body.email ?? '').trim(), role: String(req.body.role ?? 'viewer') };
-    return showLink(req, res, async () => {
-      const invited = await services.users.invite(userActor(req), form);
-      return { kind: 'invite', email: invited.email, url: invited.url };
-    }, form);
+    return showLink(
+      req,
+      res,
+      async () => {
+        const invited = await services.users.invite(userActor(req), form);
+        return { kind: 'invite', email: invited.email, url: invited.url };
+      },
+      form,
+    );
   });
 
   router.post('/users/:id/reset', (req, res) =>
@@ -60,10 +65,13 @@ export function userRoutes(services: Services): Router {
   );
 
   const change = (run: (req: Request) => Promise<string>) =>
-    action(async (req) => {
-      flash(req, 'notice', await run(req));
-      return '/users';
-    }, () => '/users');
+    action(
+      async (req) => {
+        flash(req, 'notice', await run(req));
+        return '/users';
+      },
+      () => '/users',
+    );
 
   router.post(
     '/users/:id/role',

@@ -64,7 +64,16 @@ export function webhookRoutes(services: Services): Router {
     const scope = status || eventType ? 'to this endpoint matching these filters' : 'to this endpoint';
     const pager = pagerOf(page, { path: pageOf(endpoint.id), filters, codec: cursor, noun: ['delivery', 'deliveries'], scope });
     if (secret) res.set('Cache-Control', 'no-store');
-    render(res, 'webhooks/show', { title: endpoint.url, endpoint, deliveries: page.items, pager, secret, filters, statuses: DELIVERY_STATUSES, eventTypes: [...EVENT_TYPES, TEST_EVENT] });
+    render(res, 'webhooks/show', {
+      title: endpoint.url,
+      endpoint,
+      deliveries: page.items,
+      pager,
+      secret,
+      filters,
+      statuses: DELIVERY_STATUSES,
+      eventTypes: [...EVENT_TYPES, TEST_EVENT],
+    });
   };
 
   router.get('/webhooks/new', requireAdmin, (_req, res) => renderForm(res, null, { url: '', description: '', events: null }));

@@ -49,9 +49,7 @@ export interface PageWindow {
  *   What no index can list (text shorter than a trigram, timestamps) is found beside them
  *   by reading in page order, checking only that part (see `Cover`).
  */
-export type SearchPlan =
-  | { kind: 'scan'; filter?: (query: Knex.QueryBuilder) => void }
-  | { kind: 'postings'; page: (window: PageWindow, limit: number) => Knex.QueryBuilder };
+export type SearchPlan = { kind: 'scan'; filter?: (query: Knex.QueryBuilder) => void } | { kind: 'postings'; page: (window: PageWindow, limit: number) => Knex.QueryBuilder };
 
 export interface PlanOptions {
   stats: TrigramStats;
@@ -224,7 +222,9 @@ class Planner {
         return { estimate: 0, sources: 1 };
       default: {
         const estimate = await this.estimates.counts.get(countKey(this.type.id, predicate, this.limit), async () => {
-          const found = this.postings(predicate).select(this.db.raw('1')).limit(this.limit + 1);
+          const found = this.postings(predicate)
+            .select(this.db.raw('1'))
+            .limit(this.limit + 1);
           const row = (await this.db.from(found.as('found')).count({ n: '*' }).first()) as { n: number };
           return Number(row.n);
         });
@@ -252,7 +252,10 @@ class Planner {
       }
       case 'words': {
         const word = this.drivers.get(predicate) as string;
-        const values = db('entry_values as p').whereIn('p.field_id', this.type.fields.filter((f) => f.type === 'text').map((f) => f.id));
+        const values = db('entry_values as p').whereIn(
+          'p.field_id',
+          this.type.fields.filter((f) => f.type === 'text').map((f) => f.id),
+        );
         whereValueHasText(db, values, 'p', word, this.lookups.get(word)!);
         const driven = inWindow(values, window).distinct('p.entry_id', 'p.entry_created_at');
         const others = predicate.words.filter((w) => w !== word);

@@ -29,7 +29,9 @@ const MERGE_STEP_PAGES = 50;
 
 const fts5: TextIndex = {
   valuesHolding(db, trigrams) {
-    return db('entry_values_fts').select({ value_id: 'rowid' }).whereRaw('entry_values_fts match ?', [matchAll(trigrams)]);
+    return db('entry_values_fts')
+      .select({ value_id: 'rowid' })
+      .whereRaw('entry_values_fts match ?', [matchAll(trigrams)]);
   },
   firstValuesHolding(db, trigrams, limit) {
     return this.valuesHolding(db, trigrams).orderBy('rowid').limit(limit);

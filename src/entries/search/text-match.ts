@@ -59,7 +59,10 @@ export class TrigramStats {
       const read = (await this.db.from(postings.as('p')).first(this.db.raw('count(*) as n, max(p.value_id) as last'))) as { n: number; last: number | null };
       if (Number(read.n) < sample) return Number(read.n);
       // Two subqueries: SQLite answers a lone min() or max() from the index, both together by a scan.
-      const range = (await this.db.first(this.db.raw('(select min(id) from entry_values) as first, (select max(id) from entry_values) as last'))) as { first: number; last: number };
+      const range = (await this.db.first(this.db.raw('(select min(id) from entry_values) as first, (select max(id) from entry_values) as last'))) as {
+        first: number;
+        last: number;
+      };
       return Math.round((sample * (range.last - range.first + 1)) / (read.last! - range.first + 1));
     });
   }
@@ -77,7 +80,10 @@ export class TrigramStats {
     const estimated = await Promise.all(trigrams.map(async (trigram) => ({ trigram, estimate: await this.estimate([trigram]) })));
     estimated.sort((a, b) => a.estimate - b.estimate);
     const rarest = estimated[0]!.estimate;
-    const chosen = estimated.filter((e, i) => i === 0 || e.estimate <= rarest * RARITY_SPREAD).slice(0, MAX_TRIGRAMS).map((e) => e.trigram);
+    const chosen = estimated
+      .filter((e, i) => i === 0 || e.estimate <= rarest * RARITY_SPREAD)
+      .slice(0, MAX_TRIGRAMS)
+      .map((e) => e.trigram);
     return { trigrams: chosen, estimate: chosen.length > 1 ? await this.estimate(chosen) : rarest };
   }
 }
