@@ -33,8 +33,8 @@ export interface ReplyWriterOptions {
 
 /**
  * The one place an answer under way is stored. It buffers the model's text and stores the
- * whole of it at most every `everyMs` (the first text at once), one write at a time, so a
- * model writing a token at a time costs a few writes a second, not one a token.
+ * whole of it at most every `everyMs` (the first text `everyMs` after it came), one write at
+ * a time, so a model writing a token at a time costs a few writes a second, not one a token.
  */
 export function createReplyWriter({ save, onSaved, onError, everyMs = DRAFT_FLUSH_MS }: ReplyWriterOptions): ReplyWriter {
   let text = '';
@@ -43,12 +43,15 @@ export function createReplyWriter({ save, onSaved, onError, everyMs = DRAFT_FLUS
   let closed = false;
   let timer: NodeJS.Timeout | undefined;
   let saving: Promise<void> | undefined;
-  let lastSaveAt = -Infinity;
+  let lastSaveAt: number | undefined;
   // The answer is stored trimmed, as it is recorded: what readers see is always a prefix of it.
   const shown = () => text.trimStart();
 
   function schedule(): void {
     if (closed || timer || saving || shown() === saved) return;
+    // The first text waits too: an answer that comes whole within `everyMs` of its first
+    // text (a short reply, streamed at once) is recorded without a draft before it.
+    lastSaveAt ??= performance.now();
     const wait = Math.max(0, lastSaveAt + everyMs - performance.now());
     timer = setTimeout(() => {
       timer = undefined;

@@ -41,12 +41,14 @@ export interface MessageRow {
 export type NewMessage = Omit<MessageRow, 'id' | 'session_id' | 'partial'>;
 
 /** Adds a message to a transcript, and its event for the API's streams unless it is a system note; its id. */
-export async function insertMessage(trx: Db, sessionId: string, message: NewMessage & { partial?: boolean }): Promise<number> {
+/** Adds a message and tells the session's stream; `whole`: the scribe's answer that came with no draft before it, which streams get as one delta too. */
+export async function insertMessage(trx: Db, sessionId: string, message: NewMessage & { partial?: boolean }, { whole = false } = {}): Promise<number> {
   const id = insertedId(
     await trx('session_messages')
       .insert({ ...message, session_id: sessionId })
       .returning('id'),
   );
+  if (whole) await appendDelta(trx, sessionId, id, '', message.text, message.created_at);
   if (message.author !== 'system' && !message.partial) await appendStreamEvent(trx, sessionId, { kind: 'message', data: { message_id: id } }, message.created_at);
   return id;
 }
@@ -252,7 +254,7 @@ export async function finishSession(
       await appendStreamEvent(trx, claim.id, { kind: 'message', data: { message_id: Number(written.id) } }, at);
     } else {
       await draft().delete();
-      await insertMessage(trx, claim.id, { author: outcome.author, text: outcome.text, created_at: at });
+      await insertMessage(trx, claim.id, { author: outcome.author, text: outcome.text, created_at: at }, { whole: outcome.author === 'scribe' });
     }
     await recordSessionStatus(trx, claim.id, at);
     await alongside?.(trx, row.state);

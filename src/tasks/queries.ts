@@ -76,8 +76,10 @@ export interface WorkedTaskRow extends TaskRow {
 }
 
 /** Records a move of a task, and its events for the API's streams: the status, and its text unless a system note. */
-export async function insertTaskEvent(db: Db, event: NewTaskEvent): Promise<void> {
+/** Records a move's event and tells the task's stream; `whole`: the scribe's answer that came with no draft before it, which streams get as one delta too. */
+export async function insertTaskEvent(db: Db, event: NewTaskEvent, { whole = false } = {}): Promise<void> {
   const id = insertedId(await db('task_events').insert(event).returning('id'));
+  if (whole) await appendDelta(db, event.task_id, id, '', event.text ?? '', event.created_at);
   await streamMove(db, id, event);
 }
 
@@ -173,14 +175,15 @@ export async function moveTask(
     // The scribe's move out of work completes its event under way, if it was written as it came; any other move drops it.
     const draft = () => trx('task_events').where({ task_id: move.id, partial: true });
     const before = (await draft().first('id', 'text')) as { id: number; text: string } | undefined;
-    if (before && move.author === 'scribe' && move.from === 'in_progress') {
+    const answered = move.author === 'scribe' && move.from === 'in_progress';
+    if (before && answered) {
       // Streams get the rest of the text the last save had not stored, then the result whole.
       await appendDelta(trx, move.id, Number(before.id), before.text, move.text ?? '', move.at);
       await draft().update({ ...event, partial: false });
       await streamMove(trx, Number(before.id), event);
     } else {
       await draft().delete();
-      await insertTaskEvent(trx, event);
+      await insertTaskEvent(trx, event, { whole: answered });
     }
     await alongside?.(trx);
     return true;

@@ -110,8 +110,9 @@ describe('a client generated from /api/v1/openapi.json (openapi-typescript, open
         .filter(Boolean)
         .map((block) => block.split('\n')[1]),
     ).to.deep.equal([
-      // running, the reply, waiting, the further message, queued, cancelled: the events after the user's first message.
+      // running, the reply (one delta: it came whole), waiting, the further message, queued, cancelled: the events after the user's first message.
       'event: status',
+      'event: delta',
       'event: message',
       'event: status',
       'event: message',
