@@ -1,6 +1,6 @@
 import type { Db } from '../db/knex.js';
 import { dialectOf } from '../db/dialect.js';
-import { appendDelta, appendStatusEvents, appendStreamEvent, insertedId } from '../streams/queries.js';
+import { appendDelta, appendStatusEvents, appendStreamEvent, appendStreamEvents, deltaOf, insertedId, type StreamEventData } from '../streams/queries.js';
 import { claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
 import { bringRunTurnsForward, lapsed, runEnded } from '../scribes/queries.js';
 
@@ -48,14 +48,15 @@ export async function insertMessage(trx: Db, sessionId: string, message: NewMess
       .insert({ ...message, session_id: sessionId })
       .returning('id'),
   );
-  if (whole) await appendDelta(trx, sessionId, id, '', message.text, message.created_at);
-  if (message.author !== 'system' && !message.partial) await appendStreamEvent(trx, sessionId, { kind: 'message', data: { message_id: id } }, message.created_at);
+  const streamed = message.author !== 'system' && !message.partial;
+  const events: StreamEventData[] = [...(whole ? deltaOf(id, '', message.text) : []), ...(streamed ? [{ kind: 'message', data: { message_id: id } } as const] : [])];
+  await appendStreamEvents(trx, sessionId, events, message.created_at);
   return id;
 }
 
 /** The session's state as its stream tells it: recorded after each change of state (and after each answer). */
-export async function recordSessionStatus(trx: Db, sessionId: string, at: string): Promise<void> {
-  const { state } = (await trx('sessions').where({ id: sessionId }).first('state')) as { state: SessionState };
+export async function recordSessionStatus(trx: Db, sessionId: string, at: string, known?: SessionState): Promise<void> {
+  const state = known ?? ((await trx('sessions').where({ id: sessionId }).first('state')) as { state: SessionState }).state;
   await appendStreamEvent(trx, sessionId, { kind: 'status', data: { status: state } }, at);
 }
 
@@ -249,14 +250,14 @@ export async function finishSession(
     const written = outcome.author === 'scribe' ? ((await draft().first('id', 'text')) as { id: number; text: string } | undefined) : undefined;
     if (written) {
       // Streams get the rest of the text the last save had not stored, then the message whole.
-      await appendDelta(trx, claim.id, Number(written.id), written.text, outcome.text, at);
       await draft().update({ text: outcome.text, partial: false, created_at: at });
-      await appendStreamEvent(trx, claim.id, { kind: 'message', data: { message_id: Number(written.id) } }, at);
+      const id = Number(written.id);
+      await appendStreamEvents(trx, claim.id, [...deltaOf(id, written.text, outcome.text), { kind: 'message', data: { message_id: id } }], at);
     } else {
       await draft().delete();
       await insertMessage(trx, claim.id, { author: outcome.author, text: outcome.text, created_at: at }, { whole: outcome.author === 'scribe' });
     }
-    await recordSessionStatus(trx, claim.id, at);
+    await recordSessionStatus(trx, claim.id, at, row.state);
     await alongside?.(trx, row.state);
     return true;
   });

@@ -24,18 +24,27 @@ export type StreamEventData =
 export const STREAM_CHANNEL = 'scribe_stream';
 
 /**
- * Records an event of a task or a session, numbered after its last one, in the caller's
- * transaction, which must already have written the task's or session's row: that holds it
- * until the commit, so its events are numbered and committed in order. On PostgreSQL the
- * notification goes out with the commit, and only if it commits.
+ * Records events of a task or a session, in order, numbered after its last one (one
+ * statement), in the caller's transaction, which must already have written the task's or
+ * session's row: that holds it until the commit, so its events are numbered and committed
+ * in order. On PostgreSQL the notification goes out with the commit, and only if it commits.
  */
-export async function appendStreamEvent(trx: Db, subjectId: string, event: StreamEventData, at: string): Promise<void> {
+export async function appendStreamEvents(trx: Db, subjectId: string, events: readonly StreamEventData[], at: string): Promise<void> {
+  if (events.length === 0) return;
+  const numbered = events.map((_, i) => `select ${i + 1} as k, cast(? as text) as kind, cast(? as text) as data`).join(' union all ');
   await trx.raw(
     `insert into stream_events (subject_id, seq, kind, data, created_at)
-     select ?, coalesce(max(seq), 0) + 1, ?, ?, ? from stream_events where subject_id = ?`,
-    [subjectId, event.kind, JSON.stringify(event.data), at, subjectId],
+     select ?, last.n + v.k, v.kind, v.data, ?
+     from (select coalesce(max(seq), 0) as n from stream_events where subject_id = ?) last, (${numbered}) v
+     order by v.k`,
+    [subjectId, at, subjectId, ...events.flatMap((event) => [event.kind, JSON.stringify(event.data)])],
   );
   if (dialectOf(trx).kind === 'postgres') await trx.raw('select pg_notify(?, ?)', [STREAM_CHANNEL, subjectId]);
+}
+
+/** One event of a task or a session, on the terms of `appendStreamEvents`. */
+export function appendStreamEvent(trx: Db, subjectId: string, event: StreamEventData, at: string): Promise<void> {
+  return appendStreamEvents(trx, subjectId, [event], at);
 }
 
 /** The same status event for several tasks or sessions of `table` at once (a claim of many), on the terms of `appendStreamEvent`. */
@@ -92,8 +101,12 @@ export async function pruneStreamDeltas(db: Db, before: string): Promise<number>
 
 /** Text added to a reply under way, as a delta event: what `text` adds to `before` (nothing when it does not extend it: the draft began again). */
 export async function appendDelta(trx: Db, subjectId: string, messageId: number, before: string, text: string, at: string): Promise<void> {
-  if (text.length > before.length && text.startsWith(before))
-    await appendStreamEvent(trx, subjectId, { kind: 'delta', data: { message_id: messageId, text: text.slice(before.length) } }, at);
+  await appendStreamEvents(trx, subjectId, deltaOf(messageId, before, text), at);
+}
+
+/** The delta that takes a message's stored text from `before` to `text`: none when it adds nothing. */
+export function deltaOf(messageId: number, before: string, text: string): StreamEventData[] {
+  return text.length > before.length && text.startsWith(before) ? [{ kind: 'delta', data: { message_id: messageId, text: text.slice(before.length) } }] : [];
 }
 
 /** The id of the row just inserted with `returning('id')`, as both databases give it. */

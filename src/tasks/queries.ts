@@ -1,5 +1,5 @@
 import type { Db } from '../db/knex.js';
-import { appendDelta, appendFirstStatusEvents, appendStatusEvents, appendStreamEvent, insertedId } from '../streams/queries.js';
+import { appendDelta, appendFirstStatusEvents, appendStatusEvents, appendStreamEvents, deltaOf, insertedId, type StreamEventData } from '../streams/queries.js';
 import { insertRows } from '../db/rows.js';
 import type { Position } from '../http/cursor.js';
 import { claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
@@ -79,13 +79,13 @@ export interface WorkedTaskRow extends TaskRow {
 /** Records a move's event and tells the task's stream; `whole`: the scribe's answer that came with no draft before it, which streams get as one delta too. */
 export async function insertTaskEvent(db: Db, event: NewTaskEvent, { whole = false } = {}): Promise<void> {
   const id = insertedId(await db('task_events').insert(event).returning('id'));
-  if (whole) await appendDelta(db, event.task_id, id, '', event.text ?? '', event.created_at);
-  await streamMove(db, id, event);
+  await streamMove(db, id, event, whole ? deltaOf(id, '', event.text ?? '') : []);
 }
 
-async function streamMove(db: Db, eventId: number, event: NewTaskEvent): Promise<void> {
-  await appendStreamEvent(db, event.task_id, { kind: 'status', data: { status: event.to_status } }, event.created_at);
-  if (event.text !== null && event.author !== 'system') await appendStreamEvent(db, event.task_id, { kind: 'message', data: { message_id: eventId } }, event.created_at);
+/** A move as the task's stream tells it, after `first` (the answer's last delta): its status, then its message. */
+async function streamMove(db: Db, eventId: number, event: NewTaskEvent, first: readonly StreamEventData[] = []): Promise<void> {
+  const message: StreamEventData[] = event.text !== null && event.author !== 'system' ? [{ kind: 'message', data: { message_id: eventId } }] : [];
+  await appendStreamEvents(db, event.task_id, [...first, { kind: 'status', data: { status: event.to_status } }, ...message], event.created_at);
 }
 
 export async function findTask(db: Db, organizationId: string, id: string): Promise<WorkedTaskRow | undefined> {
@@ -178,11 +178,10 @@ export async function moveTask(
     const answered = move.author === 'scribe' && move.from === 'in_progress';
     if (before && answered) {
       // Streams get the rest of the text the last save had not stored, then the result whole.
-      await appendDelta(trx, move.id, Number(before.id), before.text, move.text ?? '', move.at);
       await draft().update({ ...event, partial: false });
-      await streamMove(trx, Number(before.id), event);
+      await streamMove(trx, Number(before.id), event, deltaOf(Number(before.id), before.text, move.text ?? ''));
     } else {
-      await draft().delete();
+      if (before) await draft().delete();
       await insertTaskEvent(trx, event, { whole: answered });
     }
     await alongside?.(trx);

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { expect } from 'chai';
 import type { Page } from 'playwright-core';
-import { consoleInBrowser, signInPage } from '../helpers/browser.js';
+import { consoleInBrowser, consolePages, signInPage } from '../helpers/browser.js';
 
 const AXE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -49,29 +49,7 @@ describe('the console through axe-core', function () {
     });
     const entry = await c.h.services.entries.create(c.t.organizationId, type.id, { fields: { Name: 'Acme', Public: true } });
     await c.h.services.users.create({ organizationId: c.t.organizationId, email: 'viewer@example.com', password: 'correct horse battery', role: 'viewer' });
-    routes.push(
-      '/',
-      '/scribes',
-      '/b/atlas',
-      '/b/atlas/settings',
-      '/receipts',
-      `/receipts/${request.id}`,
-      '/tasks',
-      `/tasks/${task.id}`,
-      '/sessions',
-      `/sessions/${sessionId}`,
-      '/entry-types',
-      `/entry-types/${type.id}`,
-      `/entries/${entry.id}`,
-      '/schedules',
-      '/channels',
-      '/webhooks',
-      '/keys',
-      '/audit',
-      '/account',
-      '/search?q=acme',
-      '/search?q=working',
-    );
+    routes.push(...consolePages({ request: request.id, task: task.id, session: sessionId, entryType: type.id, entry: entry.id }), '/search?q=acme', '/search?q=working');
   });
 
   for (const role of ['admin', 'viewer'] as const) {

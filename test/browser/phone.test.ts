@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { consoleInBrowser, overflowsSideways } from '../helpers/browser.js';
+import { consoleInBrowser, consolePages, overflowsSideways } from '../helpers/browser.js';
 
 /**
  * Every page of the console at a phone's width (390 px): nothing makes the page scroll
@@ -31,27 +31,9 @@ describe('the console in Chromium at 390 px', function () {
       fields: { Name: 'Acme Corporation International Holdings', Website: 'https://acme.example.com/with/a/long/path', Public: true },
     });
     routes.push(
-      '/',
-      '/scribes',
-      '/b/atlas',
-      '/b/atlas/settings',
-      '/receipts',
-      `/receipts/${request.id}`,
-      '/tasks',
-      `/tasks/${task.id}`,
-      '/sessions',
-      `/sessions/${sessionId}`,
-      '/entry-types',
-      `/entry-types/${type.id}`,
-      `/entries/${entry.id}`,
+      ...consolePages({ request: request.id, task: task.id, session: sessionId, entryType: type.id, entry: entry.id }),
       `/entries/${entry.id}/edit`,
-      '/schedules',
-      '/channels',
-      '/webhooks',
-      '/keys',
       '/users',
-      '/audit',
-      '/account',
       '/scribes/new',
       '/search?q=long',
     );

@@ -116,3 +116,28 @@ export async function expectText(locator: ReturnType<Page['locator']>, text: str
 export async function overflowsSideways(page: Page): Promise<boolean> {
   return page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth + 1);
 }
+
+/** The console's pages that show one of each kind of item (the ids given), for checks of every page. */
+export function consolePages(ids: { request: string; task: string; session: string; entryType: string; entry: string }): string[] {
+  return [
+    '/',
+    '/scribes',
+    '/b/atlas',
+    '/b/atlas/settings',
+    '/receipts',
+    `/receipts/${ids.request}`,
+    '/tasks',
+    `/tasks/${ids.task}`,
+    '/sessions',
+    `/sessions/${ids.session}`,
+    '/entry-types',
+    `/entry-types/${ids.entryType}`,
+    `/entries/${ids.entry}`,
+    '/schedules',
+    '/channels',
+    '/webhooks',
+    '/keys',
+    '/audit',
+    '/account',
+  ];
+}
