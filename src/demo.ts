@@ -1,7 +1,7 @@
 import { openDatabase } from './db/knex.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createServices } from './services.js';
-import { configOrExit, processLogger, secretBoxOrExit, startOrExit, stopOnSignals } from './process.js';
+import { configOrExit, portsFreeOrExit, processLogger, secretBoxOrExit, startOrExit, stopOnSignals } from './process.js';
 import { seed } from '../seeds/demo.js';
 
 /** `npm run demo`: migrate, seed the demo data and its three days of history (once), start, and say how to get in. */
@@ -10,6 +10,8 @@ process.env.LOG_LEVEL ??= 'warn';
 const config = configOrExit();
 const logger = processLogger(config);
 
+// Said before the seed's few seconds, not after them.
+await portsFreeOrExit(config);
 const secrets = secretBoxOrExit(config);
 const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
 await migrateToLatest(db, { secrets });

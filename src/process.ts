@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
-import { ListenError, startServer, type RunningServer } from './server.js';
+import { checkPortsFree, ListenError, startServer, type RunningServer } from './server.js';
 import { openSecretBox } from './secrets/keys.js';
 import type { SecretBox } from './secrets/secret-box.js';
 
@@ -58,8 +58,18 @@ export function stopOnSignals(server: RunningServer, logger: Logger): void {
  * ends the process with one line that says what to change.
  */
 export async function startOrExit(config: Config, logger: Logger): Promise<RunningServer> {
+  return orExit(() => startServer(config, logger));
+}
+
+/** Exits at once, as `startOrExit` would, when the ports the server will listen on are taken (before long work at start). */
+export async function portsFreeOrExit(config: Config): Promise<void> {
+  await orExit(() => checkPortsFree(config));
+}
+
+/** What a port that cannot be listened on, or a bad setting, ends in: one line on stderr and exit 1, not a stack trace. */
+async function orExit<T>(start: () => Promise<T>): Promise<T> {
   try {
-    return await startServer(config, logger);
+    return await start();
   } catch (err) {
     if (!(err instanceof ListenError || err instanceof ConfigError)) throw err;
     process.stderr.write(`${err.message}\n`);

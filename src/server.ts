@@ -111,6 +111,22 @@ async function listen(config: Config, app: http.RequestListener): Promise<http.S
 }
 
 /**
+ * Throws the ListenError `startServer` would, if the server's port (or the SMTP listener's)
+ * is taken now: for a start that does long work before it listens (the demo's seed).
+ */
+export async function checkPortsFree(config: Config): Promise<void> {
+  const ports: Array<[port: number, host: string, portVariable: string, hostVariable: string]> = [[config.port, config.host, 'PORT', 'HOST']];
+  if (config.smtp) ports.push([config.smtp.port, config.smtp.host, 'SMTP_PORT', 'SMTP_HOST']);
+  for (const [port, host, portVariable, hostVariable] of ports) {
+    const probe = http.createServer();
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', (err) => reject(new ListenError(portVariable, hostVariable, port, host, err)));
+      probe.listen(port, host, () => probe.close(() => resolve()));
+    });
+  }
+}
+
+/**
  * A port the server could not listen on, in one line that names the variable to change
  * (`npm start` and `npm run demo` print it instead of a stack trace).
  */

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { expect } from 'chai';
 import type { openDatabase } from '../../src/db/knex.js';
 import { eventually, tempDir } from '../helpers/harness.js';
-import { stored, installEnv, openInstall } from '../helpers/databases.js';
+import { stored, installEnv, openInstall, tableNames } from '../helpers/databases.js';
 import { runToExit, startProcess } from '../helpers/process.js';
 import { startFileServer } from '../helpers/file-server.js';
 import { provision } from '../helpers/provision.js';
@@ -270,12 +270,22 @@ describe('the server process', function () {
         ['src/demo.ts', { PORT: String(port) }],
         ['src/main.ts', { PORT: '0', SMTP_PORT: String(port) }],
       ] as const) {
-        const { code, output } = await runToExit(entry, { ...(await installEnv(tempDir())), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env });
+        const dir = tempDir();
+        const { code, output } = await runToExit(entry, { ...(await installEnv(dir)), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env });
         const variable = 'SMTP_PORT' in env ? 'SMTP_PORT' : 'PORT';
         expect(code, entry).to.equal(1);
         expect(output.trim(), entry).to.equal(
           `Cannot listen on 127.0.0.1:${port}: the port is in use. Stop what uses it, or set ${variable} to a free port (for example ${variable}=${port + 1}).`,
         );
+        if (entry === 'src/demo.ts') {
+          // Said before the seed: the database was not even migrated.
+          const db = await openInstall(dir);
+          try {
+            expect(await tableNames(db), 'the demo stopped before its seed').to.deep.equal([]);
+          } finally {
+            await db.destroy();
+          }
+        }
       }
     } finally {
       taken.close();
