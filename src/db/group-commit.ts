@@ -11,17 +11,18 @@ export type Writes = <T>(work: (trx: Db) => Promise<T>) => Promise<T>;
  * Group commit for the small writes of many concurrent runs (a trace's call, a draft, a
  * finish). On SQLite, where one writer commits at a time and a commit costs more than the
  * few rows before it, writes share transactions: those that arrive while one group
- * commits, or within `gapMs` of its start, go together in the next. A write is one
+ * commits, or within `gapMs()` of its start, go together in the next (the caller makes the
+ * gap 0 while its writes come one at a time: a lone run's writes go at once). A write is one
  * statement or makes its own transaction, which becomes a savepoint in the group's: one
  * that fails rolls back alone and its caller gets its error; the others commit. A write
- * that comes when no group has started for `gapMs` starts one at once. Like every SQLite
+ * that comes when no group has started for `gapMs()` starts one at once. Like every SQLite
  * transaction here, a grouped write writes before it reads (dialect.ts, `writeFirst`).
  *
  * On PostgreSQL each write keeps its own transaction (or none, for one statement): writes
  * there commit in parallel on the pool's connections, and one group holding the row locks
  * of many runs could deadlock with another process's group (dialect.ts, `sharesCommits`).
  */
-export function groupCommits(db: Db, { gapMs = 0 }: { gapMs?: number } = {}): Writes {
+export function groupCommits(db: Db, { gapMs = () => 0 }: { gapMs?: () => number } = {}): Writes {
   if (!dialectOf(db).sharesCommits) return (work) => work(db);
   type Pending = { work: (trx: Db) => Promise<unknown>; resolve(value: unknown): void; reject(err: unknown): void };
   let waiting: Pending[] = [];
@@ -30,7 +31,7 @@ export function groupCommits(db: Db, { gapMs = 0 }: { gapMs?: number } = {}): Wr
 
   async function commitGroups(): Promise<void> {
     while (waiting.length > 0) {
-      const wait = lastStart + gapMs - performance.now();
+      const wait = lastStart + gapMs() - performance.now();
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       lastStart = performance.now();
       const group = waiting;

@@ -339,7 +339,8 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     if (closing || queued) return claiming;
     queued = true;
     claiming = claiming.then(async () => {
-      const wait = gap ? lastClaimStart + (options.claimGapMs ?? 0) - performance.now() : 0;
+      // Only while other runs are in flight: the slot of a lone run that ended refills at once.
+      const wait = gap && inFlight.size > 0 ? lastClaimStart + (options.claimGapMs ?? 0) - performance.now() : 0;
       if (wait > 0 && !closing) await new Promise((resolve) => setTimeout(resolve, wait));
       queued = false;
       lastClaimStart = performance.now();

@@ -57,7 +57,7 @@ describe('group commit of small writes (db/group-commit.ts)', function () {
   });
 
   it('gathers the writes that come within gapMs of a commit into the next one', async () => {
-    const writes = groupCommits(h.db, { gapMs: 100 });
+    const writes = groupCommits(h.db, { gapMs: () => 100 });
     await writes(insert('a'));
     const first = commits;
     // Three writes a few milliseconds apart, within the gap of the first commit: one commit more.
@@ -72,7 +72,7 @@ describe('group commit of small writes (db/group-commit.ts)', function () {
   });
 
   it('commits the first write at once, however long the gap (a wait would outlast the test)', async () => {
-    const writes = groupCommits(h.db, { gapMs: 60_000 });
+    const writes = groupCommits(h.db, { gapMs: () => 60_000 });
     await writes(insert('a'));
     expect(await stored()).to.deep.equal(['a']);
   });

@@ -182,6 +182,18 @@ describe('the work engine', () => {
     expect([q.claims, ...took, q.due.length], 'one claim took the four others').to.deep.equal([2, 4, 0]);
   });
 
+  it('refills the slot of a lone run that ended at once, whatever claimGapMs', async () => {
+    const q = memoryQueue(async () => 'done', { options: { slots: 1, claimGapMs: 60_000 } });
+    q.add('first');
+    q.add('second');
+    // The second claim would wait a minute if the gap applied; the tick would outlast the test.
+    expect(await q.worker.tick()).to.deep.equal({ done: 2, retried: 0, failed: 0 });
+    q.add('third');
+    q.worker.fill();
+    for (let i = 0; i < 40 && q.due.length > 0; i++) await later(10);
+    expect(q.due).to.have.length(0);
+  });
+
   it('remembers a claim that found nothing until a nudge, and does not let a claim that started before the nudge record its finding', async () => {
     const q = memoryQueue(async () => 'done');
     await q.worker.tick();
