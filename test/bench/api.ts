@@ -218,7 +218,7 @@ export async function benchApi(dataDir: string): Promise<void> {
     '',
     '| measure | value |',
     '|---|---:|',
-    `| the ${worked.n.toLocaleString('en')} tasks above worked to done by the builtin agent (one process, 4 at once) | ${worked.seconds.toFixed(2)} s (${worked.perSecond.toLocaleString('en')} tasks/s) |`,
+    `| the ${worked.n.toLocaleString('en')} tasks above worked to done by the builtin agent (one process, AGENT_CONCURRENCY at its default of 100) | ${worked.seconds.toFixed(2)} s (${worked.perSecond.toLocaleString('en')} tasks/s) |`,
     `| chat 202 → the scribe's reply recorded, idle server, p50 (${chatLatency.samples} sequential messages) | ${chatLatency.p50} ms |`,
     `| chat 202 → reply, p99 | ${chatLatency.p99} ms |`,
     '',
