@@ -97,6 +97,8 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
     model.watch(marker);
     const receipt = { ...receiptRow(p.organizationId, newcomer.id), summary: marker, title: marker };
     await db('requests').insert(receipt);
+    // As a web process that accepted it would: on PostgreSQL it tells the workers at once (SQLite's workers poll).
+    if (scenario.kind === 'postgres') await db.raw('select pg_notify(?, ?)', ['scribe_requests', receipt.id]);
     await until(async () => (await open(db)) === 0);
     clearInterval(sampler);
     const cpu = pids.reduce((sum, pid, i) => sum + cpuSeconds(pid) - cpuBefore[i]!, 0);
@@ -195,6 +197,7 @@ export async function benchAgents(dataDir: string): Promise<void> {
     "Targets: drain within 1.25× the limit; CPU ≤ 0.5 ms per model call (the workers' user and system time, claims and",
     "recording included, divided by model calls); a new scribe's first run within 1.5 s of its task being made. Every",
     'receipt was checked to have made one task, recorded done exactly once. Drain: from the first model call to the last',
-    'task recorded done. The model server and the database share the 2 cores with the workers.',
+    "task recorded done. The model server and the database share the 2 cores with the workers. The new scribe's receipt is",
+    'inserted 3 s into the backlog and, on PostgreSQL, announced with NOTIFY as a web process that accepted it would.',
   ]);
 }
