@@ -13,7 +13,7 @@ import { findTaskEvents, moveTask, saveDraftEvent, type WorkedTaskRow } from '..
 import { createReplyWriter, type ReplyWriter } from '../agents/reply-writer.js';
 import { sessionEvent, taskEvent, type RecordEvents } from '../webhooks/events.js';
 import type { Writes } from '../db/group-commit.js';
-import { workQueue, type ClaimRef, type Claimed, type ClaimTerms, type Queue } from '../work/engine.js';
+import { shareSlots, workQueue, type ClaimRef, type Claimed, type ClaimTerms, type Queue } from '../work/engine.js';
 import * as queries from './queries.js';
 
 export interface RuntimeOptions {
@@ -134,18 +134,7 @@ export function createAgentRuntime({
   }
 
   /** The free slots shared among the scribes whose turn it is: as many each, within what each may still start. */
-  function shareOut(free: number, turns: readonly queries.Turn[]): Array<[scribeId: string, count: number]> {
-    const each = Math.max(1, Math.floor(free / Math.max(1, turns.length)));
-    const shares: Array<[scribeId: string, count: number]> = [];
-    let left = free;
-    for (const turn of turns) {
-      const share = Math.min(each, left, turn.room);
-      if (share <= 0) break;
-      shares.push([turn.id, share]);
-      left -= share;
-    }
-    return shares;
-  }
+  const shareOut = (free: number, turns: readonly queries.Turn[]) => shareSlots(free, turns, (turn) => turn.room).map(([turn, n]) => [turn.id, n] as [string, number]);
 
   /** What records a session's answer or its failure, with the answer's webhook event, if the claim is still ours. */
   function sessionAnswers(session: SessionRow, claim: ClaimRef, scribe: ScribeRow | undefined) {

@@ -5,7 +5,7 @@ import * as queries from './queries.js';
 import type { Attempt, Sender } from './send.js';
 import { signatureHeaders } from './sign.js';
 import type { SecretBox } from '../secrets/secret-box.js';
-import { workQueue, type ClaimTerms, type Queue } from '../work/engine.js';
+import { shareSlots, workQueue, type ClaimTerms, type Queue } from '../work/engine.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -110,16 +110,7 @@ export function createWebhookWorker({
   /** The free slots shared among the endpoints whose turn it is, each within what it and its organization may still take. */
   function shareOut(free: number, turns: readonly queries.Turn[], room: ClaimTerms['room']): Array<[endpointId: string, count: number]> {
     const offered = turns.filter((turn): turn is queries.Turn & { endpoint_id: string } => turn.endpoint_id !== null);
-    const each = Math.max(1, Math.floor(free / Math.max(1, offered.length)));
-    const shares: Array<[endpointId: string, count: number]> = [];
-    let left = free;
-    for (const turn of offered) {
-      const share = Math.min(each, left, room('endpoint', turn.endpoint_id), room('organization', turn.organization_id));
-      if (share <= 0) continue;
-      shares.push([turn.endpoint_id, share]);
-      left -= share;
-    }
-    return shares;
+    return shareSlots(free, offered, (turn) => Math.min(room('endpoint', turn.endpoint_id), room('organization', turn.organization_id))).map(([turn, n]) => [turn.endpoint_id, n]);
   }
 
   async function deliver(delivery: queries.ClaimedDelivery, token: string): Promise<void> {

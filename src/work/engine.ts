@@ -138,6 +138,24 @@ export interface Queue<Item extends { id: string }, Outcome extends string> {
   cancelled?(items: readonly Item[]): Promise<readonly string[]>;
 }
 
+/**
+ * `free` slots shared among the keys whose turn it is (scribes, endpoints), in their order:
+ * as many each (at least one), within what each may still take (`room`), until none is
+ * left. A key with no room gets none. For queues whose claims share slots out themselves.
+ */
+export function shareSlots<Key>(free: number, keys: readonly Key[], room: (key: Key) => number): Array<[Key, number]> {
+  const each = Math.max(1, Math.floor(free / Math.max(1, keys.length)));
+  const shares: Array<[Key, number]> = [];
+  let left = free;
+  for (const key of keys) {
+    const share = Math.min(each, left, room(key));
+    if (share <= 0) continue;
+    shares.push([key, share]);
+    left -= share;
+  }
+  return shares;
+}
+
 /** A claim as it was taken: its token and items. */
 export interface Claim<Item> {
   token: string;

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createLogger } from '../../src/logger.js';
-import { workQueue, type Queue, type QueueOptions } from '../../src/work/engine.js';
+import { shareSlots, workQueue, type Queue, type QueueOptions } from '../../src/work/engine.js';
 
 type Outcome = 'done' | 'retried' | 'failed';
 
@@ -192,6 +192,20 @@ describe('the work engine', () => {
     q.worker.fill();
     for (let i = 0; i < 40 && q.due.length > 0; i++) await later(10);
     expect(q.due).to.have.length(0);
+  });
+
+  it("shares free slots among keys in turn: as many each, within each one's room, none to a key without room", () => {
+    const room: Record<string, number> = { a: Infinity, b: 1, c: 0, d: Infinity };
+    expect(shareSlots(9, ['a', 'b', 'c', 'd'], (key) => room[key]!)).to.deep.equal([
+      ['a', 2],
+      ['b', 1],
+      ['d', 2],
+    ]);
+    // Fewer slots than keys: one each, in turn, while they last.
+    expect(shareSlots(2, ['a', 'b', 'd'], (key) => room[key]!)).to.deep.equal([
+      ['a', 1],
+      ['b', 1],
+    ]);
   });
 
   it('remembers a claim that found nothing until a nudge, and does not let a claim that started before the nudge record its finding', async () => {
