@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { expect } from 'chai';
 import type { Page } from 'playwright-core';
-import { consoleInBrowser, consolePages, signInPage } from '../helpers/browser.js';
+import { consoleInBrowser, consolePages, oneOfEach, signInPage } from '../helpers/browser.js';
 
 const AXE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -35,21 +35,17 @@ describe('the console through axe-core', function () {
   const routes: string[] = [];
 
   before(async () => {
-    const { request } = await c.api('POST', '/scribes/atlas/requests', { task: { summary: 'Check the console for access', acceptance_criteria: 'None serious' } });
-    await c.h.services.dispatcher.tick();
-    const { session_id: sessionId } = await c.api('POST', '/scribes/atlas/chat', { message: 'What are you working on?' });
-    await c.h.services.runtime.tick();
-    const task = await c.h.db('tasks').where({ request_id: request.id }).first('id');
-    const type = await c.h.services.entryTypes.create(c.t.organizationId, {
-      name: 'Companies',
+    const ids = await oneOfEach(c, {
+      task: { summary: 'Check the console for access', acceptance_criteria: 'None serious' },
+      message: 'What are you working on?',
       fields: [
         { name: 'Name', type: 'text', primary: true },
         { name: 'Public', type: 'boolean' },
       ],
+      entry: { Name: 'Acme', Public: true },
     });
-    const entry = await c.h.services.entries.create(c.t.organizationId, type.id, { fields: { Name: 'Acme', Public: true } });
     await c.h.services.users.create({ organizationId: c.t.organizationId, email: 'viewer@example.com', password: 'correct horse battery', role: 'viewer' });
-    routes.push(...consolePages({ request: request.id, task: task.id, session: sessionId, entryType: type.id, entry: entry.id }), '/search?q=acme', '/search?q=working');
+    routes.push(...consolePages(ids), '/search?q=acme', '/search?q=working');
   });
 
   for (const role of ['admin', 'viewer'] as const) {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { consoleInBrowser, consolePages, overflowsSideways } from '../helpers/browser.js';
+import { consoleInBrowser, consolePages, oneOfEach, overflowsSideways } from '../helpers/browser.js';
 
 /**
  * Every page of the console at a phone's width (390 px): nothing makes the page scroll
@@ -12,31 +12,17 @@ describe('the console in Chromium at 390 px', function () {
 
   before(async () => {
     const long = 'A long title that goes on and on for quite a while, to see that it wraps rather than widens the page';
-    const { request } = await c.api('POST', '/scribes/atlas/requests', {
+    const ids = await oneOfEach(c, {
       task: { title: long, summary: long, acceptance_criteria: 'https://example.com/a/very/long/path/that/has/no/spaces/in/it/at/all/anywhere' },
-    });
-    await c.h.services.dispatcher.tick();
-    const { session_id: sessionId } = await c.api('POST', '/scribes/atlas/chat', { message: long });
-    await c.h.services.runtime.tick();
-    const task = await c.h.db('tasks').where({ request_id: request.id }).first('id');
-    const type = await c.h.services.entryTypes.create(c.t.organizationId, {
-      name: 'Companies',
+      message: long,
       fields: [
         { name: 'Name', type: 'text', primary: true },
         { name: 'Website', type: 'text' },
         { name: 'Public', type: 'boolean' },
       ],
+      entry: { Name: 'Acme Corporation International Holdings', Website: 'https://acme.example.com/with/a/long/path', Public: true },
     });
-    const entry = await c.h.services.entries.create(c.t.organizationId, type.id, {
-      fields: { Name: 'Acme Corporation International Holdings', Website: 'https://acme.example.com/with/a/long/path', Public: true },
-    });
-    routes.push(
-      ...consolePages({ request: request.id, task: task.id, session: sessionId, entryType: type.id, entry: entry.id }),
-      `/entries/${entry.id}/edit`,
-      '/users',
-      '/scribes/new',
-      '/search?q=long',
-    );
+    routes.push(...consolePages(ids), `/entries/${ids.entry}/edit`, '/users', '/scribes/new', '/search?q=long');
   });
 
   it('fits every page to the width, with the search box in the header', async () => {

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { createHarness, type Harness, type HarnessOptions, type Tenant } from './harness.js';
 import { PASSWORD } from './console.js';
+import type { EntryInput } from '../../src/entries/entry-service.js';
 
 /** Debian's chromium, installed by .ci/run (`apt-get install -y chromium`). */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -117,8 +118,33 @@ export async function overflowsSideways(page: Page): Promise<boolean> {
   return page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth + 1);
 }
 
+/**
+ * Makes one of each kind of item in the browser console's organization (a receipt worked to
+ * its task, a chat answered, a 'Companies' entry type with `fields` and one entry), and
+ * answers their ids, for `consolePages`.
+ */
+export async function oneOfEach(c: ConsoleInBrowser, made: { task: Record<string, string>; message: string; fields: unknown; entry: EntryInput['fields'] }): Promise<ConsoleIds> {
+  const { request } = await c.api('POST', '/scribes/atlas/requests', { task: made.task });
+  await c.h.services.dispatcher.tick();
+  const { session_id: session } = await c.api('POST', '/scribes/atlas/chat', { message: made.message });
+  await c.h.services.runtime.tick();
+  const task = await c.h.db('tasks').where({ request_id: request.id }).first('id');
+  const type = await c.h.services.entryTypes.create(c.t.organizationId, { name: 'Companies', fields: made.fields });
+  const entry = await c.h.services.entries.create(c.t.organizationId, type.id, { fields: made.entry });
+  return { request: request.id, task: task.id, session, entryType: type.id, entry: entry.id };
+}
+
+/** The ids of one item of each kind, as `oneOfEach` makes them. */
+export interface ConsoleIds {
+  request: string;
+  task: string;
+  session: string;
+  entryType: string;
+  entry: string;
+}
+
 /** The console's pages that show one of each kind of item (the ids given), for checks of every page. */
-export function consolePages(ids: { request: string; task: string; session: string; entryType: string; entry: string }): string[] {
+export function consolePages(ids: ConsoleIds): string[] {
   return [
     '/',
     '/scribes',
