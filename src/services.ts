@@ -14,6 +14,7 @@ import { createRequestService } from './requests/service.js';
 import { createDispatcher, defaultDispatcherOptions, type DispatcherOptions } from './requests/queue.js';
 import { anyAddress, publicAddressesOnly, type AddressPolicy } from './net/address-policy.js';
 import { createGuardedFetch } from './net/guarded-agent.js';
+import { followingRedirects, leanFetch } from './net/lean-fetch.js';
 import { openSecretBox } from './secrets/keys.js';
 import type { SecretBox } from './secrets/secret-box.js';
 import { createDownloader, type DownloadLimits } from './requests/attachments/download.js';
@@ -125,7 +126,9 @@ export function createServices({
   const attachmentPolicy = options.addressPolicy ?? (config.attachmentsAllowPrivate ? anyAddress : publicAddressesOnly);
   const webhookPolicy = options.webhookAddressPolicy ?? (config.webhooksAllowPrivate ? anyAddress : publicAddressesOnly);
   const modelPolicy = options.modelAddressPolicy ?? (config.modelsAllowPrivate ? anyAddress : publicAddressesOnly);
-  const scribeEndpointFetch = createGuardedFetch(modelPolicy);
+  // Model endpoints get many small calls: both go through undici's request() (net/lean-fetch.ts).
+  const endpointFetch = leanFetch(followingRedirects());
+  const scribeEndpointFetch = createGuardedFetch(modelPolicy, { lean: true });
   const downloader = createDownloader(attachmentPolicy, { ...defaultDownloadLimits, ...options.downloadLimits });
   // Outbound webhooks: events written with the changes they report, sent by the worker.
   const webhookOptions = { ...defaultWebhookWorkerOptions, timeoutMs: 15_000, ...options.webhooks };
@@ -178,7 +181,7 @@ export function createServices({
   const tasks = createTaskService({ db, clock, audit, recordEvents: outbox.record, onOpened: wakeRuntime, onCancelled: stopRun });
   const agents: Record<AgentKind, Agent> = {
     builtin: createBuiltinAgent(),
-    openai: createOpenAiAgent(config.openai, logger, { connectMcp, scribeEndpointFetch, secrets }),
+    openai: createOpenAiAgent(config.openai, logger, { connectMcp, endpointFetch, scribeEndpointFetch, secrets }),
     ...options.agents,
   };
   const runtimeOptions = { ...defaultRuntimeOptions, concurrency: config.agentConcurrency, ...options.runtime };
@@ -193,7 +196,7 @@ export function createServices({
     findScribes: (ids) => findScribesByIds(db, ids),
     toolboxFor: (scribe) => createToolbox(scribe, { entryTypes, entries, tasks }),
     recordEvents: outbox.record,
-    traceFor: (work) => createTrace(runWrites, clock, work),
+    traceFor: (work) => createTrace(runWrites, clock, work, (err) => logger.warn({ err, ...work }, 'could not store a call of a trace')),
     writes: runWrites,
     mcpServersOf: (scribeIds) => listMcpServersOf(db, secrets, scribeIds),
     // Work given back as this process stops: another process takes it at once (PostgreSQL) or on its next look.
@@ -284,6 +287,7 @@ export function createServices({
       await streams.close();
       await background.stop();
       await connectMcp.close();
+      await endpointFetch.close();
       await scribeEndpointFetch.close();
       await downloader.close();
       await readWorkers?.close();

@@ -59,7 +59,7 @@ export function createMcpConnector(policy: AddressPolicy, limits: McpLimits = de
       };
     } catch (err) {
       await client.close().catch(() => {});
-      await trace.record({
+      trace.record({
         kind: 'tool',
         name: 'mcp_list_tools',
         arguments: { server: server.url },

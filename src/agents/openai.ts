@@ -39,6 +39,8 @@ export interface OpenAiAgentDeps {
   /** Bounds a whole answer, rounds and retries included (default 4 minutes). */
   deadlineMs?: number;
   connectMcp?: McpConnector;
+  /** How the environment's endpoint (OPENAI_BASE_URL, the operator's) is reached. */
+  endpointFetch: typeof fetch;
   /** How a scribe's own base URL is reached: a fetch that obeys MODELS_ALLOW_PRIVATE's address policy. */
   scribeEndpointFetch: GuardedFetch;
   /** Opens the scribes' sealed keys. */
@@ -59,7 +61,11 @@ export interface OpenAiAgentDeps {
  * base URL is staff's: it is called through the guarded fetch, and with the scribe's own
  * key or none, never the environment's.
  */
-export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadlineMs = 4 * 60_000, connectMcp, scribeEndpointFetch, secrets }: OpenAiAgentDeps): Agent {
+export function createOpenAiAgent(
+  config: OpenAiConfig,
+  logger: Logger,
+  { deadlineMs = 4 * 60_000, connectMcp, endpointFetch, scribeEndpointFetch, secrets }: OpenAiAgentDeps,
+): Agent {
   // One client per endpoint and key: the environment's, and those scribes set for themselves.
   const clients = new Map<string, { client: OpenAI; endpoint: string }>();
   // Endpoints that asked this process to wait (429 or 503 with Retry-After), shared by every run.
@@ -82,7 +88,7 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
         // Only what the product's configuration says: not the SDK's own reading of the environment.
         organization: null,
         project: null,
-        fetch: waitsAtTheGate(streamsAnyway(own ? scribeEndpointFetch : fetch, () => plainEndpoints.add(baseURL))),
+        fetch: waitsAtTheGate(streamsAnyway(own ? scribeEndpointFetch : endpointFetch, () => plainEndpoints.add(baseURL))),
         timeout: config.timeoutMs,
         maxRetries: config.maxRetries,
         logger: logger.child({ source: 'openai' }),
@@ -112,7 +118,7 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
         const request = () => complete(client, endpoint, { model, messages: conversation, tools: offered.map((t) => t.definition) }, signal, input.draft);
         const { completion, started } = await modelCall(endpoint, model, request, trace, signal, input.signal);
         const usage = { input: completion.usage?.prompt_tokens ?? null, output: completion.usage?.completion_tokens ?? null };
-        await trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, inputTokens: usage.input, outputTokens: usage.output });
+        trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, inputTokens: usage.input, outputTokens: usage.output });
         used += (usage.input ?? 0) + (usage.output ?? 0);
         if (budget !== null && used > budget) throw new AgentError(messages.overBudget(used, budget));
         const message = completion.choices[0]?.message;
@@ -129,7 +135,7 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
           const toolStarted = performance.now();
           const outcome = await runTool(tool, toolCall.function.arguments, input.tools);
           const error = (outcome.result as { error?: unknown } | undefined)?.error;
-          await trace.record({
+          trace.record({
             kind: 'tool',
             name: toolCall.function.name,
             arguments: toolCall.function.arguments,
@@ -221,15 +227,15 @@ export function createOpenAiAgent(config: OpenAiConfig, logger: Logger, { deadli
         const pauseMs = answered?.headers ? retryAfterMs(answered.status, answered.headers) : undefined;
         ticket.leave(pauseMs);
         if (!answered || pauseMs === undefined || signal.aborted) {
-          await trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, error: (err as Error).message });
+          trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, error: (err as Error).message });
           throw err;
         }
         const callMs = performance.now() - started;
-        ticket = await gate.enter(endpoint, signal).catch(async (reason: unknown) => {
-          await trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, error: (err as Error).message });
+        ticket = await gate.enter(endpoint, signal).catch((reason: unknown) => {
+          trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, error: (err as Error).message });
           throw reason;
         });
-        await trace.record({ kind: 'model', name: model, durationMs: callMs + ticket.waitedMs, error: messages.waited(answered.status, ticket.waitedMs) });
+        trace.record({ kind: 'model', name: model, durationMs: callMs + ticket.waitedMs, error: messages.waited(answered.status, ticket.waitedMs) });
       }
     }
   }

@@ -27,7 +27,12 @@ export async function insertAgentCall(db: Db, row: Omit<AgentCallRow, 'id'>): Pr
 /** A task's or a session's calls, in the order they were made. */
 export async function listAgentCalls(db: Db, of: { taskId: string } | { sessionId: string }): Promise<AgentCallRow[]> {
   const where = 'taskId' in of ? { task_id: of.taskId } : { session_id: of.sessionId };
-  return db<AgentCallRow>('agent_calls').where(where).orderBy('id');
+  const rows = await db<AgentCallRow>('agent_calls').where(where).orderBy('id');
+  // A run's calls are written without waiting and may commit out of order (PostgreSQL): the runs
+  // in the order they began, one after another, each run's calls by position.
+  const began = new Map<string, number>();
+  for (const row of rows) if (!began.has(row.run_id)) began.set(row.run_id, row.id);
+  return rows.sort((a, b) => began.get(a.run_id)! - began.get(b.run_id)! || a.position - b.position);
 }
 
 /** Token totals of each task's or session's model calls, by its id (ids without calls are absent). */

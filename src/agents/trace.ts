@@ -21,12 +21,18 @@ export interface TracedCall {
   outputTokens?: number | null;
 }
 
-/** Where an agent reports its calls; each is stored as it happens, so a failed run keeps what it did. */
+/**
+ * Where an agent reports its calls. Each is stored as it happens, so a failed run keeps what it
+ * did, but the run does not wait for it: its write is queued (positions keep the order) and
+ * `stored()` waits for every write queued so far. A call that cannot be stored is reported to
+ * the trace's `onError`; it does not fail the work it describes.
+ */
 export interface Trace {
-  record(call: TracedCall): Promise<void>;
+  record(call: TracedCall): void;
+  stored(): Promise<void>;
 }
 
-export const noTrace: Trace = { record: async () => {} };
+export const noTrace: Trace = { record: () => {}, stored: async () => {} };
 
 /** A value as the trace keeps it: text, cut to TRACE_KEEP_CHARS with a note of the full length. */
 export function keep(value: unknown): string | null {
@@ -36,30 +42,38 @@ export function keep(value: unknown): string | null {
 }
 
 /** The trace of one run of the agent on one task or one session answer; each call is written through `writes` (db/group-commit.ts). */
-export function createTrace(writes: Writes, clock: Clock, work: { organizationId: string; scribeId: string; taskId?: string; sessionId?: string }): Trace {
+export function createTrace(
+  writes: Writes,
+  clock: Clock,
+  work: { organizationId: string; scribeId: string; taskId?: string; sessionId?: string },
+  onError: (err: unknown) => void,
+): Trace {
   const runId = newId();
   let position = 0;
+  const pending: Array<Promise<unknown>> = [];
   return {
-    async record(call) {
-      await writes((trx) =>
-        queries.insertAgentCall(trx, {
-          organization_id: work.organizationId,
-          scribe_id: work.scribeId,
-          task_id: work.taskId ?? null,
-          session_id: work.sessionId ?? null,
-          run_id: runId,
-          position: position++,
-          kind: call.kind,
-          name: call.name.slice(0, 200),
-          arguments: keep(call.arguments),
-          result: keep(call.result),
-          duration_ms: Math.round(call.durationMs),
-          error: call.error ?? null,
-          input_tokens: call.inputTokens ?? null,
-          output_tokens: call.outputTokens ?? null,
-          created_at: clock().toISOString(),
-        }),
-      );
+    record(call) {
+      const row = {
+        organization_id: work.organizationId,
+        scribe_id: work.scribeId,
+        task_id: work.taskId ?? null,
+        session_id: work.sessionId ?? null,
+        run_id: runId,
+        position: position++,
+        kind: call.kind,
+        name: call.name.slice(0, 200),
+        arguments: keep(call.arguments),
+        result: keep(call.result),
+        duration_ms: Math.round(call.durationMs),
+        error: call.error ?? null,
+        input_tokens: call.inputTokens ?? null,
+        output_tokens: call.outputTokens ?? null,
+        created_at: clock().toISOString(),
+      };
+      pending.push(writes((trx) => queries.insertAgentCall(trx, row)).catch(onError));
+    },
+    async stored() {
+      await Promise.all(pending);
     },
   };
 }
@@ -73,10 +87,10 @@ export function tracedToolbox(tools: Toolbox, trace: Trace): Toolbox {
       const argumentsGiven = args.length === 0 ? {} : args[0];
       try {
         const result = await (tools[action] as (...a: never[]) => Promise<unknown>)(...args);
-        await trace.record({ kind: 'tool', name: TOOL_NAMES[action], arguments: argumentsGiven, result, durationMs: performance.now() - started });
+        trace.record({ kind: 'tool', name: TOOL_NAMES[action], arguments: argumentsGiven, result, durationMs: performance.now() - started });
         return result;
       } catch (err) {
-        await trace.record({ kind: 'tool', name: TOOL_NAMES[action], arguments: argumentsGiven, durationMs: performance.now() - started, error: (err as Error).message });
+        trace.record({ kind: 'tool', name: TOOL_NAMES[action], arguments: argumentsGiven, durationMs: performance.now() - started, error: (err as Error).message });
         throw err;
       }
     };

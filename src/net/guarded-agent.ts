@@ -2,6 +2,7 @@ import dns from 'node:dns';
 import net from 'node:net';
 import { Agent, fetch as undiciFetch } from 'undici';
 import type { AddressPolicy } from './address-policy.js';
+import { type ClosableFetch, leanFetch } from './lean-fetch.js';
 
 /** The error code of a connection the address policy refused (see `isRefusedAddress`). */
 const REFUSED = 'ESCRIBE_ADDRESS_NOT_ALLOWED';
@@ -18,21 +19,27 @@ export function createGuardedAgent(policy: AddressPolicy, options: Agent.Options
 }
 
 /** A `fetch` that obeys the address policy, with `close()` to release its sockets. */
-export type GuardedFetch = ((url: string | URL | Request, init?: RequestInit) => Promise<Response>) & { close(): Promise<void> };
+export type GuardedFetch = ClosableFetch;
 
 /**
  * A `fetch` for user-supplied URLs (MCP servers, scribes' model endpoints): IP literals are
  * checked before each request and host names at connect time (`createGuardedAgent`).
  * Redirects are refused: one could lead to an IP literal that no lookup would check.
  */
-export function createGuardedFetch(policy: AddressPolicy): GuardedFetch {
+export function createGuardedFetch(policy: AddressPolicy, { lean = false }: { lean?: boolean } = {}): GuardedFetch {
   let agent: Agent | undefined;
+  let viaRequest: GuardedFetch | undefined;
   const guarded = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     // The SDKs that use it pass a URL and an init; a Request's own method and body would be lost here.
     if (input instanceof Request) throw new TypeError('a guarded fetch takes a URL, not a Request');
     const url = input;
     checkLiteralAddress(new URL(url), policy);
     agent ??= createGuardedAgent(policy);
+    // `lean`: for a model endpoint's many small calls (net/lean-fetch.ts), which also refuses redirects.
+    if (lean) {
+      viaRequest ??= leanFetch(agent);
+      return viaRequest(url, init);
+    }
     return undiciFetch(url, { ...(init as object), redirect: 'error', dispatcher: agent }) as unknown as Promise<Response>;
   };
   return Object.assign(guarded, { close: async () => agent?.close() });

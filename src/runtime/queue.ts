@@ -180,7 +180,8 @@ export function createAgentRuntime({
       (text) => writes((trx) => saveDraftMessage(trx, claim, text, answers.at())),
       (draft) => agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: async () => mcpServers, signal, draft }),
     );
-    await answers.answer(outcome.reply, outcome.end ?? false, transcript.length ? Number(transcript.at(-1)!.id) : undefined);
+    // The trace's writes were queued before the answer's: they commit with it or before it.
+    await Promise.all([answers.answer(outcome.reply, outcome.end ?? false, transcript.length ? Number(transcript.at(-1)!.id) : undefined), trace.stored()]);
   }
 
   async function workTask(task: WorkedTaskRow, claim: ClaimRef, scribe: ScribeRow, mcpServers: readonly McpServerRow[], signal: AbortSignal): Promise<void> {
@@ -194,8 +195,13 @@ export function createAgentRuntime({
       (text) => writes((trx) => saveDraftEvent(trx, claim, text, draftedAt())),
       (draft) => agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers: async () => mcpServers, signal, draft }),
     );
-    if (outcome.status === 'done') await finish('done', 'scribe', outcome.result, { result: outcome.result, last_error: null });
-    else await finish('waiting', 'scribe', outcome.question, { last_error: null });
+    // The trace's writes were queued before the finish: they commit with it or before it.
+    await Promise.all([
+      outcome.status === 'done'
+        ? finish('done', 'scribe', outcome.result, { result: outcome.result, last_error: null })
+        : finish('waiting', 'scribe', outcome.question, { last_error: null }),
+      trace.stored(),
+    ]);
   }
 
   /**
@@ -253,7 +259,7 @@ export function createAgentRuntime({
 
 /** A trace that records nothing once `signal` aborted: work cancelled or handed back leaves no trace of its last, aborted call. */
 function silencedBy(signal: AbortSignal, trace: Trace): Trace {
-  return { record: async (call) => (signal.aborted ? undefined : trace.record(call)) };
+  return { record: (call) => (signal.aborted ? undefined : trace.record(call)), stored: () => trace.stored() };
 }
 
 function reasonOf(err: unknown): string {

@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
 import { DEFAULT_USAGE, startFakeOpenAi } from '../helpers/fake-openai.js';
 import { signIn } from '../helpers/console.js';
-import { presentTrace, traceTotals } from '../../src/agents/trace.js';
+import { createTrace, presentTrace, traceTotals } from '../../src/agents/trace.js';
+import { groupCommits } from '../../src/db/group-commit.js';
 
 const SCRIBE_KEY = 'sk-scribe-own-key-7f3a9c';
 
@@ -86,6 +87,23 @@ describe('agent traces, usage, per-scribe model settings and limits', function (
     const metrics = await h.api.get('/metrics');
     expect(metrics.text).to.include(`scribe_agent_model_calls{organization="${t.organizationId}",scribe="oracle"} 2`);
     expect(metrics.text).to.include(`scribe_agent_tokens{organization="${t.organizationId}",scribe="oracle",direction="input"} 460`);
+  });
+
+  it("stores a run's calls without holding the run up, in order; a call that cannot be stored is reported, the others kept", async () => {
+    const other = await h.tenant({ slug: 'traced' });
+    const errors: unknown[] = [];
+    const writes = groupCommits(h.db);
+    const trace = createTrace(writes, h.services.clock, { organizationId: other.organizationId, scribeId: other.scribe.id }, (err) => errors.push(err));
+    const lost = createTrace(writes, h.services.clock, { organizationId: other.organizationId, scribeId: '00000000-0000-4000-8000-000000000000' }, (err) => errors.push(err));
+    const stored = () => h.db('agent_calls').where({ organization_id: other.organizationId }).orderBy('position').pluck('name');
+    expect(trace.record({ kind: 'model', name: 'first', durationMs: 5 })).to.equal(undefined);
+    lost.record({ kind: 'model', name: 'of no scribe', durationMs: 1 });
+    trace.record({ kind: 'tool', name: 'second', durationMs: 1, arguments: { q: 1 } });
+    trace.record({ kind: 'model', name: 'third', durationMs: 2 });
+    await Promise.all([trace.stored(), lost.stored()]);
+    expect(await stored()).to.deep.equal(['first', 'second', 'third']);
+    expect(errors).to.have.length(1);
+    expect(String((errors[0] as Error).message)).to.match(/foreign key/i);
   });
 
   it("traces the builtin agent's tool calls too", async () => {

@@ -199,7 +199,12 @@ describe('answers written as the model streams them', function () {
       db: h.db,
       clock: h.services.clock,
       logger: createLogger('silent'),
-      agentFor: () => createOpenAiAgent(h.config.openai, createLogger('silent'), { scribeEndpointFetch: createGuardedFetch(anyAddress), secrets: h.services.secrets }),
+      agentFor: () =>
+        createOpenAiAgent(h.config.openai, createLogger('silent'), {
+          endpointFetch: fetch,
+          scribeEndpointFetch: createGuardedFetch(anyAddress, { lean: true }),
+          secrets: h.services.secrets,
+        }),
       findScribes: (ids) => findScribesByIds(h.db, ids),
       toolboxFor: (scribe) => createToolbox(scribe, h.services),
       options: defaultRuntimeOptions,
