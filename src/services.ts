@@ -15,6 +15,7 @@ import { createDispatcher, defaultDispatcherOptions, type DispatcherOptions } fr
 import { anyAddress, publicAddressesOnly, type AddressPolicy } from './net/address-policy.js';
 import { createGuardedFetch } from './net/guarded-agent.js';
 import { followingRedirects, leanFetch } from './net/lean-fetch.js';
+import { claimConnections } from './db/knex.js';
 import { openSecretBox } from './secrets/keys.js';
 import type { SecretBox } from './secrets/secret-box.js';
 import { createDownloader, type DownloadLimits } from './requests/attachments/download.js';
@@ -24,7 +25,7 @@ import { listAgentCalls, listMcpServersOf } from './agents/queries.js';
 import { createMcpConnector, defaultMcpLimits, type McpLimits } from './agents/mcp.js';
 import { createMcpServerService } from './agents/mcp-servers.js';
 import { storedAttachments } from './agents/attachments.js';
-import { listAttachments } from './requests/queries.js';
+import { listAttachmentsOf } from './requests/queries.js';
 import { createSender, type SendOptions } from './webhooks/send.js';
 import { createWebhookService } from './webhooks/service.js';
 import { createWebhookWorker, defaultWebhookWorkerOptions, type WebhookWorkerOptions } from './webhooks/queue.js';
@@ -119,6 +120,9 @@ export function createServices({
 }) {
   const clock = options.clock ?? systemClock;
   const metrics = createMetrics(db);
+  // Claims and the dispatcher on connections of their own where the database has them: a new
+  // receipt and its run do not wait in line behind the writes of every run in flight.
+  const claimsDb = claimConnections(db);
   const wakeups = createWakeups({ db, url: config.databaseUrl, logger });
   const store = createAttachmentStore(path.join(config.dataDir, 'attachments'));
   // Where user-supplied URLs may lead: attachments and MCP servers (ATTACHMENTS_ALLOW_PRIVATE), webhooks
@@ -143,7 +147,7 @@ export function createServices({
   });
   const connectMcp = createMcpConnector(attachmentPolicy, { ...defaultMcpLimits, ...options.mcp });
   const dispatcher = createDispatcher({
-    db,
+    db: claimsDb,
     clock,
     logger,
     wakeups,
@@ -190,19 +194,29 @@ export function createServices({
   const runWrites = groupCommits(db, { gapMs: () => (runtime.running > 1 ? runtimeOptions.commitGapMs : 0) });
   const runtime = createAgentRuntime({
     db,
+    claimsDb,
     clock,
     logger,
     agentFor: (kind) => agents[kind],
-    findScribes: (ids) => findScribesByIds(db, ids),
+    // Read for each claim, with it.
+    findScribes: (ids) => findScribesByIds(claimsDb, ids),
     toolboxFor: (scribe) => createToolbox(scribe, { entryTypes, entries, tasks }),
     recordEvents: outbox.record,
     traceFor: (work) => createTrace(runWrites, clock, work, (err) => logger.warn({ err, ...work }, 'could not store a call of a trace')),
     writes: runWrites,
-    mcpServersOf: (scribeIds) => listMcpServersOf(db, secrets, scribeIds),
+    mcpServersOf: (scribeIds) => listMcpServersOf(claimsDb, secrets, scribeIds),
     // Work given back as this process stops: another process takes it at once (PostgreSQL) or on its next look.
     wakeups,
     onDraftSaved: options.onDraftSaved,
-    attachmentsOf: async (task) => (task.request_id ? storedAttachments(await listAttachments(db, task.request_id), (sha256) => store.pathFor(sha256)) : []),
+    attachmentsOf: async (tasks) => {
+      const rows = await listAttachmentsOf(
+        claimsDb,
+        tasks.flatMap((task) => (task.request_id ? [task.request_id] : [])),
+      );
+      const byRequest = new Map<string, typeof rows>();
+      for (const row of rows) byRequest.set(row.request_id, [...(byRequest.get(row.request_id) ?? []), row]);
+      return new Map(tasks.map((task) => [task.id, storedAttachments(byRequest.get(task.request_id ?? '') ?? [], (sha256) => store.pathFor(sha256))]));
+    },
     options: runtimeOptions,
   });
 
@@ -291,6 +305,7 @@ export function createServices({
       await scribeEndpointFetch.close();
       await downloader.close();
       await readWorkers?.close();
+      if (claimsDb !== db) await claimsDb.destroy();
     },
   };
 }

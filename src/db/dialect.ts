@@ -76,6 +76,13 @@ export interface Dialect {
    * deadlock with another process's.
    */
   readonly sharesCommits: boolean;
+  /**
+   * Connections kept for the work engine's claims and the dispatcher (db/knex.ts,
+   * `claimConnections`), beside the pool the rest shares: 0 on SQLite, where one connection
+   * serves the process and every claim takes the one write lock anyway; on PostgreSQL a claim
+   * in the shared pool waits in line behind the writes of every run in flight.
+   */
+  readonly claimConnections: number;
   /** Runs `fn` while no other process runs migrations on this database. */
   withMigrationLock<T>(db: Knex, fn: () => Promise<T>): Promise<T>;
   /** Keeps the query planner's statistics current as data grows. Run daily, once per database. */
@@ -134,6 +141,7 @@ const sqlite: Dialect = {
     await trx.raw('update ?? set ?? = ?? where 0', [table, column, column]);
   },
   sharesCommits: true,
+  claimConnections: 0,
   /**
    * An exclusive SQLite lock on a sidecar file next to the database. The operating system
    * releases it when its process dies, so a crash never leaves it behind.
@@ -250,6 +258,7 @@ const postgres: Dialect = {
   },
   async writeFirst() {},
   sharesCommits: false,
+  claimConnections: 2,
   /**
    * A session advisory lock on a connection of its own: the server releases it when that
    * connection closes, so a crashed migrator never leaves it behind.

@@ -3,7 +3,7 @@ import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import type BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { databaseKindOf } from './dialect.js';
+import { databaseKindOf, dialectOf } from './dialect.js';
 
 export type Db = Knex;
 
@@ -147,6 +147,17 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number.parseFloat(v
 
 /** Connections a process keeps to PostgreSQL when not told otherwise (docs/deploy.md, pool sizes). */
 export const DEFAULT_POOL_SIZE = 10;
+
+/**
+ * The database as the work engine's claims and the dispatcher reach it: its own few
+ * connections where the dialect keeps some (`claimConnections`), so that a new scribe's
+ * receipt and claim do not wait behind the writes of a thousand runs; else `db` itself.
+ * The caller destroys it when it is not `db`.
+ */
+export function claimConnections(db: Db): Db {
+  const size = dialectOf(db).claimConnections;
+  return size === 0 ? db : knexFactory({ ...db.client.config, pool: { min: 0, max: size } });
+}
 
 /** A PostgreSQL database through node-postgres; every session in UTC, so `now()` and timestamps never shift. */
 function openPostgres(url: string, { poolSize = DEFAULT_POOL_SIZE }: OpenOptions): Db {

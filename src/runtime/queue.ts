@@ -8,8 +8,8 @@ import { noTrace, type Trace } from '../agents/trace.js';
 import type { AgentAttachment } from '../agents/attachments.js';
 import type { McpServerRow } from '../agents/queries.js';
 import type { AgentKind, ScribeRow } from '../scribes/service.js';
-import { finishSession, findMessages, saveDraftMessage, type SessionRow } from '../sessions/queries.js';
-import { findTaskEvents, moveTask, saveDraftEvent, type WorkedTaskRow } from '../tasks/queries.js';
+import { finishSession, findMessagesOfSessions, type MessageRow, saveDraftMessage, type SessionRow } from '../sessions/queries.js';
+import { findEventsOfTasks, moveTask, saveDraftEvent, type TaskEventRow, type WorkedTaskRow } from '../tasks/queries.js';
 import { createReplyWriter, type ReplyWriter } from '../agents/reply-writer.js';
 import { sessionEvent, taskEvent, type RecordEvents } from '../webhooks/events.js';
 import type { Writes } from '../db/group-commit.js';
@@ -51,7 +51,18 @@ export const messages = {
 };
 
 /** One piece of agent work claimed (a session to answer or a task to work), with its scribe and MCP servers as the claim read them. */
-type Work = queries.Run & { id: string; scribe: ScribeRow | undefined; mcpServers: readonly McpServerRow[] };
+/**
+ * A claimed run with what it reads first, read with its claim: its scribe, the scribe's MCP
+ * servers, and a session's transcript or a task's history and files.
+ */
+type Work = queries.Run & {
+  id: string;
+  scribe: ScribeRow | undefined;
+  mcpServers: readonly McpServerRow[];
+  transcript: readonly MessageRow[];
+  history: readonly TaskEventRow[];
+  attachments: readonly AgentAttachment[];
+};
 
 /** What `tick()` counts: runs that ended, by kind of work. */
 type Outcome = 'sessions' | 'tasks';
@@ -71,6 +82,7 @@ export type AgentRuntime = ReturnType<typeof createAgentRuntime>;
  */
 export function createAgentRuntime({
   db,
+  claimsDb = db,
   clock,
   logger,
   wakeups,
@@ -79,13 +91,15 @@ export function createAgentRuntime({
   toolboxFor,
   recordEvents = async () => [],
   traceFor = () => noTrace,
-  attachmentsOf = async () => [],
+  attachmentsOf = async () => new Map(),
   mcpServersOf = async () => new Map(),
   onDraftSaved = () => {},
   writes = (work) => work(db),
   options = defaultRuntimeOptions,
 }: {
   db: Db;
+  /** Where claims are made, and what a claim's runs read first (db/knex.ts, `claimConnections`); `db` unless given. */
+  claimsDb?: Db;
   clock: Clock;
   logger: Logger;
   /** Where other processes are told of work handed back as this one stops: they take it at once. */
@@ -98,7 +112,7 @@ export function createAgentRuntime({
   /** Where a run of the agent on a task or a session answer reports its calls (agents/trace.ts). */
   traceFor?: (work: { organizationId: string; scribeId: string; taskId?: string; sessionId?: string }) => Trace;
   /** The stored files of the receipt a task came from (agents/attachments.ts). */
-  attachmentsOf?: (task: WorkedTaskRow) => Promise<AgentAttachment[]>;
+  attachmentsOf?: (tasks: readonly WorkedTaskRow[]) => Promise<ReadonlyMap<string, AgentAttachment[]>>;
   /** The MCP servers whose tools each scribe's agent may call (agents/mcp.ts). */
   mcpServersOf?: (scribeIds: readonly string[]) => Promise<ReadonlyMap<string, readonly McpServerRow[]>>;
   /** An answer under way was stored anew (its whole text so far): for readers that follow it. */
@@ -117,20 +131,40 @@ export function createAgentRuntime({
    */
   async function claim({ token, now, leaseUntil, limit }: ClaimTerms): Promise<Claimed<Work>> {
     for (;;) {
-      const claimed = await queries.claimRuns(db, { token, now: now.toISOString(), leaseUntil, slots: limit }, (turns) => shareOut(limit, turns));
+      const claimed = await queries.claimRuns(claimsDb, { token, now: now.toISOString(), leaseUntil, slots: limit }, (turns) => shareOut(limit, turns));
       if (claimed.runs.length === 0 && claimed.passed > 0) continue;
       // A scribe given its whole share may have more due: a next claim shares out what is left.
       return { items: await withScribes(claimed.runs), inconclusive: claimed.skipped > 0 || claimed.more > 0 };
     }
   }
 
-  /** The claimed runs with their scribes and MCP servers, read once for the claim rather than once a run. */
+  /** The claimed runs with what they read first (`Work`): a few statements for the claim rather than a few a run. */
   async function withScribes(runs: readonly queries.Run[]): Promise<Work[]> {
     if (runs.length === 0) return [];
     const ids = [...new Set(runs.map((run) => run.row.scribe_id))];
-    const [scribes, servers] = await Promise.all([findScribes(ids), mcpServersOf(ids)]);
+    const sessions = runs.flatMap((run) => (run.kind === 'session' ? [run.row.id] : []));
+    const tasks = runs.flatMap((run) => (run.kind === 'task' ? [run.row] : []));
+    const [scribes, servers, transcripts, histories, files] = await Promise.all([
+      findScribes(ids),
+      mcpServersOf(ids),
+      findMessagesOfSessions(claimsDb, sessions),
+      findEventsOfTasks(
+        claimsDb,
+        tasks.map((task) => task.id),
+      ),
+      attachmentsOf(tasks),
+    ]);
     const byId = new Map(scribes.map((scribe) => [scribe.id, scribe]));
-    return runs.map((run) => ({ id: run.row.id, ...run, scribe: byId.get(run.row.scribe_id), mcpServers: servers.get(run.row.scribe_id) ?? [] }));
+    return runs.map((run) => ({
+      id: run.row.id,
+      ...run,
+      scribe: byId.get(run.row.scribe_id),
+      mcpServers: servers.get(run.row.scribe_id) ?? [],
+      // What the scribe was writing when a run before this one stopped is not part of it.
+      transcript: (transcripts.get(run.row.id) ?? []).filter((m) => !m.partial),
+      history: (histories.get(run.row.id) ?? []).filter((e) => !e.partial),
+      attachments: files.get(run.row.id) ?? [],
+    }));
   }
 
   /** The free slots shared among the scribes whose turn it is: as many each, within what each may still start. */
@@ -171,9 +205,8 @@ export function createAgentRuntime({
     return work.kind === 'session' ? sessionAnswers(work.row, claim, scribe).fail(reason) : taskMoves(work.row, claim, scribe).fail(reason);
   }
 
-  async function answerSession(session: SessionRow, claim: ClaimRef, scribe: ScribeRow, mcpServers: readonly McpServerRow[], signal: AbortSignal): Promise<void> {
+  async function answerSession({ row: session, transcript, mcpServers }: Work & { kind: 'session' }, claim: ClaimRef, scribe: ScribeRow, signal: AbortSignal): Promise<void> {
     const answers = sessionAnswers(session, claim, scribe);
-    const transcript = (await findMessages(db, session.id)).filter((m) => !m.partial);
     const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, sessionId: session.id }));
     const outcome = await writing(
       { kind: 'session', id: session.id },
@@ -184,11 +217,9 @@ export function createAgentRuntime({
     await Promise.all([answers.answer(outcome.reply, outcome.end ?? false, transcript.length ? Number(transcript.at(-1)!.id) : undefined), trace.stored()]);
   }
 
-  async function workTask(task: WorkedTaskRow, claim: ClaimRef, scribe: ScribeRow, mcpServers: readonly McpServerRow[], signal: AbortSignal): Promise<void> {
+  async function workTask({ row: task, history, attachments, mcpServers }: Work & { kind: 'task' }, claim: ClaimRef, scribe: ScribeRow, signal: AbortSignal): Promise<void> {
     const { finish } = taskMoves(task, claim, scribe);
-    const history = (await findTaskEvents(db, task.id)).filter((e) => !e.partial);
     const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, taskId: task.id }));
-    const attachments = await attachmentsOf(task);
     const draftedAt = () => laterThan(clock, task.updated_at);
     const outcome = await writing(
       { kind: 'task', id: task.id },
@@ -235,8 +266,8 @@ export function createAgentRuntime({
       // A capped scribe's turn comes back as its run ends (scribes/queries.ts, `runEnded`): the next claim looks for it.
       if (scribe.max_concurrency !== null) lookAnewAfter();
       if (work.row.attempts > options.maxAttempts) await fail(work, claimRef, scribe, messages.gaveUp(options.maxAttempts));
-      else if (work.kind === 'session') await answerSession(work.row, claimRef, scribe, work.mcpServers, signal);
-      else await workTask(work.row, claimRef, scribe, work.mcpServers, signal);
+      else if (work.kind === 'session') await answerSession(work, claimRef, scribe, signal);
+      else await workTask(work, claimRef, scribe, signal);
       return tableOf(work);
     },
     renew: ({ token, items }, leaseUntil) => Promise.all(items.map((work) => queries.renewWorkLease(db, tableOf(work), { id: work.id, token }, leaseUntil))),

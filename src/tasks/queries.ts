@@ -100,6 +100,14 @@ export async function findTaskEvents(db: Db, taskId: string): Promise<TaskEventR
   return db<TaskEventRow>('task_events').where({ task_id: taskId }).orderBy('id');
 }
 
+/** The events of several tasks, each task's in order (the agent runtime reads those of a claim's tasks at once). */
+export async function findEventsOfTasks(db: Db, taskIds: readonly string[]): Promise<Map<string, TaskEventRow[]>> {
+  const rows = taskIds.length ? await db<TaskEventRow>('task_events').whereIn('task_id', taskIds).orderBy('id') : [];
+  const byTask = new Map<string, TaskEventRow[]>(taskIds.map((id) => [id, []]));
+  for (const row of rows) byTask.get(row.task_id)!.push(row);
+  return byTask;
+}
+
 /** A scribe's tasks, newest first, optionally only some statuses. */
 export async function listTasksOfScribe(db: Db, scribeId: string, options: { statuses?: readonly TaskStatus[]; limit: number }): Promise<WorkedTaskRow[]> {
   const query = db<WorkedTaskRow>('tasks').where({ scribe_id: scribeId });

@@ -254,15 +254,18 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
   }
 
   /**
-   * Claims into the free slots until a claim takes all there was or no slot is left, then
-   * starts what the claims took, together: runs that start at once (a burst of model calls,
-   * say) are not held up behind the queries of the claims that follow them.
+   * Claims into the slots free when it began until a claim takes all there was or none is
+   * left, then starts what the claims took, together: runs that start at once (a burst of
+   * model calls, say) are not held up behind the queries of the claims that follow them.
+   * Slots freed meanwhile are the next round's: counting them in would keep a busy queue
+   * claiming, with what it took waiting, for as long as runs end.
    */
   async function claimAndStart(): Promise<void> {
     const taken: Array<Claim<Item>> = [];
+    const free = options.slots - inFlight.size;
     try {
       for (;;) {
-        const { units, allTaken } = await claimOnce(options.slots - inFlight.size - taken.length);
+        const { units, allTaken } = await claimOnce(free - taken.length);
         taken.push(...units);
         if (units.length === 0 || allTaken) break;
       }

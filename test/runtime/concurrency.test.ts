@@ -139,6 +139,43 @@ describe('agent runs at scale', function () {
     expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'waiting', claim_token: null });
   });
 
+  itOnlyOn('postgres')("dispatches a new receipt and starts its run while every connection of the process's pool is taken: claims have their own", async () => {
+    const h = await harness({ env: { DATABASE_POOL_SIZE: '2' }, options: { runOnNewWork: false, dispatchOnAccept: false } });
+    const t = await h.tenant({ slug: 'pooled' });
+    await openAiScribe(h, t, 'pooled', 'model-pooled');
+    const accepted = await h.api
+      .post('/api/v1/scribes/pooled/requests')
+      .set(t.headers)
+      .send({ task: { summary: 'Past the queue' } });
+    expect(accepted.status).to.equal(202);
+    // Plenty: the model server is shared with the runs other tests left going.
+    fake.script(...Array.from({ length: 100 }, () => ({ reply: 'Done.' })));
+    // Both connections of the pool, held as a thousand runs' writes would hold them.
+    const releases: Array<() => void> = [];
+    const holds = [0, 1].map(
+      () =>
+        h.db.transaction(async (trx) => {
+          await trx.raw('select 1');
+          await new Promise<void>((resolve) => releases.push(resolve));
+        }) as Promise<void>,
+    );
+    await eventually(async () => (releases.length === 2 ? true : undefined));
+    try {
+      expect(await h.services.dispatcher.tick()).to.deep.include({ fulfilled: 1 });
+      h.services.runtime.fill();
+      await eventually(async () => (fake.seen.some((call) => call.body.model === 'model-pooled') ? true : undefined), 5000);
+    } finally {
+      for (const release of releases) release();
+      await Promise.all(holds);
+    }
+    await h.services.runtime.tick();
+    expect(await h.db('tasks').where({ request_id: accepted.body.request.id }).first('status', 'result', 'last_error')).to.deep.equal({
+      status: 'done',
+      result: 'Done.',
+      last_error: null,
+    });
+  });
+
   itOnlyOn('postgres')('waits for the scribe whose turn it is when another transaction holds its row, rather than finding nothing', async () => {
     const h = await harness({ options: { runOnNewWork: false, dispatchOnAccept: false } });
     const t = await h.tenant({ slug: 'hot' });

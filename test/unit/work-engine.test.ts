@@ -182,6 +182,53 @@ describe('the work engine', () => {
     expect([q.claims, ...took, q.due.length], 'one claim took the four others').to.deep.equal([2, 4, 0]);
   });
 
+  it('starts what a claim round took without first claiming into the slots freed while the round ran', async () => {
+    const due = ['a', 'b', 'x1', 'x2'].map((id) => ({ id }));
+    const started: string[] = [];
+    const ends = new Map<string, () => void>();
+    const blocked: Array<() => void> = [];
+    let slowClaims = false;
+    const worker = workQueue<{ id: string }, 'done'>(
+      {
+        name: 'rounds',
+        options: { slots: 2, leaseMs: 60_000 },
+        outcomes: ['done'],
+        // One item a claim, and never conclusive: a round goes on claiming while it has slots to fill.
+        async claim({ limit }) {
+          const items = due.splice(0, Math.min(1, limit));
+          if (slowClaims) await new Promise<void>((resolve) => blocked.push(resolve));
+          return { items, inconclusive: true };
+        },
+        run: (item) =>
+          new Promise((resolve) => {
+            started.push(item.id);
+            ends.set(item.id, () => resolve('done'));
+          }),
+      },
+      { clock: () => new Date(0), logger: createLogger('silent') },
+    );
+    worker.fill();
+    for (let i = 0; i < 50 && started.length < 2; i++) await later(5);
+    expect(started).to.deep.equal(['a', 'b']);
+    slowClaims = true;
+    // a ends: a round for its one slot claims x1, held. b ends meanwhile: its slot is the next round's.
+    ends.get('a')!();
+    for (let i = 0; i < 50 && blocked.length < 1; i++) await later(5);
+    ends.get('b')!();
+    await later(10);
+    blocked.shift()!();
+    for (let i = 0; i < 50 && started.length < 3; i++) await later(5);
+    // x1 started while the next round's claim (x2, for b's slot) is still held.
+    expect(started).to.deep.equal(['a', 'b', 'x1']);
+    expect(blocked).to.have.length(1);
+    blocked.shift()!();
+    for (let i = 0; i < 50 && started.length < 4; i++) await later(5);
+    expect(started).to.deep.equal(['a', 'b', 'x1', 'x2']);
+    slowClaims = false;
+    for (const end of ends.values()) end();
+    await worker.stop();
+  });
+
   it('refills the slot of a lone run that ended at once, whatever claimGapMs', async () => {
     const q = memoryQueue(async () => 'done', { options: { slots: 1, claimGapMs: 60_000 } });
     q.add('first');
