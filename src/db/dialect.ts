@@ -258,7 +258,7 @@ const postgres: Dialect = {
   },
   async writeFirst() {},
   sharesCommits: false,
-  claimConnections: 2,
+  claimConnections: 4,
   /**
    * A session advisory lock on a connection of its own: the server releases it when that
    * connection closes, so a crashed migrator never leaves it behind.
