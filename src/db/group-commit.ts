@@ -10,22 +10,26 @@ export type Writes = <T>(work: (trx: Db) => Promise<T>) => Promise<T>;
 /**
  * Group commit for the small writes of many concurrent runs (a trace's call, a draft, a
  * finish). On SQLite, where one writer commits at a time and a commit costs more than the
- * few rows before it, writes share transactions: those that arrive while one group
- * commits, or within `gapMs()` of its start, go together in the next (the caller makes the
+ * few rows before it, writes share transactions: those that arrive while a group runs join
+ * it, and those that come while it commits, or within `gapMs()` of its start, go together in
+ * the next (the caller makes the
  * gap 0 while its writes come one at a time: a lone run's writes go at once). A write is one
  * statement or makes its own transaction, which becomes a savepoint in the group's: one
  * that fails rolls back alone and its caller gets its error; the others commit. A write
  * that comes when no group has started for `gapMs()` starts one at once. Like every SQLite
  * transaction here, a grouped write writes before it reads (dialect.ts, `writeFirst`).
+ * A group takes writes for at most `maxGroupMs` (25 ms unless given) and leaves the rest to
+ * the next: the one connection is let go between groups, so the requests waiting for it (the
+ * API's) are not held up behind a burst of thousands of runs' writes.
  *
  * On PostgreSQL each write keeps its own transaction (or none, for one statement): writes
  * there commit in parallel on the pool's connections, and one group holding the row locks
  * of many runs could deadlock with another process's group (dialect.ts, `sharesCommits`).
  */
-export function groupCommits(db: Db, { gapMs = () => 0 }: { gapMs?: () => number } = {}): Writes {
+export function groupCommits(db: Db, { gapMs = () => 0, maxGroupMs = 25 }: { gapMs?: () => number; maxGroupMs?: number } = {}): Writes {
   if (!dialectOf(db).sharesCommits) return (work) => work(db);
   type Pending = { work: (trx: Db) => Promise<unknown>; resolve(value: unknown): void; reject(err: unknown): void };
-  let waiting: Pending[] = [];
+  const waiting: Pending[] = [];
   let committing = false;
   let lastStart = -Infinity;
 
@@ -34,12 +38,14 @@ export function groupCommits(db: Db, { gapMs = () => 0 }: { gapMs?: () => number
       const wait = lastStart + gapMs() - performance.now();
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       lastStart = performance.now();
-      const group = waiting;
-      waiting = [];
+      const group: Pending[] = [];
       const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
       try {
         await db.transaction(async (trx) => {
-          for (const write of group) {
+          const started = performance.now();
+          while (waiting.length > 0 && (group.length === 0 || performance.now() - started < maxGroupMs)) {
+            const write = waiting.shift()!;
+            group.push(write);
             try {
               outcomes.push({ ok: true, value: await write.work(trx) });
             } catch (err) {

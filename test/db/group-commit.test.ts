@@ -38,6 +38,24 @@ describe('group commit of small writes (db/group-commit.ts)', function () {
     });
   const stored = async () => (await h.db('group_commit_probe').orderBy('v').pluck('v')) as string[];
 
+  it('lets writes that come while a group runs join it, for at most maxGroupMs, then commits and leaves the rest to the next', async () => {
+    const slow = (v: string) => async (trx: Db) => {
+      await new Promise((resolve) => setTimeout(resolve, 40));
+      await insert(v)(trx);
+    };
+    const joining = groupCommits(h.db, { maxGroupMs: 1000 });
+    const first = joining(slow('a'));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    // Comes while the group holding a runs: it joins that group.
+    await Promise.all([first, joining(insert('b'))]);
+    expect(commits).to.equal(testDatabaseKind === 'sqlite' ? 1 : 0);
+    const bounded = groupCommits(h.db, { maxGroupMs: 20 });
+    // c took the group past 20 ms: d and e wait for the next.
+    await Promise.all([bounded(slow('c')), bounded(insert('d')), bounded(insert('e'))]);
+    expect(await stored()).to.deep.equal(['a', 'b', 'c', 'd', 'e']);
+    expect(commits).to.equal(testDatabaseKind === 'sqlite' ? 3 : 0);
+  });
+
   it(
     testDatabaseKind === 'sqlite' ? 'commits writes made together in one transaction on SQLite' : 'leaves each write to itself on PostgreSQL: one statement, no transaction',
     async () => {
