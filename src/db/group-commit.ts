@@ -7,6 +7,33 @@ import { dialectOf } from './dialect.js';
  */
 export type Writes = <T>(work: (trx: Db) => Promise<T>) => Promise<T>;
 
+/** The transactions of the groups running now: a write given one of them is in a group. */
+const groupTransactions = new WeakSet<Db>();
+
+/**
+ * Runs `work` as one: in a transaction of its own, or, given a group's transaction, in a
+ * savepoint of it. The group's writes run one after another, so a savepoint of its own name
+ * is enough; a nested Knex transaction would cost ten times the statements it guards (it
+ * builds a new client for each), and the runs' writes are the commonest there are. Writes of
+ * more than one statement that may come through `Writes` use this, not `db.transaction`.
+ */
+export async function atomically<T>(db: Db, work: (trx: Db) => Promise<T>): Promise<T> {
+  if (!groupTransactions.has(db)) return db.transaction(work);
+  await db.raw('savepoint grouped_write');
+  try {
+    const value = await work(db);
+    await db.raw('release grouped_write');
+    return value;
+  } catch (err) {
+    // A failure that ended the whole transaction took the savepoint with it: the group's commit reports that.
+    await db.raw('rollback to grouped_write').then(
+      () => db.raw('release grouped_write'),
+      () => {},
+    );
+    throw err;
+  }
+}
+
 /**
  * Group commit for the small writes of many concurrent runs (a trace's call, a draft, a
  * finish). On SQLite, where one writer commits at a time and a commit costs more than the
@@ -14,8 +41,8 @@ export type Writes = <T>(work: (trx: Db) => Promise<T>) => Promise<T>;
  * it, and those that come while it commits, or within `gapMs()` of its start, go together in
  * the next (the caller makes the
  * gap 0 while its writes come one at a time: a lone run's writes go at once). A write is one
- * statement or makes its own transaction, which becomes a savepoint in the group's: one
- * that fails rolls back alone and its caller gets its error; the others commit. A write
+ * statement or makes its own transaction (`atomically`), which becomes a savepoint in the
+ * group's: one that fails rolls back alone and its caller gets its error; the others commit. A write
  * that comes when no group has started for `gapMs()` starts one at once. Like every SQLite
  * transaction here, a grouped write writes before it reads (dialect.ts, `writeFirst`).
  * A group takes writes for at most `maxGroupMs` (25 ms unless given) and leaves the rest to
@@ -42,6 +69,7 @@ export function groupCommits(db: Db, { gapMs = () => 0, maxGroupMs = 25 }: { gap
       const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
       try {
         await db.transaction(async (trx) => {
+          groupTransactions.add(trx);
           const started = performance.now();
           while (waiting.length > 0 && (group.length === 0 || performance.now() - started < maxGroupMs)) {
             const write = waiting.shift()!;

@@ -76,7 +76,7 @@ function defineDeadline(conn: BetterSqlite3.Database): void {
 /** Distinct SQL texts kept prepared per connection; Knex emits a small, fixed set. */
 const STATEMENT_CACHE_SIZE = 500;
 /** Statements used once: Knex names each savepoint anew (`trxN`). */
-const ONE_OFF = /^(SAVEPOINT|RELEASE SAVEPOINT|ROLLBACK TO SAVEPOINT) /i;
+const ONE_OFF = /^(SAVEPOINT|RELEASE SAVEPOINT|ROLLBACK TO SAVEPOINT) trx\d+/i;
 
 /**
  * Knex's better-sqlite3 dialect prepares every statement anew, which costs more than

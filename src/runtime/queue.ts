@@ -8,7 +8,7 @@ import { noTrace, type Trace } from '../agents/trace.js';
 import type { AgentAttachment } from '../agents/attachments.js';
 import type { McpServerRow } from '../agents/queries.js';
 import type { AgentKind, ScribeRow } from '../scribes/service.js';
-import { finishSession, findMessagesOfSessions, type MessageRow, saveDraftMessage, type SessionRow } from '../sessions/queries.js';
+import { finishSession, findMessagesOfSessions, type MessageRow, saveDraftMessage } from '../sessions/queries.js';
 import { findEventsOfTasks, moveTask, saveDraftEvent, type TaskEventRow, type WorkedTaskRow } from '../tasks/queries.js';
 import { createReplyWriter, type ReplyWriter } from '../agents/reply-writer.js';
 import { sessionEvent, taskEvent, type RecordEvents } from '../webhooks/events.js';
@@ -62,6 +62,8 @@ type Work = queries.Run & {
   transcript: readonly MessageRow[];
   history: readonly TaskEventRow[];
   attachments: readonly AgentAttachment[];
+  /** An answer under way may be stored: one was at the claim, or this run saved one since. Its finish looks for it only then. */
+  drafted: boolean;
 };
 
 /** What `tick()` counts: runs that ended, by kind of work. */
@@ -155,23 +157,28 @@ export function createAgentRuntime({
       attachmentsOf(tasks),
     ]);
     const byId = new Map(scribes.map((scribe) => [scribe.id, scribe]));
-    return runs.map((run) => ({
-      id: run.row.id,
-      ...run,
-      scribe: byId.get(run.row.scribe_id),
-      mcpServers: servers.get(run.row.scribe_id) ?? [],
-      // What the scribe was writing when a run before this one stopped is not part of it.
-      transcript: (transcripts.get(run.row.id) ?? []).filter((m) => !m.partial),
-      history: (histories.get(run.row.id) ?? []).filter((e) => !e.partial),
-      attachments: files.get(run.row.id) ?? [],
-    }));
+    return runs.map((run) => {
+      const read: ReadonlyArray<{ partial: boolean | number }> = (run.kind === 'session' ? transcripts : histories).get(run.row.id) ?? [];
+      return {
+        id: run.row.id,
+        ...run,
+        scribe: byId.get(run.row.scribe_id),
+        mcpServers: servers.get(run.row.scribe_id) ?? [],
+        // What the scribe was writing when a run before this one stopped is not part of it.
+        transcript: (transcripts.get(run.row.id) ?? []).filter((m) => !m.partial),
+        history: (histories.get(run.row.id) ?? []).filter((e) => !e.partial),
+        attachments: files.get(run.row.id) ?? [],
+        drafted: read.some((row) => row.partial),
+      };
+    });
   }
 
   /** The free slots shared among the scribes whose turn it is: as many each, within what each may still start. */
   const shareOut = (free: number, turns: readonly queries.Turn[]) => shareSlots(free, turns, (turn) => turn.room).map(([turn, n]) => [turn.id, n] as [string, number]);
 
   /** What records a session's answer or its failure, with the answer's webhook event, if the claim is still ours. */
-  function sessionAnswers(session: SessionRow, claim: ClaimRef, scribe: ScribeRow | undefined) {
+  function sessionAnswers(work: Work & { kind: 'session' }, claim: ClaimRef, scribe: ScribeRow | undefined) {
+    const session = work.row;
     const at = () => laterThan(clock, session.updated_at);
     // The answer's webhook event, with the scribe's reply; none while a newer message is still owed an answer (queued).
     const event = (reply: string | null) => async (trx: Db, state: 'waiting' | 'completed' | 'failed' | 'queued') => {
@@ -180,19 +187,22 @@ export function createAgentRuntime({
     return {
       at,
       answer: (reply: string, end: boolean, answeredUpTo: number | undefined) =>
-        writes((trx) => finishSession(trx, claim, { author: 'scribe', text: reply, end, errorMessage: null, answeredUpTo }, at(), event(reply))),
+        writes((trx) => finishSession(trx, claim, { author: 'scribe', text: reply, end, errorMessage: null, answeredUpTo, noDraft: !work.drafted }, at(), event(reply))),
       fail: (reason: string) =>
-        writes((trx) => finishSession(trx, claim, { author: 'system', text: messages.sessionFailed(reason), end: false, errorMessage: reason }, at(), event(null))),
+        writes((trx) =>
+          finishSession(trx, claim, { author: 'system', text: messages.sessionFailed(reason), end: false, errorMessage: reason, noDraft: !work.drafted }, at(), event(null)),
+        ),
     };
   }
 
   /** What moves a task out of in_progress (releasing the claim), or fails it, with its webhook event, if the claim is still ours. */
-  function taskMoves(task: WorkedTaskRow, claim: ClaimRef, scribe: ScribeRow | undefined) {
+  function taskMoves(work: Work & { kind: 'task' }, claim: ClaimRef, scribe: ScribeRow | undefined) {
+    const task = work.row;
     const finish = (to: 'done' | 'waiting', author: 'scribe' | 'system', text: string, columns: Pick<WorkedTaskRow, 'last_error'> & Partial<Pick<WorkedTaskRow, 'result'>>) =>
       writes((trx) =>
         moveTask(
           trx,
-          { id: task.id, from: 'in_progress', to, author, text, at: laterThan(clock, task.updated_at), claimToken: claim.token },
+          { id: task.id, from: 'in_progress', to, author, text, at: laterThan(clock, task.updated_at), claimToken: claim.token, noDraft: !work.drafted },
           { claim_token: null, lease_until: null, attempts: 0, ...columns },
           (trx) => recordEvents(trx, [taskEvent(task, scribe?.slug ?? '', to === 'done' ? { status: 'done', result: text } : { status: 'waiting', question: text })]),
         ),
@@ -202,14 +212,15 @@ export function createAgentRuntime({
 
   /** Records why a run failed: a session answered with the failure, a task left waiting for input. */
   function fail(work: Work, claim: ClaimRef, scribe: ScribeRow | undefined, reason: string): Promise<unknown> {
-    return work.kind === 'session' ? sessionAnswers(work.row, claim, scribe).fail(reason) : taskMoves(work.row, claim, scribe).fail(reason);
+    return work.kind === 'session' ? sessionAnswers(work, claim, scribe).fail(reason) : taskMoves(work, claim, scribe).fail(reason);
   }
 
-  async function answerSession({ row: session, transcript, mcpServers }: Work & { kind: 'session' }, claim: ClaimRef, scribe: ScribeRow, signal: AbortSignal): Promise<void> {
-    const answers = sessionAnswers(session, claim, scribe);
+  async function answerSession(work: Work & { kind: 'session' }, claim: ClaimRef, scribe: ScribeRow, signal: AbortSignal): Promise<void> {
+    const { row: session, transcript, mcpServers } = work;
+    const answers = sessionAnswers(work, claim, scribe);
     const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, sessionId: session.id }));
     const outcome = await writing(
-      { kind: 'session', id: session.id },
+      work,
       (text) => writes((trx) => saveDraftMessage(trx, claim, text, answers.at())),
       (draft) => agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: async () => mcpServers, signal, draft }),
     );
@@ -217,12 +228,13 @@ export function createAgentRuntime({
     await Promise.all([answers.answer(outcome.reply, outcome.end ?? false, transcript.length ? Number(transcript.at(-1)!.id) : undefined), trace.stored()]);
   }
 
-  async function workTask({ row: task, history, attachments, mcpServers }: Work & { kind: 'task' }, claim: ClaimRef, scribe: ScribeRow, signal: AbortSignal): Promise<void> {
-    const { finish } = taskMoves(task, claim, scribe);
+  async function workTask(work: Work & { kind: 'task' }, claim: ClaimRef, scribe: ScribeRow, signal: AbortSignal): Promise<void> {
+    const { row: task, history, attachments, mcpServers } = work;
+    const { finish } = taskMoves(work, claim, scribe);
     const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, taskId: task.id }));
     const draftedAt = () => laterThan(clock, task.updated_at);
     const outcome = await writing(
-      { kind: 'task', id: task.id },
+      work,
       (text) => writes((trx) => saveDraftEvent(trx, claim, text, draftedAt())),
       (draft) => agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers: async () => mcpServers, signal, draft }),
     );
@@ -240,10 +252,13 @@ export function createAgentRuntime({
    * guarded by the run's claim), and stops that writer before the answer is recorded, or the
    * run's failure, cancel or hand-back removes what it wrote.
    */
-  async function writing<T>(work: { kind: Work['kind']; id: string }, save: (text: string) => Promise<boolean>, run: (draft: ReplyWriter) => Promise<T>): Promise<T> {
+  async function writing<T>(work: Work, save: (text: string) => Promise<boolean>, run: (draft: ReplyWriter) => Promise<T>): Promise<T> {
     const draft = createReplyWriter({
-      save,
-      onSaved: (text) => onDraftSaved(work, text),
+      save: (text) => {
+        work.drafted = true;
+        return save(text);
+      },
+      onSaved: (text) => onDraftSaved({ kind: work.kind, id: work.id }, text),
       onError: (err) => logger.warn({ err, [work.kind]: work.id }, 'could not store an answer under way'),
     });
     try {

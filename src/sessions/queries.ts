@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import { atomically } from '../db/group-commit.js';
 import { dialectOf } from '../db/dialect.js';
 import { appendDelta, appendStatusEvents, appendStreamEvent, appendStreamEvents, deltaOf, insertedId, type StreamEventData } from '../streams/queries.js';
 import { claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
@@ -218,13 +219,15 @@ export async function finishSession(
     errorMessage: string | null;
     /** The last message the answer saw: a later one from the user or staff is owed an answer of its own. */
     answeredUpTo?: number;
+    /** The caller knows the session has no answer under way (a run: none at its claim, none saved since): not looked for. */
+    noDraft?: boolean;
   },
   at: string,
   /** More writes that belong to the answer (its webhook event), in its transaction, given the state it left. */
   alongside?: (trx: Db, state: 'waiting' | 'completed' | 'failed' | 'queued') => Promise<unknown>,
 ): Promise<boolean> {
   const next = outcome.errorMessage !== null ? 'failed' : outcome.end ? 'completed' : 'waiting';
-  return db.transaction(async (trx) => {
+  return atomically(db, async (trx) => {
     // Writes before it reads: on SQLite a transaction that read first cannot then write past another process's write.
     await dialectOf(trx).writeFirst(trx, 'sessions', 'reply_due');
     // A message that came while the scribe answered (the API's further messages) is answered next.
@@ -247,14 +250,14 @@ export async function finishSession(
     if (more) await bringRunTurnsForward(trx, [row.scribe_id], at);
     // The scribe's answer completes its message under way, if it was written as it came; a failure note replaces it.
     const draft = () => trx('session_messages').where({ session_id: claim.id, partial: true });
-    const written = outcome.author === 'scribe' ? ((await draft().first('id', 'text')) as { id: number; text: string } | undefined) : undefined;
+    const written = outcome.author === 'scribe' && !outcome.noDraft ? ((await draft().first('id', 'text')) as { id: number; text: string } | undefined) : undefined;
     if (written) {
       // Streams get the rest of the text the last save had not stored, then the message whole.
       await draft().update({ text: outcome.text, partial: false, created_at: at });
       const id = Number(written.id);
       await appendStreamEvents(trx, claim.id, [...deltaOf(id, written.text, outcome.text), { kind: 'message', data: { message_id: id } }], at);
     } else {
-      await draft().delete();
+      if (!outcome.noDraft) await draft().delete();
       await insertMessage(trx, claim.id, { author: outcome.author, text: outcome.text, created_at: at }, { whole: outcome.author === 'scribe' });
     }
     await recordSessionStatus(trx, claim.id, at, row.state);
@@ -269,7 +272,7 @@ export async function finishSession(
  * False when it does not: the run was cancelled, handed back or taken over.
  */
 export async function saveDraftMessage(db: Db, claim: { id: string; token: string }, text: string, at: string): Promise<boolean> {
-  return db.transaction(async (trx) => {
+  return atomically(db, async (trx) => {
     // The claimed row is written first: that holds it (PostgreSQL) or the database (SQLite) to
     // the commit, so a cancel or a hand-back waits for this write, then removes what it wrote.
     const held = await trx('sessions').where({ id: claim.id, claim_token: claim.token }).update({ claim_token: claim.token });

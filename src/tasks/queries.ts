@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import { atomically } from '../db/group-commit.js';
 import { appendDelta, appendFirstStatusEvents, appendStatusEvents, appendStreamEvents, deltaOf, insertedId, type StreamEventData } from '../streams/queries.js';
 import { insertRows } from '../db/rows.js';
 import type { Position } from '../http/cursor.js';
@@ -162,12 +163,23 @@ export async function discardTask(db: Db, organizationId: string, id: string, at
 export async function moveTask(
   db: Db,
   /** `claimToken`: only if the task's claim is this one (null: only if it has none). */
-  move: { id: string; from: TaskStatus; to: TaskStatus; author: TaskAuthor; text: string | null; at: string; claimToken?: string | null; failedOnly?: boolean },
+  move: {
+    id: string;
+    from: TaskStatus;
+    to: TaskStatus;
+    author: TaskAuthor;
+    text: string | null;
+    at: string;
+    claimToken?: string | null;
+    failedOnly?: boolean;
+    /** The caller knows the task has no result under way (a run: none at its claim, none saved since): not looked for. */
+    noDraft?: boolean;
+  },
   columns: Partial<Pick<WorkedTaskRow, 'result' | 'last_error' | 'lease_until' | 'attempts'>> & { claim_token?: null } = {},
   /** More writes that belong to the move (its webhook event), in its transaction. */
   alongside?: (trx: Db) => Promise<unknown>,
 ): Promise<boolean> {
-  return db.transaction(async (trx) => {
+  return atomically(db, async (trx) => {
     const guard: Record<string, unknown> = { id: move.id, status: move.from };
     if (move.claimToken !== undefined) guard.claim_token = move.claimToken;
     const query = trx('tasks').where(guard);
@@ -182,7 +194,7 @@ export async function moveTask(
     const event = { task_id: move.id, from_status: move.from, to_status: move.to, author: move.author, text: move.text, created_at: move.at };
     // The scribe's move out of work completes its event under way, if it was written as it came; any other move drops it.
     const draft = () => trx('task_events').where({ task_id: move.id, partial: true });
-    const before = (await draft().first('id', 'text')) as { id: number; text: string } | undefined;
+    const before = move.noDraft ? undefined : ((await draft().first('id', 'text')) as { id: number; text: string } | undefined);
     const answered = move.author === 'scribe' && move.from === 'in_progress';
     if (before && answered) {
       // Streams get the rest of the text the last save had not stored, then the result whole.
@@ -228,7 +240,7 @@ export async function cancelTask(
  * the task. False when it does not: the run was cancelled, handed back or taken over.
  */
 export async function saveDraftEvent(db: Db, claim: { id: string; token: string }, text: string, at: string): Promise<boolean> {
-  return db.transaction(async (trx) => {
+  return atomically(db, async (trx) => {
     // The claimed row is written first: that holds it (PostgreSQL) or the database (SQLite) to
     // the commit, so a cancel or a hand-back waits for this write, then removes what it wrote.
     const held = await trx('tasks').where({ id: claim.id, claim_token: claim.token, status: 'in_progress' }).update({ claim_token: claim.token });

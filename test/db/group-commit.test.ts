@@ -1,15 +1,18 @@
 import { expect } from 'chai';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { testDatabaseKind } from '../helpers/databases.js';
-import { groupCommits } from '../../src/db/group-commit.js';
+import { atomically, groupCommits } from '../../src/db/group-commit.js';
 import type { Db } from '../../src/db/knex.js';
 
 describe('group commit of small writes (db/group-commit.ts)', function () {
   this.timeout(20_000);
   let h: Harness;
   let commits = 0;
+  /** Savepoints Knex made for nested transactions (it names them trxN). */
+  let knexSavepoints = 0;
   const countCommits = (query: { sql: string }) => {
     if (/^commit;?$/i.test(query.sql.trim())) commits++;
+    if (/^savepoint trx\d+/i.test(query.sql.trim())) knexSavepoints++;
   };
 
   before(async () => {
@@ -27,15 +30,21 @@ describe('group commit of small writes (db/group-commit.ts)', function () {
   beforeEach(async () => {
     await h.db('group_commit_probe').delete();
     commits = 0;
+    knexSavepoints = 0;
   });
 
   const insert = (v: string) => (trx: Db) => trx('group_commit_probe').insert({ v });
-  /** A write of two statements in its own transaction: the second fails on a duplicate. */
+  /** A write of two statements made as one: the second fails on a duplicate. */
   const insertTwice = (v: string) => (trx: Db) =>
-    trx.transaction(async (inner) => {
+    atomically(trx, async (inner) => {
       await inner('group_commit_probe').insert({ v });
       await inner('group_commit_probe').insert({ v });
     });
+  const failureOf = (write: Promise<unknown>) =>
+    write.then(
+      () => expect.fail('the write succeeded'),
+      (err: unknown) => err,
+    );
   const stored = async () => (await h.db('group_commit_probe').orderBy('v').pluck('v')) as string[];
 
   it('lets writes that come while a group runs join it, for at most maxGroupMs, then commits and leaves the rest to the next', async () => {
@@ -72,6 +81,32 @@ describe('group commit of small writes (db/group-commit.ts)', function () {
     expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
     expect(String((outcomes[1] as PromiseRejectedResult).reason)).to.match(/unique|duplicate/i);
     expect(await stored(), 'nothing of the failed write, all of the others').to.deep.equal(['a', 'c']);
+    expect(knexSavepoints, 'a savepoint of the group, not a nested Knex transaction').to.equal(0);
+  });
+
+  it('makes a write atomic outside a group too: in a transaction of its own', async () => {
+    await insert('a')(h.db);
+    expect(String(await failureOf(insertTwice('b')(h.db)))).to.match(/unique|duplicate/i);
+    // A group's transaction ended, its writes given another: atomic in a transaction of their own (a nested one).
+    await h.db.transaction(async (trx) => {
+      expect(String(await failureOf(insertTwice('c')(trx)))).to.match(/unique|duplicate/i);
+      await insert('d')(trx);
+    });
+    expect(await stored()).to.deep.equal(['a', 'd']);
+  });
+
+  it('keeps a grouped write that succeeds after one that failed inside it was caught (savepoints nest)', async () => {
+    const writes = groupCommits(h.db);
+    const outer = (trx: Db) =>
+      atomically(trx, async (inner) => {
+        await insert('a')(inner);
+        await insertTwice('b')(inner).catch(() => {});
+        await insert('c')(inner);
+      });
+    await Promise.all([writes(outer), writes(insert('d'))]);
+    expect(await stored()).to.deep.equal(['a', 'c', 'd']);
+    // SQLite: the group's commit; PostgreSQL: that of the outer write's own transaction (d is one statement).
+    expect(commits).to.equal(1);
   });
 
   it('gathers the writes that come within gapMs of a commit into the next one', async () => {

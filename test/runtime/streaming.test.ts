@@ -194,21 +194,8 @@ describe('answers written as the model streams them', function () {
 
   it('hands an answer under way back at shutdown without what was written; the next run writes it afresh, once', async () => {
     const id = await submitTask('Tide table for the weekend');
-    // A second process's runtime, with its own openai agent, stopped while the model writes.
-    const other = createAgentRuntime({
-      db: h.db,
-      clock: h.services.clock,
-      logger: createLogger('silent'),
-      agentFor: () =>
-        createOpenAiAgent(h.config.openai, createLogger('silent'), {
-          endpointFetch: fetch,
-          scribeEndpointFetch: createGuardedFetch(anyAddress, { lean: true }),
-          secrets: h.services.secrets,
-        }),
-      findScribes: (ids) => findScribesByIds(h.db, ids),
-      toolboxFor: (scribe) => createToolbox(scribe, h.services),
-      options: defaultRuntimeOptions,
-    });
+    // A second process's runtime, stopped while the model writes.
+    const other = otherProcess();
     fake.script({ reply: 'A first try', chunks: 4, holdAt: 2 });
     other.fill();
     await writing(() => events(id), firstPieces('A first try', 2, 4));
@@ -225,6 +212,59 @@ describe('answers written as the model streams them', function () {
     const done = (await events(id)).filter((e) => e.to_status === 'done');
     expect(done.map((e) => [e.author, e.text, Boolean(e.partial)])).to.deep.equal([['scribe', REPLY, false]]);
   });
+
+  it('completes the result a run left under way when its process died (its lease lapsed): that same event, once', async () => {
+    const id = await submitTask('Tides for the harbour master');
+    const other = otherProcess();
+    fake.script({ reply: 'A first try', chunks: 4, holdAt: 2 }, { reply: REPLY, chunks: 5 });
+    other.fill();
+    const draft = await writing(() => events(id), firstPieces('A first try', 2, 4));
+    // As if the other process died here: its claim's lease lapses with the draft stored.
+    await h.db('tasks').where({ id }).update({ lease_until: '2000-01-01T00:00:00.000Z' });
+
+    await h.services.runtime.tick();
+    const done = async () => (await events(id)).filter((e) => e.to_status === 'done').map((e) => [e.id, e.author, e.text, Boolean(e.partial)]);
+    expect(await done(), 'the draft became the result').to.deep.equal([[draft.id, 'scribe', REPLY, false]]);
+    // The first run, let go on, finds its claim taken: it records nothing.
+    fake.release();
+    await other.stop();
+    expect(await done()).to.deep.equal([[draft.id, 'scribe', REPLY, false]]);
+    expect(await h.db('tasks').where({ id }).first()).to.include({ status: 'done', result: REPLY });
+  });
+
+  it('completes the reply a run left under way when its process died: that same message, once', async () => {
+    const other = otherProcess();
+    fake.script({ reply: 'A first try', chunks: 4, holdAt: 2 }, { reply: REPLY, chunks: 5 });
+    const id = await chat('When is high water?');
+    other.fill();
+    const draft = await writing(() => messages(id), firstPieces('A first try', 2, 4));
+    await h.db('sessions').where({ id }).update({ lease_until: '2000-01-01T00:00:00.000Z' });
+
+    await h.services.runtime.tick();
+    const replies = async () => (await messages(id)).filter((m) => m.author === 'scribe').map((m) => [m.id, m.text, Boolean(m.partial)]);
+    expect(await replies(), 'the draft became the reply').to.deep.equal([[draft.id, REPLY, false]]);
+    fake.release();
+    await other.stop();
+    expect(await replies()).to.deep.equal([[draft.id, REPLY, false]]);
+  });
+
+  /** A second process's runtime on the same database, with its own openai agent. */
+  function otherProcess() {
+    return createAgentRuntime({
+      db: h.db,
+      clock: h.services.clock,
+      logger: createLogger('silent'),
+      agentFor: () =>
+        createOpenAiAgent(h.config.openai, createLogger('silent'), {
+          endpointFetch: fetch,
+          scribeEndpointFetch: createGuardedFetch(anyAddress, { lean: true }),
+          secrets: h.services.secrets,
+        }),
+      findScribes: (ids) => findScribesByIds(h.db, ids),
+      toolboxFor: (scribe) => createToolbox(scribe, h.services),
+      options: defaultRuntimeOptions,
+    });
+  }
 
   it('marks a message being written on the session page, which then refreshes at the pace it is written', async () => {
     const admin = await signIn(h, t, 'admin');
