@@ -12,6 +12,7 @@ import { createEndpointGate, retryAfterMs } from './endpoint-gate.js';
 import type { Trace } from './trace.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 import type { AnswerDraft } from './reply-writer.js';
+import { createCompletionAccumulator } from './completion-stream.js';
 
 /** Model rounds (each possibly with tool calls) before an answer must have come, unless the scribe says otherwise. */
 export const DEFAULT_MAX_ROUNDS = 8;
@@ -169,34 +170,48 @@ export function createOpenAiAgent(
     // A call made again (after a wait) writes its answer afresh.
     draft?.discard();
     // The SDK's timeout ends when the answer begins; a stream that then stalls is given as long between its chunks.
-    const stalled = new AbortController();
+    const ended = new AbortController();
+    const end = () => ended.abort();
+    if (signal.aborted) end();
+    else signal.addEventListener('abort', end, { once: true });
+    let stalled = false;
+    let heardAt = 0;
     let quiet: NodeJS.Timeout | undefined;
-    const stream = client.chat.completions.stream({ ...params, stream_options: { include_usage: true } }, { signal: AbortSignal.any([signal, stalled.signal]) });
-    const heard = () => {
-      clearTimeout(quiet);
-      quiet = setTimeout(() => stalled.abort(), config.timeoutMs);
+    // One timer for the call, set again only when it fires: not one per chunk.
+    const listen = (ms: number) => {
+      quiet = setTimeout(() => {
+        const silentMs = performance.now() - heardAt;
+        if (silentMs < config.timeoutMs) return listen(config.timeoutMs - silentMs);
+        stalled = true;
+        end();
+      }, ms);
     };
-    stream.on('connect', heard);
-    let calling = false;
-    stream.on('chunk', (chunk) => {
-      heard();
-      if (calling || !chunk.choices.some((choice) => choice.delta?.tool_calls?.length)) return;
-      calling = true;
-      draft?.discard();
-    });
-    stream.on('content.delta', ({ delta }) => {
-      if (!calling) draft?.write(delta);
-    });
     try {
-      return await stream.finalChatCompletion();
+      const stream = await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal: ended.signal });
+      heardAt = performance.now();
+      listen(config.timeoutMs);
+      const answer = createCompletionAccumulator();
+      let calling = false;
+      for await (const chunk of stream) {
+        heardAt = performance.now();
+        const added = answer.add(chunk);
+        if (calling) continue;
+        if (added.calling) {
+          // The text before a tool call was not the answer.
+          calling = true;
+          draft?.discard();
+        } else if (added.text) draft?.write(added.text);
+      }
+      return answer.completion();
     } catch (err) {
-      if (stalled.signal.aborted && !signal.aborted) throw new OpenAI.APIConnectionTimeoutError();
+      if (stalled && !signal.aborted) throw new OpenAI.APIConnectionTimeoutError();
       if (!(err instanceof OpenAI.APIError && (err.status === 400 || err.status === 422)) || signal.aborted) throw err;
       const completion = await client.chat.completions.create(params, { signal });
       plainEndpoints.add(endpoint);
       return completion;
     } finally {
       clearTimeout(quiet);
+      signal.removeEventListener('abort', end);
     }
   }
 
