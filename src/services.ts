@@ -16,6 +16,7 @@ import { anyAddress, publicAddressesOnly, type AddressPolicy } from './net/addre
 import { createGuardedFetch } from './net/guarded-agent.js';
 import { followingRedirects, leanFetch } from './net/lean-fetch.js';
 import { claimConnections } from './db/knex.js';
+import { groupBy } from './lib/group-by.js';
 import { openSecretBox } from './secrets/keys.js';
 import type { SecretBox } from './secrets/secret-box.js';
 import { createDownloader, type DownloadLimits } from './requests/attachments/download.js';
@@ -213,8 +214,7 @@ export function createServices({
         claimsDb,
         tasks.flatMap((task) => (task.request_id ? [task.request_id] : [])),
       );
-      const byRequest = new Map<string, typeof rows>();
-      for (const row of rows) byRequest.set(row.request_id, [...(byRequest.get(row.request_id) ?? []), row]);
+      const byRequest = groupBy(rows, (row) => row.request_id);
       return new Map(tasks.map((task) => [task.id, storedAttachments(byRequest.get(task.request_id ?? '') ?? [], (sha256) => store.pathFor(sha256))]));
     },
     options: runtimeOptions,

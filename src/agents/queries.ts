@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import { groupBy } from '../lib/group-by.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 
 export interface AgentCallRow {
@@ -125,7 +126,5 @@ export async function listMcpServersOf(db: Db, secrets: SecretBox, scribeIds: re
   const rows = await db<StoredMcpServer>('mcp_servers')
     .whereIn('scribe_id', scribeIds)
     .orderBy([{ column: 'created_at' }, { column: 'id' }]);
-  const byScribe = new Map<string, McpServerRow[]>();
-  for (const row of rows.map(fromStoredServer(secrets))) byScribe.set(row.scribe_id, [...(byScribe.get(row.scribe_id) ?? []), row]);
-  return byScribe;
+  return groupBy(rows.map(fromStoredServer(secrets)), (row) => row.scribe_id);
 }

@@ -50,7 +50,6 @@ export const messages = {
   gaveUp: (attempts: number) => `gave up after ${attempts} attempts`,
 };
 
-/** One piece of agent work claimed (a session to answer or a task to work), with its scribe and MCP servers as the claim read them. */
 /**
  * A claimed run with what it reads first, read with its claim: its scribe, the scribe's MCP
  * servers, and a session's transcript or a task's history and files.

@@ -4,6 +4,7 @@ import { dialectOf } from '../db/dialect.js';
 import { appendDelta, appendStatusEvents, appendStreamEvent, appendStreamEvents, deltaOf, insertedId, type StreamEventData } from '../streams/queries.js';
 import { claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
 import { bringRunTurnsForward, lapsed, runEnded } from '../scribes/queries.js';
+import { groupBy } from '../lib/group-by.js';
 
 export const SESSION_STATES = ['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled'] as const;
 export type SessionState = (typeof SESSION_STATES)[number];
@@ -140,9 +141,7 @@ export async function discardSession(db: Db, organizationId: string, id: string,
 /** The transcripts of several sessions, each in order. */
 export async function findMessagesOfSessions(db: Db, sessionIds: readonly string[]): Promise<Map<string, MessageRow[]>> {
   const rows = sessionIds.length ? await db<MessageRow>('session_messages').whereIn('session_id', sessionIds).orderBy('id') : [];
-  const bySession = new Map<string, MessageRow[]>(sessionIds.map((id) => [id, []]));
-  for (const row of rows) bySession.get(row.session_id)!.push(row);
-  return bySession;
+  return groupBy(rows, (row) => row.session_id, sessionIds);
 }
 
 /**

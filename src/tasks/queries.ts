@@ -5,6 +5,7 @@ import { insertRows } from '../db/rows.js';
 import type { Position } from '../http/cursor.js';
 import { claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
 import { atOrAfter } from '../lib/clock.js';
+import { groupBy } from '../lib/group-by.js';
 import { bringRunTurnsForward, lapsed, runEnded } from '../scribes/queries.js';
 
 export const TASK_STATUSES = ['open', 'in_progress', 'done', 'waiting', 'cancelled'] as const;
@@ -104,9 +105,7 @@ export async function findTaskEvents(db: Db, taskId: string): Promise<TaskEventR
 /** The events of several tasks, each task's in order (the agent runtime reads those of a claim's tasks at once). */
 export async function findEventsOfTasks(db: Db, taskIds: readonly string[]): Promise<Map<string, TaskEventRow[]>> {
   const rows = taskIds.length ? await db<TaskEventRow>('task_events').whereIn('task_id', taskIds).orderBy('id') : [];
-  const byTask = new Map<string, TaskEventRow[]>(taskIds.map((id) => [id, []]));
-  for (const row of rows) byTask.get(row.task_id)!.push(row);
-  return byTask;
+  return groupBy(rows, (row) => row.task_id, taskIds);
 }
 
 /** A scribe's tasks, newest first, optionally only some statuses. */
