@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { buildIfStale } from './helpers/build.js';
 import { startPostgresCluster, type PostgresCluster } from './helpers/postgres-cluster.js';
 
 const suites = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const;
@@ -102,6 +103,8 @@ async function main(): Promise<number> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
+  // Once here, before the runs start, rather than by both runs at once.
+  buildIfStale();
   if (wanted.includes('postgres') && !env.TEST_POSTGRES_URL) {
     const started = Date.now();
     cluster = await startPostgresCluster();

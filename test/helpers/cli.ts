@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
 import { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { installEnv } from './databases.js';
 import { tempDir } from './harness.js';
+import { builtEntry } from './process.js';
 import { runAdmin as runCli } from '../../src/cli/run.js';
 
-const ADMIN = fileURLToPath(new URL('../../src/cli/admin.ts', import.meta.url));
+const ADMIN = builtEntry('src/cli/admin.ts');
 
 export interface CliResult {
   code: number;
@@ -28,10 +28,10 @@ export async function runAdmin(args: string[], env: Record<string, string>, { st
   return { code, stdout, stderr };
 }
 
-/** Runs the admin CLI from source in a real child process, with `stdin` as its standard input. */
+/** Runs the admin CLI as built in a real child process, with `stdin` as its standard input. */
 export function runAdminProcess(args: string[], env: Record<string, string>, { stdin = '' }: { stdin?: string } = {}): Promise<CliResult> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, ['--import', 'tsx', ADMIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env } }, (err, stdout, stderr) =>
+    const child = execFile(process.execPath, [ADMIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env } }, (err, stdout, stderr) =>
       resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
     child.stdin!.end(stdin);

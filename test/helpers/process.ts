@@ -12,9 +12,9 @@ export interface ServerProcess {
 // The listening log line, or the demo's banner (the demo logs at warn unless told otherwise).
 const LISTENING = /"url":"(http:\/\/[^"]+)"|Scribe demo is running at (http:\/\/\S+)/;
 
-/** Starts an entry point (`src/main.ts`, `src/demo.ts`) from source and waits until it listens. */
+/** Starts an entry point (`src/main.ts`, `src/demo.ts`) as built, the way `npm start` runs it, and waits until it listens. */
 export async function startProcess(entry: string, env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
-  return startCommand(process.execPath, ['--import', 'tsx', sourceFile(entry)], { env: { HOST: '127.0.0.1', PORT: '0', ...env } }, timeoutMs);
+  return startCommand(process.execPath, [builtEntry(entry)], { env: { HOST: '127.0.0.1', PORT: '0', ...env } }, timeoutMs);
 }
 
 /**
@@ -53,18 +53,17 @@ export async function stopGroup({ child }: ServerProcess, timeoutMs = 15_000): P
 
 /** Starts `src/main.ts` as a worker (PROCESS_ROLE=worker: no URL) and waits for its start line. */
 export async function startWorkerProcess(env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
-  const { child, output, exited } = await startUntil(
-    process.execPath,
-    ['--import', 'tsx', sourceFile('src/main.ts')],
-    { env },
-    /"msg":"scribe worker started"/,
-    'worker started',
-    timeoutMs,
-  );
+  const { child, output, exited } = await startUntil(process.execPath, [builtEntry('src/main.ts')], { env }, /"msg":"scribe worker started"/, 'worker started', timeoutMs);
   return { child, output, exited, url: '' };
 }
 
-const sourceFile = (entry: string) => fileURLToPath(new URL(`../../${entry}`, import.meta.url));
+/**
+ * The compiled file of a source entry point (`src/main.ts` → `dist/src/main.js`), which the
+ * suite's global setup builds when the sources changed (helpers/global-fixtures.ts). Child
+ * processes run what `npm start` runs: from source through tsx, each would spend about a
+ * second of CPU compiling before it starts, and the suite starts hundreds.
+ */
+export const builtEntry = (entry: string) => fileURLToPath(new URL(`../../dist/${entry.replace(/\.ts$/, '.js')}`, import.meta.url));
 
 /** Starts a command and waits until its output matches `pattern`. */
 async function startUntil(
@@ -96,7 +95,7 @@ async function startUntil(
 
 /** Runs an entry point to completion (for ones expected to fail at start). */
 export function runToExit(entry: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  return runCommandToExit(process.execPath, ['--import', 'tsx', sourceFile(entry)], { env });
+  return runCommandToExit(process.execPath, [builtEntry(entry)], { env });
 }
 
 /** Runs a command to completion; its stdout and stderr as one text. */

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import type { openDatabase } from '../../src/db/knex.js';
 import { eventually, tempDir } from '../helpers/harness.js';
 import { stored, installEnv, openInstall, tableNames } from '../helpers/databases.js';
-import { runToExit, startProcess } from '../helpers/process.js';
+import { builtEntry, runToExit, startProcess } from '../helpers/process.js';
 import { startFileServer } from '../helpers/file-server.js';
 import { provision } from '../helpers/provision.js';
 import { runAdmin } from '../helpers/cli.js';
@@ -245,8 +245,7 @@ describe('the server process', function () {
   });
 
   it('logs for people with LOG_FORMAT=pretty', async () => {
-    const file = new URL('../../src/main.ts', import.meta.url).pathname;
-    const child = spawn(process.execPath, ['--import', 'tsx', file], { env: { PATH: process.env.PATH ?? '', DATA_DIR: tempDir(), PORT: '0', LOG_FORMAT: 'pretty' } });
+    const child = spawn(process.execPath, [builtEntry('src/main.ts')], { env: { PATH: process.env.PATH ?? '', DATA_DIR: tempDir(), PORT: '0', LOG_FORMAT: 'pretty' } });
     let output = '';
     child.stdout.on('data', (c) => (output += c));
     try {
