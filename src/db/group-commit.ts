@@ -34,6 +34,29 @@ export async function atomically<T>(db: Db, work: (trx: Db) => Promise<T>): Prom
   }
 }
 
+/** What the writes of each running group read once for all of them (`readOncePerGroup`), by key. */
+const groupReads = new WeakMap<Db, Map<string, Promise<unknown>>>();
+
+/**
+ * `read()`, shared by the writes of one group: given a group's transaction, the first write to
+ * ask for `key` reads and the group's later writes get what it read; given anything else, it
+ * reads each time. Only for what no grouped write changes: no other process changes it either
+ * until the group commits, since the group holds SQLite's one writer from its first write.
+ */
+export function readOncePerGroup<T>(db: Db, key: string, read: () => Promise<T>): Promise<T> {
+  if (!groupTransactions.has(db)) return read();
+  const reads = groupReads.get(db) ?? new Map<string, Promise<unknown>>();
+  groupReads.set(db, reads);
+  let value = reads.get(key) as Promise<T> | undefined;
+  if (!value) {
+    value = read();
+    reads.set(key, value);
+    // A failed read is not shared: the next write reads again.
+    value.catch(() => reads.delete(key));
+  }
+  return value;
+}
+
 /**
  * Group commit for the small writes of many concurrent runs (a trace's call, a draft, a
  * finish). On SQLite, where one writer commits at a time and a commit costs more than the

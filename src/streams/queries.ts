@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import type { Knex } from 'knex';
 import { dialectOf } from '../db/dialect.js';
 import { insertRows } from '../db/rows.js';
 
@@ -32,14 +33,29 @@ export const STREAM_CHANNEL = 'scribe_stream';
 export async function appendStreamEvents(trx: Db, subjectId: string, events: readonly StreamEventData[], at: string): Promise<void> {
   if (events.length === 0) return;
   const numbered = events.map((_, i) => `select ${i + 1} as k, cast(? as text) as kind, cast(? as text) as data`).join(' union all ');
-  await trx.raw(
+  await notifying(
+    trx,
     `insert into stream_events (subject_id, seq, kind, data, created_at)
      select ?, last.n + v.k, v.kind, v.data, ?
      from (select coalesce(max(seq), 0) as n from stream_events where subject_id = ?) last, (${numbered}) v
      order by v.k`,
     [subjectId, at, subjectId, ...events.flatMap((event) => [event.kind, JSON.stringify(event.data)])],
   );
-  if (dialectOf(trx).kind === 'postgres') await trx.raw('select pg_notify(?, ?)', [STREAM_CHANNEL, subjectId]);
+}
+
+/**
+ * Runs `insert` (of stream events), and on PostgreSQL notifies STREAM_CHANNEL of each task
+ * or session it added events to, in the same statement: a statement fewer for every event
+ * written, on a path that writes one for each run's end.
+ */
+async function notifying(trx: Db, insert: string, bindings: readonly Knex.RawBinding[]): Promise<void> {
+  if (dialectOf(trx).kind !== 'postgres') {
+    await trx.raw(insert, bindings);
+    return;
+  }
+  // A data-modifying WITH runs to completion whatever the query after it reads.
+  const notify = `with added as (${insert} returning subject_id) select pg_notify(?, s.id::text) from (select distinct subject_id as id from added) s`;
+  await trx.raw(notify, [...bindings, STREAM_CHANNEL]);
 }
 
 /** One event of a task or a session, on the terms of `appendStreamEvents`. */
@@ -51,13 +67,13 @@ export function appendStreamEvent(trx: Db, subjectId: string, event: StreamEvent
 export async function appendStatusEvents(trx: Db, table: 'tasks' | 'sessions', subjectIds: readonly string[], status: string, at: string): Promise<void> {
   if (subjectIds.length === 0) return;
   const ids = subjectIds.map(() => '?').join(', ');
-  await trx.raw(
+  await notifying(
+    trx,
     `insert into stream_events (subject_id, seq, kind, data, created_at)
      select s.id, coalesce((select max(e.seq) from stream_events e where e.subject_id = s.id), 0) + 1, 'status', ?, ?
      from ${table} s where s.id in (${ids})`,
     [JSON.stringify({ status }), at, ...subjectIds],
   );
-  if (dialectOf(trx).kind === 'postgres') await trx.raw(`select pg_notify(?, s.id::text) from ${table} s where s.id in (${ids})`, [STREAM_CHANNEL, ...subjectIds]);
 }
 
 /**

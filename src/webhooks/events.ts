@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import { readOncePerGroup } from '../db/group-commit.js';
 import { newEventId, newId } from '../lib/ids.js';
 import type { Clock } from '../lib/clock.js';
 import { presentRequest } from '../requests/service.js';
@@ -80,7 +81,8 @@ export function createOutbox({ clock, onRecorded }: { clock: Clock; onRecorded: 
     async record(trx, events) {
       if (events.length === 0) return [];
       const organizations = [...new Set(events.map((e) => e.organizationId))];
-      const endpoints = await queries.subscribedEndpoints(trx, organizations);
+      // Runs' finishes that share a commit read their organizations' endpoints once (db/group-commit.ts).
+      const endpoints = await readOncePerGroup(trx, `subscribed endpoints of ${organizations.sort().join(' ')}`, () => queries.subscribedEndpoints(trx, organizations));
       if (endpoints.length === 0) return [];
       const now = clock();
       const at = now.toISOString();

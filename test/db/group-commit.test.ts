@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { testDatabaseKind } from '../helpers/databases.js';
-import { atomically, groupCommits } from '../../src/db/group-commit.js';
+import { atomically, groupCommits, readOncePerGroup } from '../../src/db/group-commit.js';
 import type { Db } from '../../src/db/knex.js';
 
 describe('group commit of small writes (db/group-commit.ts)', function () {
@@ -108,6 +108,32 @@ describe('group commit of small writes (db/group-commit.ts)', function () {
     // SQLite: the group's commit; PostgreSQL: that of the outer write's own transaction (d is one statement).
     expect(commits).to.equal(1);
   });
+
+  it(
+    testDatabaseKind === 'sqlite'
+      ? "shares a read among a group's writes (readOncePerGroup): once a key a group, each time outside one, again after a failed read"
+      : 'reads each time for each write (readOncePerGroup) on PostgreSQL, where writes are not grouped',
+    async () => {
+      const reads: string[] = [];
+      const read = (trx: Db, key: string) =>
+        readOncePerGroup(trx, key, async () => {
+          reads.push(key);
+          if (key === 'broken' && reads.filter((k) => k === 'broken').length === 1) throw new Error('read failed');
+          return (await trx('group_commit_probe').count({ n: '*' }).first())!.n;
+        });
+      const writes = groupCommits(h.db);
+      const reading = (key: string) => writes((trx) => read(trx, key));
+      const outcomes = await Promise.allSettled([reading('a'), reading('a'), reading('b'), reading('broken'), reading('broken'), reading('a')]);
+      expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+      expect(reads).to.deep.equal(testDatabaseKind === 'sqlite' ? ['a', 'b', 'broken', 'broken'] : ['a', 'a', 'b', 'broken', 'broken', 'a']);
+      reads.length = 0;
+      // Outside a group, even in a transaction, and in the next group: read anew.
+      await read(h.db, 'a');
+      await h.db.transaction((trx) => read(trx, 'a').then(() => read(trx, 'a')));
+      await writes((trx) => read(trx, 'a'));
+      expect(reads).to.deep.equal(['a', 'a', 'a', 'a']);
+    },
+  );
 
   it('gathers the writes that come within gapMs of a commit into the next one', async () => {
     const writes = groupCommits(h.db, { gapMs: () => 100 });
