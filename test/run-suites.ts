@@ -2,8 +2,10 @@
 // throwaway PostgreSQL cluster. Usage: node --import tsx test/run-suites.ts [mocha args]
 // TEST_DATABASES=sqlite,postgres (the default) picks which runs happen.
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildIfStale } from './helpers/build.js';
 import { startPostgresCluster, type PostgresCluster } from './helpers/postgres-cluster.js';
@@ -72,6 +74,26 @@ function runMocha(suite: Suite, args: string[], env: NodeJS.ProcessEnv): Run {
   return { suite, progress: () => tally(Buffer.concat(chunks).toString('utf8')), result };
 }
 
+/**
+ * The whole suite's mocha config (.mocharc.json) with its test files listed, in name order or
+ * the reverse. The two runs go through the files in opposite orders, so that one run's
+ * stretches of CPU (the browser tests) meet the other's stretches of waiting (processes,
+ * leases, timers) rather than its own: both runs in name order kept the two cores busy
+ * little more than half the time.
+ */
+function configInOrder(reversed: boolean): string {
+  const config = JSON.parse(fs.readFileSync(path.join(root, '.mocharc.json'), 'utf8')) as { spec: string[] };
+  const files = fs
+    .readdirSync(path.join(root, 'test'), { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.test.ts'))
+    .map((file) => path.posix.join('test', file.split(path.sep).join('/')))
+    .sort();
+  if (reversed) files.reverse();
+  const file = path.join(os.tmpdir(), `scribe-mocharc-${process.pid}-${reversed ? 'reversed' : 'sorted'}.json`);
+  fs.writeFileSync(file, JSON.stringify({ ...config, spec: files }));
+  return file;
+}
+
 // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes start with ESC
 const stripAnsi = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
 
@@ -112,7 +134,9 @@ async function main(): Promise<number> {
     console.error(`PostgreSQL cluster on port ${cluster.port} ready in ${Date.now() - started} ms`);
   }
 
-  const runs = interrupted ? [] : wanted.map((suite) => runMocha(suite, args, env));
+  // Given no mocha arguments, the whole suite, each run in its own order of files.
+  const configs = args.length > 0 || interrupted ? [] : wanted.map((_, i) => configInOrder(i % 2 === 1));
+  const runs = interrupted ? [] : wanted.map((suite, i) => runMocha(suite, configs[i] ? ['--config', configs[i]] : args, env));
   // Each run's output is printed whole at its end; meanwhile a line every 30 s says how far they are.
   const started = Date.now();
   const ticker = setInterval(() => {
@@ -121,6 +145,7 @@ async function main(): Promise<number> {
   }, 30_000);
   const results = await Promise.all(runs.map((run) => run.result));
   clearInterval(ticker);
+  for (const config of configs) fs.rmSync(config, { force: true });
 
   for (const { suite, output } of results) {
     process.stdout.write(`=== ${suites[suite]} ===\n${output}${output.endsWith('\n') ? '' : '\n'}`);
