@@ -101,22 +101,39 @@ export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number }, s
     add('session', sessions);
     add('task', tasks);
 
-    let passed = 0;
-    let more = 0;
+    const passes: Array<{ id: string; n: number; next: string | null }> = [];
     for (const turn of turns) {
       const share = shares.get(turn.id);
       if (turn.room > 0 && share === undefined) continue;
       const n = got.get(turn.id) ?? 0;
       const atCap = turn.max_concurrency !== null && turn.runs_in_flight + n >= turn.max_concurrency;
-      const next = share === undefined || n < share || atCap ? null : terms.now;
-      if (next !== null) more++;
-      await trx('scribes')
-        .where({ id: turn.id })
-        .update({ runs_in_flight: trx.raw('runs_in_flight + ?', [n]), run_turn_at: next });
-      passed++;
+      passes.push({ id: turn.id, n, next: share === undefined || n < share || atCap ? null : terms.now });
     }
-    return { runs, passed, skipped: due.length - held.size, more };
+    await passTurns(trx, passes);
+    return { runs, passed: passes.length, skipped: due.length - held.size, more: passes.filter((pass) => pass.next !== null).length };
   });
+}
+
+/** Counts what each scribe got (`n`) into its runs in flight and sets its next turn, for all of them in one statement. */
+async function passTurns(trx: Db, passes: ReadonlyArray<{ id: string; n: number; next: string | null }>): Promise<void> {
+  if (passes.length === 0) return;
+  // Typed in the statement: PostgreSQL reads a bare parameter in a CASE as text.
+  const cases = (type: string) => passes.map(() => `when ? then cast(? as ${type})`).join(' ');
+  await trx('scribes')
+    .whereIn(
+      'id',
+      passes.map((pass) => pass.id),
+    )
+    .update({
+      runs_in_flight: trx.raw(
+        `runs_in_flight + case id ${cases('integer')} end`,
+        passes.flatMap((pass) => [pass.id, pass.n]),
+      ),
+      run_turn_at: trx.raw(
+        `case id ${cases('varchar(24)')} end`,
+        passes.flatMap((pass) => [pass.id, pass.next]),
+      ),
+    });
 }
 
 /**
