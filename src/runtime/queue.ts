@@ -157,17 +157,18 @@ export function createAgentRuntime({
     ]);
     const byId = new Map(scribes.map((scribe) => [scribe.id, scribe]));
     return runs.map((run) => {
-      const read: ReadonlyArray<{ partial: boolean | number }> = (run.kind === 'session' ? transcripts : histories).get(run.row.id) ?? [];
+      const transcript = transcripts.get(run.row.id) ?? [];
+      const history = histories.get(run.row.id) ?? [];
       return {
         id: run.row.id,
         ...run,
         scribe: byId.get(run.row.scribe_id),
         mcpServers: servers.get(run.row.scribe_id) ?? [],
         // What the scribe was writing when a run before this one stopped is not part of it.
-        transcript: (transcripts.get(run.row.id) ?? []).filter((m) => !m.partial),
-        history: (histories.get(run.row.id) ?? []).filter((e) => !e.partial),
+        transcript: transcript.filter((m) => !m.partial),
+        history: history.filter((e) => !e.partial),
         attachments: files.get(run.row.id) ?? [],
-        drafted: read.some((row) => row.partial),
+        drafted: transcript.some((m) => m.partial) || history.some((e) => e.partial),
       };
     });
   }

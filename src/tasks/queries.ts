@@ -286,9 +286,14 @@ export async function claimTasks(trx: Db, terms: LeaseTerms, pick: ClaimPick): P
   const now = new Date(terms.now);
   const moves = new Map(opened.map((task) => [task.id, atOrAfter(now, task.updated_at)]));
   // One statement for all moved at `now` (nearly all); one each for a task changed later still.
-  const byTime = new Map<string, string[]>();
-  for (const [id, at] of moves) byTime.set(at, [...(byTime.get(at) ?? []), id]);
-  for (const [at, ids] of byTime) await trx('tasks').whereIn('id', ids).update({ status: 'in_progress', updated_at: at });
+  for (const [at, tasks] of groupBy(opened, (task) => moves.get(task.id)!)) {
+    await trx('tasks')
+      .whereIn(
+        'id',
+        tasks.map((task) => task.id),
+      )
+      .update({ status: 'in_progress', updated_at: at });
+  }
   await insertRows(
     trx,
     'task_events',
