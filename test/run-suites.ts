@@ -83,10 +83,16 @@ function runMocha(suite: Suite, args: string[], env: NodeJS.ProcessEnv): Run {
  */
 function configInOrder(reversed: boolean): string {
   const config = JSON.parse(fs.readFileSync(path.join(root, '.mocharc.json'), 'utf8')) as { spec: string[] };
-  const files = fs
-    .readdirSync(path.join(root, 'test'), { recursive: true, encoding: 'utf8' })
-    .filter((file) => file.endsWith('.test.ts'))
-    .map((file) => path.posix.join('test', file.split(path.sep).join('/')))
+  // The files the config's spec names; its patterns are folders and endings (test/**/*.test.ts).
+  const files = config.spec
+    .flatMap((pattern) => {
+      const [, folder, ending] = /^([^*]+)\/\*\*\/\*([^*/]+)$/.exec(pattern) ?? [];
+      if (!folder || !ending) throw new Error(`.mocharc.json: run-suites.ts lists the files of specs like test/**/*.test.ts, not ${pattern}`);
+      return fs
+        .readdirSync(path.join(root, folder), { recursive: true, encoding: 'utf8' })
+        .filter((file) => file.endsWith(ending))
+        .map((file) => path.posix.join(folder, file.split(path.sep).join('/')));
+    })
     .sort();
   if (reversed) files.reverse();
   const file = path.join(os.tmpdir(), `scribe-mocharc-${process.pid}-${reversed ? 'reversed' : 'sorted'}.json`);
