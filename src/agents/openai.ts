@@ -7,7 +7,8 @@ import { AgentError, type Agent, type AgentInput, type SessionOutcome, type Task
 import { TOOL_NAMES, type Toolbox } from './toolbox.js';
 import { attachmentParts } from './attachments.js';
 import type { McpConnector, McpTool } from './mcp.js';
-import { networkFailure, type GuardedFetch } from '../net/guarded-agent.js';
+import { networkFailure } from '../net/guarded-agent.js';
+import type { ModelFetch } from '../net/lean-fetch.js';
 import { createEndpointGate, retryAfterMs } from './endpoint-gate.js';
 import type { Trace } from './trace.js';
 import type { SecretBox } from '../secrets/secret-box.js';
@@ -40,10 +41,10 @@ export interface OpenAiAgentDeps {
   /** Bounds a whole answer, rounds and retries included (default 4 minutes). */
   deadlineMs?: number;
   connectMcp?: McpConnector;
-  /** How the environment's endpoint (OPENAI_BASE_URL, the operator's) is reached. */
-  endpointFetch: typeof fetch;
+  /** How the environment's endpoint (OPENAI_BASE_URL, the operator's) is reached: `fetch`, or a lean one (net/lean-fetch.ts). */
+  endpointFetch: ModelFetch;
   /** How a scribe's own base URL is reached: a fetch that obeys MODELS_ALLOW_PRIVATE's address policy. */
-  scribeEndpointFetch: GuardedFetch;
+  scribeEndpointFetch: ModelFetch;
   /** Opens the scribes' sealed keys. */
   secrets: SecretBox;
 }
@@ -89,7 +90,8 @@ export function createOpenAiAgent(
         // Only what the product's configuration says: not the SDK's own reading of the environment.
         organization: null,
         project: null,
-        fetch: waitsAtTheGate(streamsAnyway(own ? scribeEndpointFetch : endpointFetch, () => plainEndpoints.add(baseURL))),
+        // The SDK reads only what a FetchAnswer has of a Response (net/lean-fetch.ts).
+        fetch: waitsAtTheGate(streamsAnyway(own ? scribeEndpointFetch : endpointFetch, () => plainEndpoints.add(baseURL))) as typeof fetch,
         timeout: config.timeoutMs,
         maxRetries: config.maxRetries,
         logger: logger.child({ source: 'openai' }),
@@ -440,7 +442,7 @@ const askForInputTool: ToolSpec<TaskOutcome> = {
  * SDK as the one-event stream it asked for, and `onPlain` told, so the endpoint is asked
  * plainly from then on. Every other answer passes as it came.
  */
-function streamsAnyway(inner: typeof fetch, onPlain: () => void): typeof fetch {
+function streamsAnyway(inner: ModelFetch, onPlain: () => void): ModelFetch {
   return async (input, init) => {
     const response = await inner(input, init);
     const type = response.headers.get('content-type') ?? '';
@@ -499,12 +501,25 @@ function asChunk(completion: ChatCompletion): ChatCompletionChunk {
  * endpoint says how long to wait, the answer is marked not to be retried, and the gate
  * (`modelCall`) makes every run of the process wait instead.
  */
-function waitsAtTheGate(inner: typeof fetch): typeof fetch {
+function waitsAtTheGate(inner: ModelFetch): ModelFetch {
   return async (input, init) => {
     const response = await inner(input, init);
     if (retryAfterMs(response.status, response.headers) === undefined) return response;
     const headers = new Headers(response.headers);
     headers.set('x-should-retry', 'false');
-    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+    // The same answer under other headers (a Response's own cannot be changed).
+    return {
+      ok: response.ok,
+      status: response.status,
+      statusText: response.statusText,
+      url: response.url,
+      headers,
+      body: response.body,
+      get bodyUsed() {
+        return response.bodyUsed;
+      },
+      text: () => response.text(),
+      json: () => response.json(),
+    };
   };
 }

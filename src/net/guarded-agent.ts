@@ -2,7 +2,7 @@ import dns from 'node:dns';
 import net from 'node:net';
 import { Agent, fetch as undiciFetch } from 'undici';
 import type { AddressPolicy } from './address-policy.js';
-import { type ClosableFetch, leanFetch } from './lean-fetch.js';
+import { type ClosableFetch, type FetchAnswer, leanFetch } from './lean-fetch.js';
 
 /** The error code of a connection the address policy refused (see `isRefusedAddress`). */
 const REFUSED = 'ESCRIBE_ADDRESS_NOT_ALLOWED';
@@ -22,27 +22,32 @@ export function createGuardedAgent(policy: AddressPolicy, options: Agent.Options
 export type GuardedFetch = ClosableFetch;
 
 /**
- * A `fetch` for user-supplied URLs (MCP servers, scribes' model endpoints): IP literals are
- * checked before each request and host names at connect time (`createGuardedAgent`).
- * Redirects are refused: one could lead to an IP literal that no lookup would check.
+ * A `fetch` for user-supplied URLs (MCP servers): IP literals are checked before each request
+ * and host names at connect time (`createGuardedAgent`). Redirects are refused: one could lead
+ * to an IP literal that no lookup would check.
  */
-export function createGuardedFetch(policy: AddressPolicy, { lean = false }: { lean?: boolean } = {}): GuardedFetch {
+export function createGuardedFetch(policy: AddressPolicy): GuardedFetch {
+  return guarded(policy, (agent) => (url, init) => undiciFetch(url, { ...(init as object), redirect: 'error', dispatcher: agent }) as unknown as Promise<Response>);
+}
+
+/** The same, lean (net/lean-fetch.ts): for a scribe's model endpoint and its many small calls; it refuses redirects too. */
+export function createGuardedLeanFetch(policy: AddressPolicy): ClosableFetch<FetchAnswer> {
+  return guarded(policy, (agent) => leanFetch(agent));
+}
+
+/** `send`, made once with a guarded agent, after each URL's IP literal is checked. */
+function guarded<Answer extends FetchAnswer>(policy: AddressPolicy, sendVia: (agent: Agent) => (url: string | URL, init?: RequestInit) => Promise<Answer>): ClosableFetch<Answer> {
   let agent: Agent | undefined;
-  let viaRequest: GuardedFetch | undefined;
-  const guarded = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+  let send: ((url: string | URL, init?: RequestInit) => Promise<Answer>) | undefined;
+  const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Answer> => {
     // The SDKs that use it pass a URL and an init; a Request's own method and body would be lost here.
     if (input instanceof Request) throw new TypeError('a guarded fetch takes a URL, not a Request');
-    const url = input;
-    checkLiteralAddress(new URL(url), policy);
+    checkLiteralAddress(new URL(input), policy);
     agent ??= createGuardedAgent(policy);
-    // `lean`: for a model endpoint's many small calls (net/lean-fetch.ts), which also refuses redirects.
-    if (lean) {
-      viaRequest ??= leanFetch(agent);
-      return viaRequest(url, init);
-    }
-    return undiciFetch(url, { ...(init as object), redirect: 'error', dispatcher: agent }) as unknown as Promise<Response>;
+    send ??= sendVia(agent);
+    return send(input, init);
   };
-  return Object.assign(guarded, { close: async () => agent?.close() });
+  return Object.assign(fetch, { close: async () => agent?.close() });
 }
 
 /** Throws (an error `isRefusedAddress` knows) when the URL's host is an IP literal the policy refuses. */

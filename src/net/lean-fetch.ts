@@ -1,28 +1,50 @@
 import { Agent, type Dispatcher, interceptors, request } from 'undici';
 
-/** A `fetch` with `close()` to release its sockets. */
-export type ClosableFetch = ((url: string | URL | Request, init?: RequestInit) => Promise<Response>) & { close(): Promise<void> };
+/**
+ * What SDKs given a lean fetch read of its answer: a `Response` has all of it. A lean fetch's
+ * answer has only this, with its body an async iterable of bytes, not a web stream (the SDKs
+ * take either).
+ */
+export interface FetchAnswer {
+  readonly ok: boolean;
+  readonly status: number;
+  readonly statusText: string;
+  readonly url: string;
+  readonly headers: Headers;
+  readonly body: AsyncIterable<Uint8Array> | null;
+  readonly bodyUsed: boolean;
+  text(): Promise<string>;
+  json(): Promise<unknown>;
+}
+
+/** What the model endpoints are called with: `fetch` itself, or a lean one. */
+export type ModelFetch = (url: string | URL | Request, init?: RequestInit) => Promise<FetchAnswer>;
+
+/** A `fetch` with `close()` to release its sockets; a lean one answers with a `FetchAnswer`. */
+export type ClosableFetch<Answer extends FetchAnswer = Response> = ((url: string | URL | Request, init?: RequestInit) => Promise<Answer>) & { close(): Promise<void> };
 
 /** Answers that have no body by definition: a Response made with one throws. */
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
 
 /**
  * `fetch`'s signature over undici's `request()`, for SDKs that make many small calls (the model
- * endpoints): the fetch API's own machinery (a web stream per body, a Request and spec checks
- * per call) costs more CPU per call than the rest of a run's work together. It takes what such
+ * endpoints): the fetch API's own machinery (a Request, spec checks and a web stream per body,
+ * and a Response around it) costs more CPU per call than the rest of a run's work together.
+ * It answers with a `FetchAnswer` over undici's body as it comes. It takes what such
  * an SDK sends: a method, headers, a string or byte body and a signal. It asks for no
  * compression, and a redirect that reaches it is refused
  * as `fetch` with `redirect: 'error'` refuses it: `dispatcher` may follow them first
  * (`followingRedirects`).
  */
-export function leanFetch(dispatcher: Dispatcher): ClosableFetch {
-  const send = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
+export function leanFetch(dispatcher: Dispatcher): ClosableFetch<FetchAnswer> {
+  const send = async (input: string | URL | Request, init: RequestInit = {}): Promise<FetchAnswer> => {
     if (input instanceof Request) throw new TypeError('a lean fetch takes a URL, not a Request');
     const body = init.body ?? undefined;
     if (body !== undefined && typeof body !== 'string' && !(body instanceof Uint8Array)) throw new TypeError('a lean fetch sends a string or bytes');
     const answer = await request(input, {
       method: (init.method ?? 'GET') as Dispatcher.HttpMethod,
-      headers: new Headers(init.headers),
+      // What the SDKs send is a Headers already: undici reads its pairs as they are.
+      headers: init.headers instanceof Headers ? init.headers : new Headers(init.headers),
       body,
       signal: init.signal ?? undefined,
       dispatcher,
@@ -38,12 +60,35 @@ export function leanFetch(dispatcher: Dispatcher): ClosableFetch {
     }
     if (NULL_BODY_STATUSES.has(answer.statusCode)) {
       await answer.body.dump();
-      return new Response(null, { status: answer.statusCode, headers });
+      return new LeanAnswer(String(input), answer.statusCode, headers, null);
     }
-    // Response takes an async iterable of bytes: the body is read as the caller reads it.
-    return new Response(answer.body as unknown as ReadableStream, { status: answer.statusCode, headers });
+    return new LeanAnswer(String(input), answer.statusCode, headers, answer.body);
   };
   return Object.assign(send, { close: () => dispatcher.close() });
+}
+
+/** A lean fetch's answer: its body undici's, read as the caller reads it (no web stream), or whole as text or JSON. */
+class LeanAnswer implements FetchAnswer {
+  readonly ok: boolean;
+  // HTTP/1.1's reason phrase is not kept (undici's request() drops it), as fetch over HTTP/2 has none.
+  readonly statusText = '';
+  constructor(
+    readonly url: string,
+    readonly status: number,
+    readonly headers: Headers,
+    readonly body: Dispatcher.ResponseData['body'] | null,
+  ) {
+    this.ok = status >= 200 && status < 300;
+  }
+  get bodyUsed(): boolean {
+    return this.body?.bodyUsed ?? false;
+  }
+  text(): Promise<string> {
+    return this.body ? this.body.text() : Promise.resolve('');
+  }
+  json(): Promise<unknown> {
+    return this.body ? this.body.json() : Promise.reject(new SyntaxError('Unexpected end of JSON input'));
+  }
 }
 
 /** A dispatcher that follows redirects as `fetch` does by default (for endpoints the operator set). */

@@ -7,7 +7,7 @@ import { signIn } from '../helpers/console.js';
 import { createAgentRuntime, defaultRuntimeOptions } from '../../src/runtime/queue.js';
 import { createOpenAiAgent } from '../../src/agents/openai.js';
 import { createToolbox } from '../../src/agents/toolbox.js';
-import { createGuardedFetch } from '../../src/net/guarded-agent.js';
+import { createGuardedLeanFetch } from '../../src/net/guarded-agent.js';
 import { anyAddress } from '../../src/net/address-policy.js';
 import { createLogger } from '../../src/logger.js';
 
@@ -257,7 +257,7 @@ describe('answers written as the model streams them', function () {
       agentFor: () =>
         createOpenAiAgent(h.config.openai, createLogger('silent'), {
           endpointFetch: fetch,
-          scribeEndpointFetch: createGuardedFetch(anyAddress, { lean: true }),
+          scribeEndpointFetch: createGuardedLeanFetch(anyAddress),
           secrets: h.services.secrets,
         }),
       findScribes: (ids) => findScribesByIds(h.db, ids),

@@ -79,12 +79,15 @@ describe('leanFetch (fetch over undici request, for model endpoints)', () => {
       const f = make();
       expect((await f(`${s.url}/empty`)).body).to.equal(null);
       const res = await f(`${s.url}/stream`);
-      const reader = res.body!.getReader();
-      const first = await reader.read();
+      // undici's own body, not a web stream around it.
+      expect(res.body).to.not.be.instanceOf(ReadableStream);
+      const reader = res.body![Symbol.asyncIterator]();
+      const first = await reader.next();
       expect(Buffer.from(first.value!).toString()).to.equal('data: 1\n\n');
+      expect(res.bodyUsed).to.equal(true);
       release();
       let rest = '';
-      for (let part = await reader.read(); !part.done; part = await reader.read()) rest += Buffer.from(part.value).toString();
+      for (let part = await reader.next(); !part.done; part = await reader.next()) rest += Buffer.from(part.value).toString();
       expect(rest).to.equal('data: 2\n\n');
     } finally {
       await s.close();
@@ -99,10 +102,10 @@ describe('leanFetch (fetch over undici request, for model endpoints)', () => {
     try {
       const controller = new AbortController();
       const res = await make()(`${s.url}/held`, { signal: controller.signal });
-      const reader = res.body!.getReader();
-      await reader.read();
+      const reader = res.body![Symbol.asyncIterator]();
+      await reader.next();
       controller.abort();
-      const error = await reader.read().then(
+      const error = await reader.next().then(
         () => undefined,
         (err: Error) => err,
       );
