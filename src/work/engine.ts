@@ -309,18 +309,23 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     for (const item of items) await workItem(token, item, lookAnewAfter);
   }
 
-  /** Runs one item; a failure is retried, given up or left to its lease; work stopped unfinished is handed back. Never throws. */
+  /**
+   * Runs one item; a failure is retried, given up or left to its lease; work stopped unfinished
+   * is handed back. Never throws. Its signal is its own abort's, which a cancel and `stop()`
+   * both abort: one composed with the engine's long-lived stop signal (`AbortSignal.any`)
+   * would stay listed on that signal for as long as the process runs, one more per item.
+   */
   async function workItem(token: string, item: Item, lookAnewAfter: () => void): Promise<void> {
     const claimRef = { id: item.id, token };
-    const cancelled = runs.get(item.id)?.abort.signal ?? new AbortController().signal;
+    const signal = runs.get(item.id)?.abort.signal ?? new AbortController().signal;
     try {
       // Stopped before it began: hand it back untouched.
       if (stopping.signal.aborted) return await handBack(claimRef, item);
-      count(await queue.run(item, { token, signal: AbortSignal.any([stopping.signal, cancelled]), lookAnewAfter }));
+      count(await queue.run(item, { token, signal, lookAnewAfter }));
     } catch (err) {
       if (stopping.signal.aborted) return await handBack(claimRef, item);
       // Cancelled: the cancel took the claim, so there is nothing to record or release.
-      if (cancelled.aborted) return;
+      if (signal.aborted) return;
       await failed(claimRef, item, err);
     }
   }
@@ -463,6 +468,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
         await claimsSettled();
         if (drainMs > 0 && inFlight.size > 0) await settledWithin([...inFlight], drainMs);
         stopping.abort(new Error('stopping'));
+        for (const run of runs.values()) run.abort.abort(stopping.signal.reason);
         cancelWatch.stop();
         await Promise.all([...inFlight]);
       })();

@@ -297,6 +297,43 @@ describe('the work engine', () => {
     expect(q.due, 'nothing claimed after stop').to.have.length(2);
   });
 
+  it("gives each run a signal of its own that stop() aborts, composing none with the engine's stop signal", async () => {
+    const signals: AbortSignal[] = [];
+    const q = memoryQueue(
+      (item, { signal }) => {
+        signals.push(signal);
+        if (item.id !== 'held') return Promise.resolve('done');
+        return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+      },
+      { options: { slots: 4 } },
+    );
+    // AbortSignal.any keeps each composite listed on a long-lived source until that aborts
+    // (nodejs/node#64476): one composed per run with the engine's stop signal would pile up there.
+    const any = AbortSignal.any;
+    let composed = 0;
+    AbortSignal.any = (sources) => {
+      composed++;
+      return any.call(AbortSignal, sources);
+    };
+    try {
+      for (let i = 0; i < 20; i++) q.add(`item${i}`);
+      expect(await q.worker.tick()).to.deep.equal({ done: 20, retried: 0, failed: 0 });
+      q.add('held');
+      q.worker.fill();
+      await later(2);
+      expect(q.worker.running).to.equal(1);
+      await q.worker.stop();
+    } finally {
+      AbortSignal.any = any;
+    }
+    expect(composed).to.equal(0);
+    expect(new Set(signals).size).to.equal(21);
+    expect(signals.slice(0, 20).some((signal) => signal.aborted)).to.equal(false);
+    expect(signals[20]!.aborted).to.equal(true);
+    expect((signals[20]!.reason as Error).message).to.equal('stopping');
+    expect(q.log).to.deep.equal(['handed back held']);
+  });
+
   it('cancels one run by id: its signal aborts and nothing is recorded for it', async () => {
     const q = memoryQueue(
       (_item, { signal }) =>
