@@ -6,7 +6,7 @@ import { HttpError } from '../http/errors.js';
 import { AgentError, type Agent, type AgentInput, type SessionOutcome, type TaskOutcome } from './agent.js';
 import { TOOL_NAMES, type Toolbox } from './toolbox.js';
 import { attachmentParts } from './attachments.js';
-import type { McpConnector, McpTool } from './mcp.js';
+import type { McpConnector, McpTool, McpToolset } from './mcp.js';
 import { networkFailure } from '../net/guarded-agent.js';
 import type { ModelFetch } from '../net/lean-fetch.js';
 import { createEndpointGate, retryAfterMs } from './endpoint-gate.js';
@@ -111,12 +111,20 @@ export function createOpenAiAgent(
     const maxRounds = scribe.max_tool_rounds ?? DEFAULT_MAX_ROUNDS;
     const budget = scribe.token_budget ?? null;
     let used = 0;
-    const signal = AbortSignal.any([input.signal, AbortSignal.timeout(deadlineMs)]);
-    const servers = connectMcp ? await input.mcpServers() : [];
-    const mcp = connectMcp && servers.length > 0 ? await connectMcp(servers, trace) : undefined;
-    const offered = [...tools, ...(mcp?.tools ?? []).map((tool) => mcpToolSpec<T>(tool))];
-    const byName = new Map(offered.map((t) => [t.definition.function.name, t]));
+    // The run's signal or the deadline: a timer and a listener, cleared at the end, rather than
+    // AbortSignal.timeout/any, whose signals are let go only by the garbage collector.
+    const ended = new AbortController();
+    const stop = () => ended.abort(input.signal.reason);
+    if (input.signal.aborted) stop();
+    else input.signal.addEventListener('abort', stop, { once: true });
+    const deadline = setTimeout(() => ended.abort(new Error(messages.deadline(deadlineMs))), deadlineMs);
+    const signal = ended.signal;
+    let mcp: McpToolset | undefined;
     try {
+      const servers = connectMcp ? await input.mcpServers() : [];
+      mcp = connectMcp && servers.length > 0 ? await connectMcp(servers, trace) : undefined;
+      const offered = [...tools, ...(mcp?.tools ?? []).map((tool) => mcpToolSpec<T>(tool))];
+      const byName = new Map(offered.map((t) => [t.definition.function.name, t]));
       for (let round = 0; round < maxRounds; round++) {
         const request = () => complete(client, endpoint, { model, messages: conversation, tools: offered.map((t) => t.definition) }, signal, input.draft);
         const { completion, started } = await modelCall(endpoint, model, request, trace, signal, input.signal);
@@ -152,6 +160,8 @@ export function createOpenAiAgent(
       }
       throw new AgentError(messages.tooManyRounds(maxRounds));
     } finally {
+      clearTimeout(deadline);
+      input.signal.removeEventListener('abort', stop);
       await mcp?.close();
     }
   }

@@ -2,6 +2,13 @@ import { expect } from 'chai';
 import { createHarness, eventually, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
 import { stored } from '../helpers/databases.js';
 import { startFakeOpenAi } from '../helpers/fake-openai.js';
+import { createOpenAiAgent } from '../../src/agents/openai.js';
+import { createToolbox } from '../../src/agents/toolbox.js';
+import { createLogger } from '../../src/logger.js';
+import { anyAddress } from '../../src/net/address-policy.js';
+import { createGuardedLeanFetch } from '../../src/net/guarded-agent.js';
+import { createAgentRuntime, defaultRuntimeOptions } from '../../src/runtime/queue.js';
+import { findScribesByIds } from '../../src/scribes/queries.js';
 
 describe('the openai agent, against a local server speaking the protocol', () => {
   let h: Harness;
@@ -137,6 +144,35 @@ describe('the openai agent, against a local server speaking the protocol', () =>
       { author: 'user', text: 'hello?', partial: stored(false) },
       { author: 'system', text: 'The scribe could not answer: the model endpoint timed out after 0.3s', partial: stored(false) },
     ]);
+  });
+
+  it('ends an answer that outlasts its deadline, however steadily the model writes it, and records why', async () => {
+    const scribeEndpointFetch = createGuardedLeanFetch(anyAddress);
+    const agent = createOpenAiAgent(h.config.openai, createLogger('silent'), { deadlineMs: 500, endpointFetch: fetch, scribeEndpointFetch, secrets: h.services.secrets });
+    const runtime = createAgentRuntime({
+      db: h.db,
+      clock: h.services.clock,
+      logger: createLogger('silent'),
+      agentFor: () => agent,
+      findScribes: (ids) => findScribesByIds(h.db, ids),
+      toolboxFor: (scribe) => createToolbox(scribe, h.services),
+      options: defaultRuntimeOptions,
+    });
+    // Ten pieces 150 ms apart: never quiet for the endpoint's 0.3 s, but 1.5 s in all.
+    fake.script({ reply: 'A long answer, written slowly but steadily, piece by piece.', chunks: 10, chunkDelayMs: 150 });
+    const abandoned = fake.hits.abandoned;
+    const res = await h.api.post('/api/v1/scribes/oracle/chat').set(t.headers).send({ message: 'Tell me everything.' });
+    const started = performance.now();
+    expect(await runtime.tick()).to.deep.equal({ sessions: 1, tasks: 0 });
+    expect(performance.now() - started).to.be.below(1200);
+    // The model server sees the call go (its socket's close may come just after the run's end).
+    await eventually(async () => (fake.hits.abandoned === abandoned + 1 ? true : undefined));
+    expect(await session(res.body.session_id)).to.include({ state: 'failed', error_message: 'the work took longer than 0.5s' });
+    expect(await transcript(res.body.session_id)).to.deep.equal([
+      { author: 'user', text: 'Tell me everything.' },
+      { author: 'system', text: 'The scribe could not answer: the work took longer than 0.5s' },
+    ]);
+    await scribeEndpointFetch.close();
   });
 
   it("records a server error with the endpoint's message after retrying", async () => {
