@@ -20,11 +20,14 @@ const groupTransactions = new WeakSet<Db>();
 export async function atomically<T>(db: Db, work: (trx: Db) => Promise<T>): Promise<T> {
   if (!groupTransactions.has(db)) return db.transaction(work);
   await db.raw('savepoint grouped_write');
+  const mark = groupEnds.get(db)?.length ?? 0;
   try {
     const value = await work(db);
     await db.raw('release grouped_write');
     return value;
   } catch (err) {
+    // What it left for the group's end goes with what it wrote.
+    groupEnds.get(db)?.splice(mark);
     // A failure that ended the whole transaction took the savepoint with it: the group's commit reports that.
     await db.raw('rollback to grouped_write').then(
       () => db.raw('release grouped_write'),
@@ -55,6 +58,33 @@ export function readOncePerGroup<T>(db: Db, key: string, read: () => Promise<T>)
     value.catch(() => reads.delete(key));
   }
   return value;
+}
+
+/** What the writes of each running group left for its end (`atGroupEnd`), in order. */
+const groupEnds = new WeakMap<Db, Array<{ item: unknown; apply: (db: Db, items: readonly unknown[]) => Promise<void> }>>();
+
+/**
+ * `apply(db, [item])` at once, given anything but a group's transaction; given one, `apply`
+ * once at the group's end for the items of all its writes that succeeded (a write, or an
+ * `atomically`, that fails takes its items back). For an update that many writes of a group
+ * make to the same rows (a scribe's count of runs in flight): one statement for the group,
+ * which takes those rows' locks together, at its end.
+ */
+export async function atGroupEnd<T>(db: Db, item: T, apply: (db: Db, items: readonly T[]) => Promise<void>): Promise<void> {
+  const ends = groupEnds.get(db);
+  if (!ends) return apply(db, [item]);
+  ends.push({ item, apply: apply as (db: Db, items: readonly unknown[]) => Promise<void> });
+}
+
+/** Runs what a group's writes left for its end: each `apply` once, with its items in the order they came. */
+async function endGroup(trx: Db): Promise<void> {
+  const byApply = new Map<(db: Db, items: readonly unknown[]) => Promise<void>, unknown[]>();
+  for (const { item, apply } of groupEnds.get(trx) ?? []) {
+    const items = byApply.get(apply);
+    if (items) items.push(item);
+    else byApply.set(apply, [item]);
+  }
+  for (const [apply, items] of byApply) await apply(trx, items);
 }
 
 /**
@@ -93,16 +123,21 @@ export function groupCommits(db: Db, { gapMs = () => 0, maxGroupMs = 25 }: { gap
       try {
         await db.transaction(async (trx) => {
           groupTransactions.add(trx);
+          const ends: Array<{ item: unknown; apply: (db: Db, items: readonly unknown[]) => Promise<void> }> = [];
+          groupEnds.set(trx, ends);
           const started = performance.now();
           while (waiting.length > 0 && (group.length === 0 || performance.now() - started < maxGroupMs)) {
             const write = waiting.shift()!;
             group.push(write);
+            const mark = ends.length;
             try {
               outcomes.push({ ok: true, value: await write.work(trx) });
             } catch (err) {
+              ends.splice(mark);
               outcomes.push({ ok: false, err });
             }
           }
+          await endGroup(trx);
         });
         group.forEach((write, i) => {
           const outcome = outcomes[i]!;

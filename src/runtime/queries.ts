@@ -1,6 +1,7 @@
 import type { Db } from '../db/knex.js';
 import { renewLeases, type LeaseTerms } from '../db/claims.js';
 import { dialectOf } from '../db/dialect.js';
+import { caseById } from '../db/rows.js';
 import { runEnded } from '../scribes/queries.js';
 import { claimSessions, type SessionRow } from '../sessions/queries.js';
 import { claimTasks, type WorkedTaskRow } from '../tasks/queries.js';
@@ -117,22 +118,13 @@ export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number }, s
 /** Counts what each scribe got (`n`) into its runs in flight and sets its next turn, for all of them in one statement. */
 async function passTurns(trx: Db, passes: ReadonlyArray<{ id: string; n: number; next: string | null }>): Promise<void> {
   if (passes.length === 0) return;
-  // Typed in the statement: PostgreSQL reads a bare parameter in a CASE as text.
-  const cases = (type: string) => passes.map(() => `when ? then cast(? as ${type})`).join(' ');
+  const byId = new Map(passes.map((pass) => [pass.id, pass]));
+  const ids = [...byId.keys()];
   await trx('scribes')
-    .whereIn(
-      'id',
-      passes.map((pass) => pass.id),
-    )
+    .whereIn('id', ids)
     .update({
-      runs_in_flight: trx.raw(
-        `runs_in_flight + case id ${cases('integer')} end`,
-        passes.flatMap((pass) => [pass.id, pass.n]),
-      ),
-      run_turn_at: trx.raw(
-        `case id ${cases('varchar(24)')} end`,
-        passes.flatMap((pass) => [pass.id, pass.next]),
-      ),
+      runs_in_flight: trx.raw('runs_in_flight + ?', [caseById(trx, ids, 'integer', (id) => byId.get(id)!.n)]),
+      run_turn_at: caseById(trx, ids, 'varchar(24)', (id) => byId.get(id)!.next),
     });
 }
 

@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
+import { atGroupEnd } from '../db/group-commit.js';
+import { caseById } from '../db/rows.js';
 
 export const SCRIBE_STATES = ['active', 'powered_off', 'unprovisioned'] as const;
 export type ScribeState = (typeof SCRIBE_STATES)[number];
@@ -114,10 +116,35 @@ export async function bringRunTurnsForward(db: Db, scribeIds: readonly string[],
  * does the turn of one whose work was handed back (`handedBack`: it is due again).
  */
 export async function runEnded(db: Db, scribeId: string, at: string, { handedBack = false }: { handedBack?: boolean } = {}): Promise<void> {
-  const comes = handedBack ? 'run_turn_at is null or run_turn_at > ?' : 'max_concurrency is not null and (run_turn_at is null or run_turn_at > ?)';
+  if (!handedBack) return atGroupEnd(db, { scribeId, at }, runsEnded);
   await db('scribes')
     .where({ id: scribeId })
-    .update({ runs_in_flight: db.raw('runs_in_flight - 1'), run_turn_at: db.raw(`case when ${comes} then ? else run_turn_at end`, [at, at]) });
+    .update({ runs_in_flight: db.raw('runs_in_flight - 1'), run_turn_at: db.raw('case when run_turn_at is null or run_turn_at > ? then ? else run_turn_at end', [at, at]) });
+}
+
+/**
+ * Runs that ended (`runEnded`), in one statement however many: each scribe's count down by
+ * its runs, and a capped scribe's turn brought to the earliest of their ends. A group of
+ * writes (db/group-commit.ts) makes it once at its end, for all its runs.
+ */
+async function runsEnded(db: Db, ended: ReadonlyArray<{ scribeId: string; at: string }>): Promise<void> {
+  const byScribe = new Map<string, { runs: number; at: string }>();
+  for (const { scribeId, at } of ended) {
+    const scribe = byScribe.get(scribeId);
+    if (!scribe) byScribe.set(scribeId, { runs: 1, at });
+    else {
+      scribe.runs++;
+      if (at < scribe.at) scribe.at = at;
+    }
+  }
+  const ids = [...byScribe.keys()].sort();
+  const at = caseById(db, ids, 'varchar(24)', (id) => byScribe.get(id)!.at);
+  await db('scribes')
+    .whereIn('id', ids)
+    .update({
+      runs_in_flight: db.raw('runs_in_flight - ?', [caseById(db, ids, 'integer', (id) => byScribe.get(id)!.runs)]),
+      run_turn_at: db.raw('case when max_concurrency is not null and (run_turn_at is null or run_turn_at > ?) then ? else run_turn_at end', [at, at]),
+    });
 }
 
 /** Claimed rows of `table` whose lease ran out at `now`: their process died, or its event loop stopped. */

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { testDatabaseKind } from '../helpers/databases.js';
-import { atomically, groupCommits, readOncePerGroup } from '../../src/db/group-commit.js';
+import { atGroupEnd, atomically, groupCommits, readOncePerGroup } from '../../src/db/group-commit.js';
 import type { Db } from '../../src/db/knex.js';
 
 describe('group commit of small writes (db/group-commit.ts)', function () {
@@ -134,6 +134,64 @@ describe('group commit of small writes (db/group-commit.ts)', function () {
       expect(reads).to.deep.equal(['a', 'a', 'a', 'a']);
     },
   );
+
+  it(
+    testDatabaseKind === 'sqlite'
+      ? "applies what a group's writes leave for its end once (atGroupEnd), for the writes that succeeded; at once outside a group"
+      : 'applies what each write leaves for the end of a group at once (atGroupEnd) on PostgreSQL, where writes are not grouped',
+    async () => {
+      const applied: string[][] = [];
+      const tally = async (trx: Db, items: readonly string[]) => {
+        applied.push([...items]);
+        await insert(items.join('+'))(trx);
+      };
+      const leaving = (v: string) => (trx: Db) => atGroupEnd(trx, v, tally);
+      // Leaves its item, then fails: the item goes with what it wrote.
+      const leavingThenFailing = (v: string) => (trx: Db) =>
+        atomically(trx, async (inner) => {
+          await atGroupEnd(inner, v, tally);
+          await insertTwice(v)(inner);
+        });
+      // Catches a failure inside it that had left an item: that item goes, its own stays.
+      const catching = (v: string) => (trx: Db) =>
+        atomically(trx, async (inner) => {
+          await leavingThenFailing(`${v}-inner`)(inner).catch(() => {});
+          await atGroupEnd(inner, v, tally);
+        });
+      const writes = groupCommits(h.db);
+      const outcomes = await Promise.allSettled([writes(leaving('a')), writes(leavingThenFailing('b')), writes(catching('c')), writes(leaving('d'))]);
+      expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+      if (testDatabaseKind === 'sqlite') {
+        expect(applied).to.deep.equal([['a', 'c', 'd']]);
+        expect(await stored()).to.deep.equal(['a+c+d']);
+        expect(commits).to.equal(1);
+      } else {
+        // Each at once, in its write's own transaction: those of the writes that failed were rolled back with them.
+        expect(applied.map((items) => items.join('+')).sort()).to.deep.equal(['a', 'b', 'c', 'c-inner', 'd']);
+        expect(await stored()).to.deep.equal(['a', 'c', 'd']);
+      }
+      applied.length = 0;
+      await h.db.transaction((trx) => leaving('e')(trx));
+      expect(applied, 'outside a group, even in a transaction: at once').to.deep.equal([['e']]);
+    },
+  );
+
+  it('fails every write of a group whose end fails, and writes nothing of it', async () => {
+    const writes = groupCommits(h.db);
+    const broken = async () => {
+      throw new Error('the end failed');
+    };
+    const outcomes = await Promise.allSettled([writes(insert('a')), writes((trx) => atGroupEnd(trx, 'b', broken)), writes(insert('c'))]);
+    if (testDatabaseKind === 'sqlite') {
+      expect(outcomes.map((o) => o.status)).to.deep.equal(['rejected', 'rejected', 'rejected']);
+      expect(outcomes.map((o) => String((o as PromiseRejectedResult).reason))).to.deep.equal(Array(3).fill('Error: the end failed'));
+      expect(await stored()).to.deep.equal([]);
+    } else {
+      // No group: the write that applies its item at once fails alone.
+      expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+      expect(await stored()).to.deep.equal(['a', 'c']);
+    }
+  });
 
   it('gathers the writes that come within gapMs of a commit into the next one', async () => {
     const writes = groupCommits(h.db, { gapMs: () => 100 });

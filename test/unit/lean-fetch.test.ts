@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { Agent, type Dispatcher } from 'undici';
 import { followingRedirects, leanFetch } from '../../src/net/lean-fetch.js';
+import { eventually } from '../helpers/harness.js';
 
 /** A local server that answers each request with what `answer` does, and notes what it was sent. */
 async function server(answer: (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void) {
@@ -110,7 +111,8 @@ describe('leanFetch (fetch over undici request, for model endpoints)', () => {
         (err: Error) => err,
       );
       expect(error?.name).to.equal('AbortError');
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // The server hears of it once its socket closes, which a busy machine may take a while to tell.
+      await eventually(async () => (s.closed.length > 0 ? true : undefined));
       expect(s.closed).to.deep.equal(['/held']);
       const before = new AbortController();
       before.abort();
