@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import { insertRows } from '../db/rows.js';
 import { groupBy } from '../lib/group-by.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 
@@ -21,8 +22,15 @@ export interface AgentCallRow {
   created_at: string;
 }
 
-export async function insertAgentCall(db: Db, row: Omit<AgentCallRow, 'id'>): Promise<void> {
+export type NewAgentCall = Omit<AgentCallRow, 'id'>;
+
+export async function insertAgentCall(db: Db, row: NewAgentCall): Promise<void> {
   await db('agent_calls').insert(row);
+}
+
+/** Several calls, of one run or of many, in as few statements as the database takes. */
+export async function insertAgentCalls(db: Db, rows: readonly NewAgentCall[]): Promise<void> {
+  await insertRows(db, 'agent_calls', rows);
 }
 
 /** A task's or a session's calls, in the order they were made. */

@@ -1,4 +1,5 @@
-import type { Writes } from '../db/group-commit.js';
+import { atGroupEnd, atomically, type Writes } from '../db/group-commit.js';
+import type { Db } from '../db/knex.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import * as queries from './queries.js';
@@ -70,12 +71,35 @@ export function createTrace(
         output_tokens: call.outputTokens ?? null,
         created_at: clock().toISOString(),
       };
-      pending.push(writes((trx) => queries.insertAgentCall(trx, row)).catch(onError));
+      pending.push(writes((trx) => atGroupEnd(trx, { row, onError }, storeCalls)).catch(onError));
     },
     async stored() {
       await Promise.all(pending);
     },
   };
+}
+
+/**
+ * Stores traced calls: at once, or those of all the runs whose writes share a group
+ * (db/group-commit.ts) in one INSERT at the group's end. When that fails, each is stored alone
+ * (one statement each, which the database undoes alone), so that a call that cannot be stored
+ * is told to its own trace and the others stay.
+ */
+async function storeCalls(db: Db, calls: ReadonlyArray<{ row: queries.NewAgentCall; onError: (err: unknown) => void }>): Promise<void> {
+  if (calls.length > 1) {
+    try {
+      await atomically(db, (trx) =>
+        queries.insertAgentCalls(
+          trx,
+          calls.map((call) => call.row),
+        ),
+      );
+      return;
+    } catch {
+      // One of them cannot be stored: found below.
+    }
+  }
+  for (const call of calls) await queries.insertAgentCall(db, call.row).catch(call.onError);
 }
 
 /** The toolbox, each action reported to `trace` as a tool call (the builtin agent, which calls it directly). */

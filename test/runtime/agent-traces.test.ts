@@ -4,6 +4,7 @@ import { DEFAULT_USAGE, startFakeOpenAi } from '../helpers/fake-openai.js';
 import { signIn } from '../helpers/console.js';
 import { createTrace, presentTrace, traceTotals } from '../../src/agents/trace.js';
 import { groupCommits } from '../../src/db/group-commit.js';
+import { testDatabaseKind } from '../helpers/databases.js';
 
 const SCRIBE_KEY = 'sk-scribe-own-key-7f3a9c';
 
@@ -105,6 +106,36 @@ describe('agent traces, usage, per-scribe model settings and limits', function (
     expect(errors).to.have.length(1);
     expect(String((errors[0] as Error).message)).to.match(/foreign key/i);
   });
+
+  it(
+    testDatabaseKind === 'sqlite'
+      ? 'stores the calls of runs whose writes share a group in one INSERT at its end'
+      : 'stores each call with one INSERT on PostgreSQL, where writes are not grouped',
+    async () => {
+      const other = await h.tenant({ slug: 'grouped-traces' });
+      const inserts: string[] = [];
+      const count = (query: { sql: string }) => {
+        if (/^insert into .agent_calls./i.test(query.sql)) inserts.push(query.sql);
+      };
+      const writes = groupCommits(h.db);
+      const traces = [0, 1, 2].map(() =>
+        createTrace(writes, h.services.clock, { organizationId: other.organizationId, scribeId: other.scribe.id }, (err) => expect.fail(String(err))),
+      );
+      h.db.on('query', count);
+      try {
+        for (const [i, trace] of traces.entries()) {
+          trace.record({ kind: 'model', name: `run ${i}, first`, durationMs: 1 });
+          trace.record({ kind: 'tool', name: `run ${i}, second`, durationMs: 1 });
+        }
+        await Promise.all(traces.map((trace) => trace.stored()));
+      } finally {
+        h.db.off('query', count);
+      }
+      expect(inserts).to.have.length(testDatabaseKind === 'sqlite' ? 1 : 6);
+      const rows = await h.db('agent_calls').where({ organization_id: other.organizationId }).orderBy('id').select('name', 'position');
+      expect(rows.map((row) => `${row.name} @${row.position}`).sort()).to.deep.equal([0, 1, 2].flatMap((i) => [`run ${i}, first @0`, `run ${i}, second @1`]).sort());
+    },
+  );
 
   it("traces the builtin agent's tool calls too", async () => {
     const other = await h.tenant({ slug: 'plain' });
