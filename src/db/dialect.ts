@@ -77,6 +77,12 @@ export interface Dialect {
    */
   readonly sharesCommits: boolean;
   /**
+   * Whether the connection keeps the statements it has run prepared (SQLite's, db/knex.ts),
+   * so that statements of few distinct texts cost less (db/rows.ts writes multi-row INSERTs
+   * of a few sizes there); PostgreSQL's queries are parsed anew each time.
+   */
+  readonly keepsStatementsPrepared: boolean;
+  /**
    * Connections kept for the work engine's claims and the dispatcher (db/knex.ts,
    * `claimConnections`), beside the pool the rest shares: 0 on SQLite, where one connection
    * serves the process and every claim takes the one write lock anyway; on PostgreSQL a claim
@@ -141,6 +147,7 @@ const sqlite: Dialect = {
     await trx.raw('update ?? set ?? = ?? where 0', [table, column, column]);
   },
   sharesCommits: true,
+  keepsStatementsPrepared: true,
   claimConnections: 0,
   /**
    * An exclusive SQLite lock on a sidecar file next to the database. The operating system
@@ -258,6 +265,7 @@ const postgres: Dialect = {
   },
   async writeFirst() {},
   sharesCommits: false,
+  keepsStatementsPrepared: false,
   claimConnections: 4,
   /**
    * A session advisory lock on a connection of its own: the server releases it when that

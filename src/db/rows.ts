@@ -1,16 +1,28 @@
 import type { Knex } from 'knex';
 import type { Db } from './knex.js';
+import { dialectOf } from './dialect.js';
 
 /**
- * Rows per INSERT. Knex writes a multi-row INSERT for SQLite as one SELECT per row joined by
- * UNION ALL, and SQLite takes at most 500 of those in a statement; 500 rows of any table here
- * also stay well under either database's limit of bound parameters.
+ * Rows per INSERT at most. Knex writes a multi-row INSERT for SQLite as one SELECT per row
+ * joined by UNION ALL, and SQLite takes at most 500 of those in a statement; 500 rows of any
+ * table here also stay well under either database's limit of bound parameters.
  */
 const ROWS_PER_INSERT = 500;
 
-/** Inserts `rows` into `table` in as few statements as both databases take, in the caller's transaction. */
+/**
+ * Inserts `rows` into `table` in as few statements as both databases take, in the caller's
+ * transaction. Where the connection keeps statements prepared (SQLite), each row count is a
+ * text of its own: there the INSERTs are of a power of two rows each (45 rows: 32, 8, 4 and
+ * 1), so that a table's inserts stay a few prepared texts, not one for every size of batch.
+ */
 export async function insertRows(db: Db, table: string, rows: readonly object[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await db(table).insert(rows.slice(i, i + ROWS_PER_INSERT));
+  const fewTexts = dialectOf(db).keepsStatementsPrepared;
+  for (let i = 0; i < rows.length; ) {
+    const left = Math.min(ROWS_PER_INSERT, rows.length - i);
+    const n = fewTexts ? 2 ** Math.floor(Math.log2(left)) : left;
+    await db(table).insert(rows.slice(i, i + n));
+    i += n;
+  }
 }
 
 /**

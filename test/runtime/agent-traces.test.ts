@@ -118,7 +118,7 @@ describe('agent traces, usage, per-scribe model settings and limits', function (
         if (/^insert into .agent_calls./i.test(query.sql)) inserts.push(query.sql);
       };
       const writes = groupCommits(h.db);
-      const traces = [0, 1, 2].map(() =>
+      const traces = [0, 1, 2, 3].map(() =>
         createTrace(writes, h.services.clock, { organizationId: other.organizationId, scribeId: other.scribe.id }, (err) => expect.fail(String(err))),
       );
       h.db.on('query', count);
@@ -131,9 +131,10 @@ describe('agent traces, usage, per-scribe model settings and limits', function (
       } finally {
         h.db.off('query', count);
       }
-      expect(inserts).to.have.length(testDatabaseKind === 'sqlite' ? 1 : 6);
+      // Eight calls: one INSERT of eight rows on SQLite (db/rows.ts writes a power of two at a time).
+      expect(inserts).to.have.length(testDatabaseKind === 'sqlite' ? 1 : 8);
       const rows = await h.db('agent_calls').where({ organization_id: other.organizationId }).orderBy('id').select('name', 'position');
-      expect(rows.map((row) => `${row.name} @${row.position}`).sort()).to.deep.equal([0, 1, 2].flatMap((i) => [`run ${i}, first @0`, `run ${i}, second @1`]).sort());
+      expect(rows.map((row) => `${row.name} @${row.position}`).sort()).to.deep.equal([0, 1, 2, 3].flatMap((i) => [`run ${i}, first @0`, `run ${i}, second @1`]).sort());
     },
   );
 
