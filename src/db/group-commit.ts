@@ -60,8 +60,11 @@ export function readOncePerGroup<T>(db: Db, key: string, read: () => Promise<T>)
   return value;
 }
 
-/** What the writes of each running group left for its end (`atGroupEnd`), in order. */
-const groupEnds = new WeakMap<Db, Array<{ item: unknown; apply: (db: Db, items: readonly unknown[]) => Promise<void> }>>();
+/** What applies the items writes left for their group's end (`atGroupEnd`). */
+type ApplyAtEnd = (db: Db, items: readonly unknown[]) => Promise<void>;
+
+/** What the writes of each running group left for its end, in order. */
+const groupEnds = new WeakMap<Db, Array<{ item: unknown; apply: ApplyAtEnd }>>();
 
 /**
  * `apply(db, [item])` at once, given anything but a group's transaction; given one, `apply`
@@ -73,12 +76,12 @@ const groupEnds = new WeakMap<Db, Array<{ item: unknown; apply: (db: Db, items: 
 export async function atGroupEnd<T>(db: Db, item: T, apply: (db: Db, items: readonly T[]) => Promise<void>): Promise<void> {
   const ends = groupEnds.get(db);
   if (!ends) return apply(db, [item]);
-  ends.push({ item, apply: apply as (db: Db, items: readonly unknown[]) => Promise<void> });
+  ends.push({ item, apply: apply as ApplyAtEnd });
 }
 
 /** Runs what a group's writes left for its end: each `apply` once, with its items in the order they came. */
 async function endGroup(trx: Db): Promise<void> {
-  const byApply = new Map<(db: Db, items: readonly unknown[]) => Promise<void>, unknown[]>();
+  const byApply = new Map<ApplyAtEnd, unknown[]>();
   for (const { item, apply } of groupEnds.get(trx) ?? []) {
     const items = byApply.get(apply);
     if (items) items.push(item);
@@ -123,7 +126,7 @@ export function groupCommits(db: Db, { gapMs = () => 0, maxGroupMs = 25 }: { gap
       try {
         await db.transaction(async (trx) => {
           groupTransactions.add(trx);
-          const ends: Array<{ item: unknown; apply: (db: Db, items: readonly unknown[]) => Promise<void> }> = [];
+          const ends: Array<{ item: unknown; apply: ApplyAtEnd }> = [];
           groupEnds.set(trx, ends);
           const started = performance.now();
           while (waiting.length > 0 && (group.length === 0 || performance.now() - started < maxGroupMs)) {
