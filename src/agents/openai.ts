@@ -111,12 +111,9 @@ export function createOpenAiAgent(
     const maxRounds = scribe.max_tool_rounds ?? DEFAULT_MAX_ROUNDS;
     const budget = scribe.token_budget ?? null;
     let used = 0;
-    // The run's signal or the deadline: a timer and a listener, cleared at the end, rather than
-    // AbortSignal.timeout/any, whose signals are let go only by the garbage collector.
-    const ended = new AbortController();
-    const stop = () => ended.abort(input.signal.reason);
-    if (input.signal.aborted) stop();
-    else input.signal.addEventListener('abort', stop, { once: true });
+    // The run's signal or the deadline: a timer cleared at the end, rather than AbortSignal.timeout,
+    // whose signal only the garbage collector lets go.
+    const ended = following(input.signal);
     const deadline = setTimeout(() => ended.abort(new Error(messages.deadline(deadlineMs))), deadlineMs);
     const signal = ended.signal;
     let mcp: McpToolset | undefined;
@@ -161,7 +158,7 @@ export function createOpenAiAgent(
       throw new AgentError(messages.tooManyRounds(maxRounds));
     } finally {
       clearTimeout(deadline);
-      input.signal.removeEventListener('abort', stop);
+      ended.release();
       await mcp?.close();
     }
   }
@@ -182,10 +179,7 @@ export function createOpenAiAgent(
     // A call made again (after a wait) writes its answer afresh.
     draft?.discard();
     // The SDK's timeout ends when the answer begins; a stream that then stalls is given as long between its chunks.
-    const ended = new AbortController();
-    const end = () => ended.abort();
-    if (signal.aborted) end();
-    else signal.addEventListener('abort', end, { once: true });
+    const ended = following(signal);
     let stalled = false;
     let heardAt = 0;
     let quiet: NodeJS.Timeout | undefined;
@@ -195,7 +189,7 @@ export function createOpenAiAgent(
         const silentMs = performance.now() - heardAt;
         if (silentMs < config.timeoutMs) return listen(config.timeoutMs - silentMs);
         stalled = true;
-        end();
+        ended.abort();
       }, ms);
     };
     try {
@@ -223,7 +217,7 @@ export function createOpenAiAgent(
       return completion;
     } finally {
       clearTimeout(quiet);
-      signal.removeEventListener('abort', end);
+      ended.release();
     }
   }
 
@@ -446,6 +440,18 @@ const askForInputTool: ToolSpec<TaskOutcome> = {
   definition: fn('ask_for_input', 'Put the task on hold with a question for staff.', { question: str('The question') }, ['question']),
   run: async (args) => ({ final: { status: 'waiting', question: text(args, 'question') } }),
 };
+
+/**
+ * An abort of its own that `signal` aborts too, until `release()`: a listener, removed when the
+ * work ends, rather than AbortSignal.any, whose composites a long-lived signal keeps.
+ */
+function following(signal: AbortSignal): AbortController & { release(): void } {
+  const controller = new AbortController();
+  const follow = () => controller.abort(signal.reason);
+  if (signal.aborted) follow();
+  else signal.addEventListener('abort', follow, { once: true });
+  return Object.assign(controller, { release: () => signal.removeEventListener('abort', follow) });
+}
 
 /**
  * Some servers answer a streamed request with a plain completion: that answer is handed to the
