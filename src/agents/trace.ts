@@ -71,7 +71,7 @@ export function createTrace(
         output_tokens: call.outputTokens ?? null,
         created_at: clock().toISOString(),
       };
-      pending.push(writes((trx) => atGroupEnd(trx, { row, onError }, storeCalls)).catch(onError));
+      pending.push(writes((trx) => atGroupEnd(trx, [{ row, onError }], storeCalls)).catch(onError));
     },
     async stored() {
       await Promise.all(pending);

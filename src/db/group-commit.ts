@@ -67,16 +67,16 @@ type ApplyAtEnd = (db: Db, items: readonly unknown[]) => Promise<void>;
 const groupEnds = new WeakMap<Db, Array<{ item: unknown; apply: ApplyAtEnd }>>();
 
 /**
- * `apply(db, [item])` at once, given anything but a group's transaction; given one, `apply`
+ * `apply(db, items)` at once, given anything but a group's transaction; given one, `apply`
  * once at the group's end for the items of all its writes that succeeded (a write, or an
  * `atomically`, that fails takes its items back). For an update that many writes of a group
  * make to the same rows (a scribe's count of runs in flight): one statement for the group,
  * which takes those rows' locks together, at its end.
  */
-export async function atGroupEnd<T>(db: Db, item: T, apply: (db: Db, items: readonly T[]) => Promise<void>): Promise<void> {
+export async function atGroupEnd<T>(db: Db, items: readonly T[], apply: (db: Db, items: readonly T[]) => Promise<void>): Promise<void> {
   const ends = groupEnds.get(db);
-  if (!ends) return apply(db, [item]);
-  ends.push({ item, apply: apply as ApplyAtEnd });
+  if (!ends) return apply(db, items);
+  for (const item of items) ends.push({ item, apply: apply as ApplyAtEnd });
 }
 
 /** Runs what a group's writes left for its end: each `apply` once, with its items in the order they came. */

@@ -9,29 +9,51 @@ import { dialectOf } from './dialect.js';
  */
 const ROWS_PER_INSERT = 500;
 
+/** Rows a statement may take in any number where statements are kept prepared: a few texts. */
+const FEW_ROWS = 4;
+
 /**
- * Inserts `rows` into `table` in as few statements as both databases take, in the caller's
- * transaction. Where the connection keeps statements prepared (SQLite), each row count is a
- * text of its own: there the INSERTs are of a power of two rows each (45 rows: 32, 8, 4 and
- * 1), so that a table's inserts stay a few prepared texts, not one for every size of batch.
+ * `items` cut into the pieces one statement each takes: at most `most`, and where the
+ * connection keeps statements prepared (SQLite), a power of two each beyond a few (45: 32,
+ * 8, 4 and 1), so that a statement written for many rows stays a few prepared texts, not one
+ * for every size of batch.
  */
-export async function insertRows(db: Db, table: string, rows: readonly object[]): Promise<void> {
+export function* piecesOf<T>(db: Db, items: readonly T[], most = ROWS_PER_INSERT): Generator<readonly T[]> {
   const fewTexts = dialectOf(db).keepsStatementsPrepared;
-  for (let i = 0; i < rows.length; ) {
-    const left = Math.min(ROWS_PER_INSERT, rows.length - i);
-    const n = fewTexts ? 2 ** Math.floor(Math.log2(left)) : left;
-    await db(table).insert(rows.slice(i, i + n));
+  for (let i = 0; i < items.length; ) {
+    const left = Math.min(most, items.length - i);
+    const n = fewTexts && left > FEW_ROWS ? 2 ** Math.floor(Math.log2(left)) : left;
+    yield items.slice(i, i + n);
     i += n;
   }
 }
 
+/** Inserts `rows` into `table` in as few statements as both databases take (`piecesOf`), in the caller's transaction. */
+export async function insertRows(db: Db, table: string, rows: readonly object[]): Promise<void> {
+  for (const piece of piecesOf(db, rows)) await db(table).insert(piece);
+}
+
+/** `insertRows`, answering with the `columns` of each row inserted (in no set order). */
+export async function insertRowsReturning<T>(db: Db, table: string, rows: readonly object[], columns: readonly string[]): Promise<T[]> {
+  const inserted: T[] = [];
+  for (const piece of piecesOf(db, rows))
+    inserted.push(
+      ...((await db(table)
+        .insert(piece)
+        .returning(columns as string[])) as T[]),
+    );
+  return inserted;
+}
+
 /**
  * `case id when ? then cast(? as type) … end`: each row's own value, for one UPDATE of many
- * rows. The value is typed in the statement, as PostgreSQL reads a bare parameter in a CASE as text.
+ * rows (`otherwise`, a column: what a row not in `ids` keeps). The value is typed in the
+ * statement, as PostgreSQL reads a bare parameter in a CASE as text.
  */
-export function caseById(db: Db, ids: readonly string[], type: string, valueFor: (id: string) => Knex.Value): Knex.Raw {
+export function caseById(db: Db, ids: readonly string[], type: string, valueFor: (id: string) => Knex.Value, otherwise?: string): Knex.Raw {
+  if (ids.length === 0) return db.raw(otherwise ?? 'null');
   return db.raw(
-    `case id ${ids.map(() => `when ? then cast(? as ${type})`).join(' ')} end`,
+    `case id ${ids.map(() => `when ? then cast(? as ${type})`).join(' ')}${otherwise ? ` else ${otherwise}` : ''} end`,
     ids.flatMap((id) => [id, valueFor(id)]),
   );
 }

@@ -60,3 +60,30 @@ export function sharedLookup<A extends unknown[], V>(keyOf: (...args: A) => stri
   });
   return (...args) => batched(keyOf(...args), args);
 }
+
+/**
+ * Writes that calls share, batch by batch (`batchPerKey`, one key): `write` takes a batch's
+ * items in one go. When a batch of several fails, each of its items is written alone, so an
+ * item that cannot be written fails its own call only.
+ */
+export function batchedWrites<I>(write: (items: readonly I[]) => Promise<unknown>): (item: I) => Promise<void> {
+  type Outcome = { ok: true } | { ok: false; err: unknown };
+  const alone = (item: I): Promise<Outcome> =>
+    write([item]).then(
+      () => ({ ok: true }),
+      (err: unknown) => ({ ok: false, err }),
+    );
+  const batched = batchPerKey<I, Outcome>(async (_key, items) => {
+    if (items.length === 1) return [await alone(items[0]!)];
+    try {
+      await write(items);
+      return items.map(() => ({ ok: true }));
+    } catch {
+      return Promise.all(items.map(alone));
+    }
+  });
+  return async (item) => {
+    const outcome = await batched('', item);
+    if (!outcome.ok) throw outcome.err;
+  };
+}

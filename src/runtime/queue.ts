@@ -9,9 +9,10 @@ import type { AgentAttachment } from '../agents/attachments.js';
 import type { McpServerRow } from '../agents/queries.js';
 import type { AgentKind, ScribeRow } from '../scribes/service.js';
 import { finishSession, findMessagesOfSessions, type MessageRow, saveDraftMessage } from '../sessions/queries.js';
-import { findEventsOfTasks, moveTask, saveDraftEvent, type TaskEventRow, type WorkedTaskRow } from '../tasks/queries.js';
+import { findEventsOfTasks, finishRuns, type RunFinish, saveDraftEvent, type TaskEventRow, type WorkedTaskRow } from '../tasks/queries.js';
 import { createReplyWriter, type ReplyWriter } from '../agents/reply-writer.js';
-import { sessionEvent, taskEvent, type RecordEvents } from '../webhooks/events.js';
+import { type NewEvent, sessionEvent, taskEvent, type RecordEvents } from '../webhooks/events.js';
+import { batchedWrites } from '../lib/batch-per-key.js';
 import type { Writes } from '../db/group-commit.js';
 import { shareSlots, workQueue, type ClaimRef, type Claimed, type ClaimTerms, type Queue } from '../work/engine.js';
 import * as queries from './queries.js';
@@ -195,19 +196,36 @@ export function createAgentRuntime({
     };
   }
 
+  /**
+   * Runs' ends, batch by batch: the ends that come while one batch is written are written
+   * together next, in a few statements however many (tasks/queries.ts, `finishRuns`), with
+   * the webhook events of those recorded.
+   */
+  const endRuns = batchedWrites((ends: ReadonlyArray<{ finish: RunFinish; event: NewEvent }>) =>
+    writes((trx) =>
+      finishRuns(
+        trx,
+        ends.map((end) => end.finish),
+        (trx, finished) => {
+          const recorded = new Set(finished.map((finish) => finish.id));
+          return recordEvents(
+            trx,
+            ends.filter((end) => recorded.has(end.finish.id)).map((end) => end.event),
+          );
+        },
+      ),
+    ),
+  );
+
   /** What moves a task out of in_progress (releasing the claim), or fails it, with its webhook event, if the claim is still ours. */
   function taskMoves(work: Work & { kind: 'task' }, claim: ClaimRef, scribe: ScribeRow | undefined) {
     const task = work.row;
-    const finish = (to: 'done' | 'waiting', author: 'scribe' | 'system', text: string, columns: Pick<WorkedTaskRow, 'last_error'> & Partial<Pick<WorkedTaskRow, 'result'>>) =>
-      writes((trx) =>
-        moveTask(
-          trx,
-          { id: task.id, from: 'in_progress', to, author, text, at: laterThan(clock, task.updated_at), claimToken: claim.token, noDraft: !work.drafted },
-          { claim_token: null, lease_until: null, attempts: 0, ...columns },
-          (trx) => recordEvents(trx, [taskEvent(task, scribe?.slug ?? '', to === 'done' ? { status: 'done', result: text } : { status: 'waiting', question: text })]),
-        ),
-      );
-    return { finish, fail: (reason: string) => finish('waiting', 'system', messages.taskFailed(reason), { last_error: reason }) };
+    const finish = (to: 'done' | 'waiting', author: 'scribe' | 'system', text: string, { result, lastError }: { result?: string; lastError: string | null }) =>
+      endRuns({
+        finish: { id: task.id, claimToken: claim.token, to, author, text, at: laterThan(clock, task.updated_at), result, lastError, noDraft: !work.drafted },
+        event: taskEvent(task, scribe?.slug ?? '', to === 'done' ? { status: 'done', result: text } : { status: 'waiting', question: text }),
+      });
+    return { finish, fail: (reason: string) => finish('waiting', 'system', messages.taskFailed(reason), { lastError: reason }) };
   }
 
   /** Records why a run failed: a session answered with the failure, a task left waiting for input. */
@@ -241,8 +259,8 @@ export function createAgentRuntime({
     // The trace's writes were queued before the finish: they commit with it or before it.
     await Promise.all([
       outcome.status === 'done'
-        ? finish('done', 'scribe', outcome.result, { result: outcome.result, last_error: null })
-        : finish('waiting', 'scribe', outcome.question, { last_error: null }),
+        ? finish('done', 'scribe', outcome.result, { result: outcome.result, lastError: null })
+        : finish('waiting', 'scribe', outcome.question, { lastError: null }),
       trace.stored(),
     ]);
   }

@@ -116,18 +116,22 @@ export async function bringRunTurnsForward(db: Db, scribeIds: readonly string[],
  * does the turn of one whose work was handed back (`handedBack`: it is due again).
  */
 export async function runEnded(db: Db, scribeId: string, at: string, { handedBack = false }: { handedBack?: boolean } = {}): Promise<void> {
-  if (!handedBack) return atGroupEnd(db, { scribeId, at }, runsEnded);
+  if (!handedBack) return runsEnded(db, [{ scribeId, at }]);
   await db('scribes')
     .where({ id: scribeId })
     .update({ runs_in_flight: db.raw('runs_in_flight - 1'), run_turn_at: db.raw('case when run_turn_at is null or run_turn_at > ? then ? else run_turn_at end', [at, at]) });
 }
 
 /**
- * Runs that ended (`runEnded`), in one statement however many: each scribe's count down by
- * its runs, and a capped scribe's turn brought to the earliest of their ends. A group of
- * writes (db/group-commit.ts) makes it once at its end, for all its runs.
+ * Runs that ended (`runEnded` of each), in one statement however many: each scribe's count
+ * down by its runs, and a capped scribe's turn brought to the earliest of their ends. A group
+ * of writes (db/group-commit.ts) makes it once at its end, for all its runs.
  */
-async function runsEnded(db: Db, ended: ReadonlyArray<{ scribeId: string; at: string }>): Promise<void> {
+export async function runsEnded(db: Db, ended: ReadonlyArray<{ scribeId: string; at: string }>): Promise<void> {
+  if (ended.length > 0) await atGroupEnd(db, ended, countRunsEnded);
+}
+
+async function countRunsEnded(db: Db, ended: ReadonlyArray<{ scribeId: string; at: string }>): Promise<void> {
   const byScribe = new Map<string, { runs: number; at: string }>();
   for (const { scribeId, at } of ended) {
     const scribe = byScribe.get(scribeId);

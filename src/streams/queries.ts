@@ -1,7 +1,7 @@
 import type { Db } from '../db/knex.js';
 import type { Knex } from 'knex';
 import { dialectOf } from '../db/dialect.js';
-import { insertRows } from '../db/rows.js';
+import { insertRows, piecesOf } from '../db/rows.js';
 
 export const STREAM_EVENT_KINDS = ['status', 'message', 'delta'] as const;
 export type StreamEventKind = (typeof STREAM_EVENT_KINDS)[number];
@@ -31,16 +31,32 @@ export const STREAM_CHANNEL = 'scribe_stream';
  * in order. On PostgreSQL the notification goes out with the commit, and only if it commits.
  */
 export async function appendStreamEvents(trx: Db, subjectId: string, events: readonly StreamEventData[], at: string): Promise<void> {
-  if (events.length === 0) return;
-  const numbered = events.map((_, i) => `select ${i + 1} as k, cast(? as text) as kind, cast(? as text) as data`).join(' union all ');
-  await notifying(
-    trx,
-    `insert into stream_events (subject_id, seq, kind, data, created_at)
-     select ?, last.n + v.k, v.kind, v.data, ?
-     from (select coalesce(max(seq), 0) as n from stream_events where subject_id = ?) last, (${numbered}) v
-     order by v.k`,
-    [subjectId, at, subjectId, ...events.flatMap((event) => [event.kind, JSON.stringify(event.data)])],
-  );
+  await appendStreamEventsOf(trx, [{ subjectId, events, at }]);
+}
+
+/**
+ * `appendStreamEvents` for several tasks or sessions at once (the runs that a batch of
+ * finishes ended): one statement for every few hundred events however many subjects, each
+ * numbered after that subject's last as the statement starts.
+ */
+export async function appendStreamEventsOf(trx: Db, subjects: ReadonlyArray<{ subjectId: string; events: readonly StreamEventData[]; at: string }>): Promise<void> {
+  const events = subjects.flatMap(({ subjectId, events, at }) => events.map((event) => ({ subjectId, event, at })));
+  for (const piece of piecesOf(trx, events)) {
+    // Each event's place among its subject's in this statement.
+    const k = new Map<string, number>();
+    const rows = piece.map(({ subjectId, event, at }) => {
+      k.set(subjectId, (k.get(subjectId) ?? 0) + 1);
+      return {
+        subject_id: subjectId,
+        seq: trx.raw('coalesce((select max(e.seq) from stream_events e where e.subject_id = ?), 0) + ?', [subjectId, k.get(subjectId)!]),
+        kind: event.kind,
+        data: JSON.stringify(event.data),
+        created_at: at,
+      };
+    });
+    const insert = trx('stream_events').insert(rows).toSQL();
+    await notifying(trx, insert.sql, insert.bindings);
+  }
 }
 
 /**

@@ -1,12 +1,13 @@
+import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
 import { atomically } from '../db/group-commit.js';
-import { appendDelta, appendFirstStatusEvents, appendStatusEvents, appendStreamEvents, deltaOf, insertedId, type StreamEventData } from '../streams/queries.js';
-import { insertRows } from '../db/rows.js';
+import { appendDelta, appendFirstStatusEvents, appendStatusEvents, appendStreamEventsOf, deltaOf, insertedId, type StreamEventData } from '../streams/queries.js';
+import { caseById, insertRows, insertRowsReturning, piecesOf } from '../db/rows.js';
 import type { Position } from '../http/cursor.js';
 import { claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
 import { atOrAfter } from '../lib/clock.js';
 import { groupBy } from '../lib/group-by.js';
-import { bringRunTurnsForward, lapsed, runEnded } from '../scribes/queries.js';
+import { bringRunTurnsForward, lapsed, runEnded, runsEnded } from '../scribes/queries.js';
 
 export const TASK_STATUSES = ['open', 'in_progress', 'done', 'waiting', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -36,7 +37,7 @@ export async function insertOpenTasks(trx: Db, rows: readonly TaskRow[], textOf:
   await insertRows(trx, 'tasks', rows);
   const events: NewTaskEvent[] = rows.map((row) => ({ task_id: row.id, from_status: null, to_status: 'open', author: 'system', text: textOf(row), created_at: row.created_at }));
   await insertRows(trx, 'task_events', events);
-  // A system note: its status is streamed, its text is not (see streamMove).
+  // A system note: its status is streamed, its text is not (see recordMoves).
   await appendFirstStatusEvents(
     trx,
     events.map((event) => ({ subjectId: event.task_id, status: event.to_status, at: event.created_at })),
@@ -77,17 +78,55 @@ export interface WorkedTaskRow extends TaskRow {
   attempts: number;
 }
 
-/** Records a move of a task, and its events for the API's streams: the status, and its text unless a system note. */
-/** Records a move's event and tells the task's stream; `whole`: the scribe's answer that came with no draft before it, which streams get as one delta too. */
-export async function insertTaskEvent(db: Db, event: NewTaskEvent, { whole = false } = {}): Promise<void> {
-  const id = insertedId(await db('task_events').insert(event).returning('id'));
-  await streamMove(db, id, event, whole ? deltaOf(id, '', event.text ?? '') : []);
+/** A move being recorded (`recordMoves`): its event, and whether a result under way may be there. */
+interface MoveRecord {
+  event: NewTaskEvent;
+  /** The caller knows the task has no result under way (a run: none at its claim, none saved since): not looked for. */
+  noDraft?: boolean;
 }
 
-/** A move as the task's stream tells it, after `first` (the answer's last delta): its status, then its message. */
-async function streamMove(db: Db, eventId: number, event: NewTaskEvent, first: readonly StreamEventData[] = []): Promise<void> {
-  const message: StreamEventData[] = event.text !== null && event.author !== 'system' ? [{ kind: 'message', data: { message_id: eventId } }] : [];
-  await appendStreamEvents(db, event.task_id, [...first, { kind: 'status', data: { status: event.to_status } }, ...message], event.created_at);
+/** The scribe's move out of work: its text is the answer, which completes a result under way. */
+const answers = (event: NewTaskEvent) => event.author === 'scribe' && event.from_status === 'in_progress';
+
+/**
+ * Records the events of moves of tasks (one each), in the caller's transaction, and the
+ * events the API's streams tell of them, in a few statements however many. The scribe's
+ * move out of work completes its result under way, if one was written as it came (streams
+ * get the rest of its text); with none, streams get the answer as one delta. Any other move
+ * drops a result under way. Then each move's status, and its text unless a system note.
+ */
+async function recordMoves(trx: Db, moves: readonly MoveRecord[]): Promise<void> {
+  const looked = moves.filter((move) => !move.noDraft).map((move) => move.event.task_id);
+  const drafted: Array<{ id: number; task_id: string; text: string }> = looked.length
+    ? await trx('task_events').whereIn('task_id', looked).where({ partial: true }).select('id', 'task_id', 'text')
+    : [];
+  const drafts = new Map(drafted.map((draft) => [draft.task_id, { id: Number(draft.id), text: draft.text }]));
+  const completing = moves.filter(({ event }) => answers(event) && drafts.has(event.task_id));
+  for (const { event } of completing)
+    await trx('task_events')
+      .where({ id: drafts.get(event.task_id)!.id })
+      .update({ ...event, partial: false });
+  const dropped = moves.filter(({ event }) => !answers(event) && drafts.has(event.task_id)).map(({ event }) => event.task_id);
+  if (dropped.length) await trx('task_events').whereIn('task_id', dropped).where({ partial: true }).delete();
+  const added = moves.filter((move) => !completing.includes(move));
+  const inserted = await insertRowsReturning<{ id: number | string; task_id: string }>(
+    trx,
+    'task_events',
+    added.map((move) => move.event),
+    ['id', 'task_id'],
+  );
+  const ids = new Map(inserted.map((row) => [row.task_id, Number(row.id)]));
+  await appendStreamEventsOf(
+    trx,
+    moves.map(({ event }) => {
+      const draft = answers(event) ? drafts.get(event.task_id) : undefined;
+      const id = draft?.id ?? ids.get(event.task_id)!;
+      // A system note: its status is streamed, its text is not.
+      const message: StreamEventData[] = event.text !== null && event.author !== 'system' ? [{ kind: 'message', data: { message_id: id } }] : [];
+      const rest = answers(event) ? deltaOf(id, draft?.text ?? '', event.text ?? '') : [];
+      return { subjectId: event.task_id, events: [...rest, { kind: 'status', data: { status: event.to_status } }, ...message], at: event.created_at };
+    }),
+  );
 }
 
 export async function findTask(db: Db, organizationId: string, id: string): Promise<WorkedTaskRow | undefined> {
@@ -191,20 +230,75 @@ export async function moveTask(
     if (typeof move.claimToken === 'string' && columns.claim_token === null) await runEnded(trx, moved.scribe_id, move.at);
     if (move.to === 'open') await bringRunTurnsForward(trx, [moved.scribe_id], move.at);
     const event = { task_id: move.id, from_status: move.from, to_status: move.to, author: move.author, text: move.text, created_at: move.at };
-    // The scribe's move out of work completes its event under way, if it was written as it came; any other move drops it.
-    const draft = () => trx('task_events').where({ task_id: move.id, partial: true });
-    const before = move.noDraft ? undefined : ((await draft().first('id', 'text')) as { id: number; text: string } | undefined);
-    const answered = move.author === 'scribe' && move.from === 'in_progress';
-    if (before && answered) {
-      // Streams get the rest of the text the last save had not stored, then the result whole.
-      await draft().update({ ...event, partial: false });
-      await streamMove(trx, Number(before.id), event, deltaOf(Number(before.id), before.text, move.text ?? ''));
-    } else {
-      if (before) await draft().delete();
-      await insertTaskEvent(trx, event, { whole: answered });
-    }
+    await recordMoves(trx, [{ event, noDraft: move.noDraft }]);
     await alongside?.(trx);
     return true;
+  });
+}
+
+/** A run's end as the runtime records it: its task out of in_progress, by the scribe's answer or by the system with the run's failure. */
+export interface RunFinish {
+  id: string;
+  /** The run's claim: the task moves only while it holds it. */
+  claimToken: string;
+  to: 'done' | 'waiting';
+  author: 'scribe' | 'system';
+  text: string;
+  at: string;
+  /** The result of a task done; one left waiting keeps what it had. */
+  result?: string;
+  lastError: string | null;
+  noDraft?: boolean;
+}
+
+/** Runs' ends one UPDATE takes at most: each is a CASE of them all, in several columns. */
+const FINISHES_PER_UPDATE = 64;
+
+/**
+ * Records runs' ends (each as `moveTask` out of in_progress, letting its claim go) in a few
+ * statements for any number of them: the tasks whose claims still hold move, their scribes
+ * count those runs as ended, and their events are recorded. `alongside` writes what goes with
+ * the ends recorded (their webhook events), in the same transaction. The ends recorded.
+ */
+export async function finishRuns(db: Db, finishes: readonly RunFinish[], alongside?: (trx: Db, finished: readonly RunFinish[]) => Promise<unknown>): Promise<RunFinish[]> {
+  return atomically(db, async (trx) => {
+    const moved = new Set<string>();
+    for (const piece of piecesOf(trx, finishes, FINISHES_PER_UPDATE)) {
+      const byId = new Map(piece.map((finish) => [finish.id, finish]));
+      const ids = [...byId.keys()];
+      const each = (type: string, value: (finish: RunFinish) => Knex.Value) => caseById(trx, ids, type, (id) => value(byId.get(id)!));
+      const results = ids.filter((id) => byId.get(id)!.result !== undefined);
+      const rows: Array<{ id: string; scribe_id: string }> = await trx('tasks')
+        .whereIn('id', ids)
+        .where({ status: 'in_progress' })
+        // The token compared as text: a uuid on PostgreSQL, where a CASE's parameters are text.
+        .whereRaw('cast(claim_token as varchar(36)) = ?', [each('varchar(36)', (finish) => finish.claimToken)])
+        .update({
+          status: each('varchar(16)', (finish) => finish.to),
+          result: caseById(trx, results, 'text', (id) => byId.get(id)!.result!, 'result'),
+          last_error: each('text', (finish) => finish.lastError),
+          updated_at: each('varchar(24)', (finish) => finish.at),
+          claim_token: null,
+          lease_until: null,
+          attempts: 0,
+        })
+        .returning(['id', 'scribe_id']);
+      await runsEnded(
+        trx,
+        rows.map((row) => ({ scribeId: row.scribe_id, at: byId.get(row.id)!.at })),
+      );
+      for (const row of rows) moved.add(row.id);
+    }
+    const finished = finishes.filter((finish) => moved.has(finish.id));
+    await recordMoves(
+      trx,
+      finished.map((finish) => ({
+        event: { task_id: finish.id, from_status: 'in_progress', to_status: finish.to, author: finish.author, text: finish.text, created_at: finish.at },
+        noDraft: finish.noDraft,
+      })),
+    );
+    if (finished.length > 0) await alongside?.(trx, finished);
+    return finished;
   });
 }
 

@@ -145,18 +145,18 @@ describe('group commit of small writes (db/group-commit.ts)', function () {
         applied.push([...items]);
         await insert(items.join('+'))(trx);
       };
-      const leaving = (v: string) => (trx: Db) => atGroupEnd(trx, v, tally);
+      const leaving = (v: string) => (trx: Db) => atGroupEnd(trx, [v], tally);
       // Leaves its item, then fails: the item goes with what it wrote.
       const leavingThenFailing = (v: string) => (trx: Db) =>
         atomically(trx, async (inner) => {
-          await atGroupEnd(inner, v, tally);
+          await atGroupEnd(inner, [v], tally);
           await insertTwice(v)(inner);
         });
       // Catches a failure inside it that had left an item: that item goes, its own stays.
       const catching = (v: string) => (trx: Db) =>
         atomically(trx, async (inner) => {
           await leavingThenFailing(`${v}-inner`)(inner).catch(() => {});
-          await atGroupEnd(inner, v, tally);
+          await atGroupEnd(inner, [v], tally);
         });
       const writes = groupCommits(h.db);
       const outcomes = await Promise.allSettled([writes(leaving('a')), writes(leavingThenFailing('b')), writes(catching('c')), writes(leaving('d'))]);
@@ -181,7 +181,7 @@ describe('group commit of small writes (db/group-commit.ts)', function () {
     const broken = async () => {
       throw new Error('the end failed');
     };
-    const outcomes = await Promise.allSettled([writes(insert('a')), writes((trx) => atGroupEnd(trx, 'b', broken)), writes(insert('c'))]);
+    const outcomes = await Promise.allSettled([writes(insert('a')), writes((trx) => atGroupEnd(trx, ['b'], broken)), writes(insert('c'))]);
     if (testDatabaseKind === 'sqlite') {
       expect(outcomes.map((o) => o.status)).to.deep.equal(['rejected', 'rejected', 'rejected']);
       expect(outcomes.map((o) => String((o as PromiseRejectedResult).reason))).to.deep.equal(Array(3).fill('Error: the end failed'));

@@ -32,7 +32,7 @@ describe('batch inserts (db/rows.ts)', () => {
 
   it(
     testDatabaseKind === 'sqlite'
-      ? 'inserts a batch in INSERTs of a power of two rows on SQLite, so that a table keeps a few prepared texts'
+      ? 'inserts a batch in INSERTs of a power of two rows beyond four on SQLite, so that a table keeps a few prepared texts'
       : 'inserts a batch in as few INSERTs as PostgreSQL takes, 500 rows each',
     async () => {
       await insertRows(h.db, 'rows_probe', rows(45));
@@ -42,6 +42,15 @@ describe('batch inserts (db/rows.ts)', () => {
       await insertRows(h.db, 'rows_probe', rows(1100));
       expect(inserts).to.deep.equal(testDatabaseKind === 'sqlite' ? [256, 256, 256, 256, 64, 8, 4] : [500, 500, 100]);
       expect(await h.db('rows_probe').orderBy('n').pluck('n')).to.deep.equal(rows(1100).map((row) => row.n));
+      for (const [n, sizes] of [
+        [3, [3]],
+        [7, [4, 3]],
+      ] as const) {
+        inserts = [];
+        await h.db('rows_probe').delete();
+        await insertRows(h.db, 'rows_probe', rows(n));
+        expect(inserts).to.deep.equal(testDatabaseKind === 'sqlite' ? sizes : [n]);
+      }
       inserts = [];
       await insertRows(h.db, 'rows_probe', []);
       expect(inserts).to.deep.equal([]);

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { batchPerKey, sharedLookup } from '../../src/lib/batch-per-key.js';
+import { batchedWrites, batchPerKey, sharedLookup } from '../../src/lib/batch-per-key.js';
 
 /** A batch runner whose batches end when the test says so. */
 function controlled() {
@@ -106,5 +106,50 @@ describe('sharedLookup() (lib/batch-per-key.ts)', () => {
       async () => undefined,
     );
     expect(await Promise.all([lookup('x'), lookup('x')])).to.deep.equal([undefined, undefined]);
+  });
+});
+
+describe('batchedWrites() (lib/batch-per-key.ts)', () => {
+  /** A writer that records each batch it is given, and fails any batch holding a `bad` item. */
+  function writer() {
+    const written: string[][] = [];
+    const tried: string[][] = [];
+    const write = batchedWrites(async (items: readonly string[]) => {
+      tried.push([...items]);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      if (items.some((item) => item.startsWith('bad'))) throw new Error(`cannot write ${items.join(', ')}`);
+      written.push([...items]);
+    });
+    return { write, written, tried };
+  }
+
+  it('writes a call alone at once, and the calls that come meanwhile together next', async () => {
+    const { write, written } = writer();
+    const first = write('a');
+    const later = ['b', 'c', 'd'].map(write);
+    await first;
+    await Promise.all(later);
+    expect(written).to.deep.equal([['a'], ['b', 'c', 'd']]);
+  });
+
+  it('writes each item of a failed batch alone: only the item that cannot be written fails its call', async () => {
+    const { write, written, tried } = writer();
+    const first = write('a');
+    const later = ['b', 'bad-c', 'd'].map((item) => write(item));
+    await first;
+    const outcomes = await Promise.allSettled(later);
+    expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+    expect((outcomes[1] as PromiseRejectedResult).reason).to.have.property('message', 'cannot write bad-c');
+    expect(tried).to.deep.equal([['a'], ['b', 'bad-c', 'd'], ['b'], ['bad-c'], ['d']]);
+    expect(written).to.deep.equal([['a'], ['b'], ['d']]);
+  });
+
+  it('fails a call written alone that fails, once, and goes on with the next', async () => {
+    const { write, written, tried } = writer();
+    const failed = await Promise.allSettled([write('bad-a')]);
+    expect(failed[0]).to.deep.include({ status: 'rejected' });
+    await write('b');
+    expect(tried).to.deep.equal([['bad-a'], ['b']]);
+    expect(written).to.deep.equal([['b']]);
   });
 });

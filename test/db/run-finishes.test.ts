@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
+import { testDatabaseKind } from '../helpers/databases.js';
+import { finishRuns, saveDraftEvent, type RunFinish } from '../../src/tasks/queries.js';
+
+/** Runs' ends recorded together (tasks/queries.ts, `finishRuns`): what each end writes, in a few statements for all. */
+describe('runs ended in one batch (finishRuns)', () => {
+  let h: Harness;
+  let t: Tenant;
+  let statements: string[] = [];
+  const count = (query: { sql: string }) => statements.push(query.sql);
+
+  before(async () => {
+    h = await createHarness({ options: { runOnNewWork: false, dispatchOnAccept: false } });
+    t = await h.tenant({ slug: 'finisher' });
+  });
+  after(() => h.close());
+
+  /** `n` tasks in progress under claims of their own, counted as runs in flight by their scribe. */
+  async function claimedTasks(n: number): Promise<Array<{ id: string; token: string }>> {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const res = await h.api
+        .post('/api/v1/scribes/finisher/requests')
+        .set(t.headers)
+        .send({ task: { summary: `Task ${i}` } });
+      ids.push(res.body.request.id);
+    }
+    await h.services.dispatcher.tick();
+    const tasks: Array<{ id: string }> = await h.db('tasks').whereIn('request_id', ids).orderBy('created_at').select('id');
+    const claimed = tasks.map((task) => ({ id: task.id, token: randomUUID() }));
+    for (const { id, token } of claimed)
+      await h.db('tasks').where({ id }).update({ status: 'in_progress', claim_token: token, lease_until: '2999-01-01T00:00:00.000Z', attempts: 1 });
+    await h.db('scribes').where({ id: t.scribe.id }).update({ runs_in_flight: n });
+    return claimed;
+  }
+  const streamOf = async (id: string) =>
+    (await h.db('stream_events').where({ subject_id: id }).orderBy('seq').select('seq', 'kind', 'data')).map((e) => ({ seq: e.seq, kind: e.kind, data: JSON.parse(e.data) }));
+
+  it('moves the tasks whose claims hold, with their events and streams, counts their runs as ended, and leaves one taken over alone', async () => {
+    const [done, drafted, asked, failed, takenOver] = await claimedTasks(5);
+    const at = '2026-12-01T10:00:00.000Z';
+    expect(await saveDraftEvent(h.db, drafted!, 'Half of the ans', at)).to.equal(true);
+    const draftRow = await h.db('task_events').where({ task_id: drafted!.id, partial: true }).first();
+    const streamsBefore = new Map(await Promise.all([done, drafted, asked, failed].map(async (task) => [task!.id, (await streamOf(task!.id)).length] as const)));
+    const end = (task: { id: string; token: string }, rest: Omit<RunFinish, 'id' | 'claimToken' | 'at'>): RunFinish => ({ id: task.id, claimToken: task.token, at, ...rest });
+    const finishes: RunFinish[] = [
+      end(done!, { to: 'done', author: 'scribe', text: 'All done.', result: 'All done.', lastError: null, noDraft: true }),
+      end(drafted!, { to: 'done', author: 'scribe', text: 'Half of the answer, whole.', result: 'Half of the answer, whole.', lastError: null }),
+      end(asked!, { to: 'waiting', author: 'scribe', text: 'Which year?', lastError: null, noDraft: true }),
+      end(failed!, { to: 'waiting', author: 'system', text: 'The scribe could not finish this task.', lastError: 'boom', noDraft: true }),
+      // Its claim was taken over: the run's end is not recorded.
+      { ...end(takenOver!, { to: 'done', author: 'scribe', text: 'Late.', result: 'Late.', lastError: null, noDraft: true }), claimToken: randomUUID() },
+    ];
+    const alongside: string[][] = [];
+    statements = [];
+    h.db.on('query', count);
+    const finished = await finishRuns(h.db, finishes, async (_trx, ended) => alongside.push(ended.map((f) => f.id))).finally(() => h.db.off('query', count));
+
+    expect(finished.map((f) => f.id)).to.deep.equal([done!.id, drafted!.id, asked!.id, failed!.id]);
+    expect(alongside).to.deep.equal([finished.map((f) => f.id)]);
+    const row = (id: string) => h.db('tasks').where({ id }).first('status', 'result', 'last_error', 'claim_token', 'lease_until', 'attempts', 'updated_at');
+    const released = { claim_token: null, lease_until: null, attempts: 0, updated_at: at };
+    expect(await row(done!.id)).to.deep.equal({ status: 'done', result: 'All done.', last_error: null, ...released });
+    expect(await row(drafted!.id)).to.deep.equal({ status: 'done', result: 'Half of the answer, whole.', last_error: null, ...released });
+    expect(await row(asked!.id)).to.deep.equal({ status: 'waiting', result: null, last_error: null, ...released });
+    expect(await row(failed!.id)).to.deep.equal({ status: 'waiting', result: null, last_error: 'boom', ...released });
+    expect(await row(takenOver!.id)).to.include({ status: 'in_progress', claim_token: takenOver!.token, attempts: 1, result: null });
+    expect((await h.db('scribes').where({ id: t.scribe.id }).first()).runs_in_flight, 'four runs ended, one still in flight').to.equal(1);
+
+    const lastEvent = async (id: string) => h.db('task_events').where({ task_id: id }).orderBy('id', 'desc').first('id', 'from_status', 'to_status', 'author', 'text', 'partial');
+    const whole = (e: object) => ({ ...e, partial: testDatabaseKind === 'sqlite' ? 0 : false });
+    const doneEvent = await lastEvent(done!.id);
+    expect(doneEvent).to.deep.include(whole({ from_status: 'in_progress', to_status: 'done', author: 'scribe', text: 'All done.' }));
+    // The result under way became the result: the same event, whole.
+    expect(await lastEvent(drafted!.id)).to.deep.equal(
+      whole({ id: draftRow.id, from_status: 'in_progress', to_status: 'done', author: 'scribe', text: 'Half of the answer, whole.' }),
+    );
+    expect(await h.db('task_events').where({ task_id: drafted!.id, partial: true }).first()).to.equal(undefined);
+    const askedEvent = await lastEvent(asked!.id);
+    expect(askedEvent).to.deep.include(whole({ to_status: 'waiting', author: 'scribe', text: 'Which year?' }));
+    const failedEvent = await lastEvent(failed!.id);
+    expect(failedEvent).to.deep.include(whole({ to_status: 'waiting', author: 'system', text: 'The scribe could not finish this task.' }));
+
+    // Each task's stream goes on from its last event: the answer (whole, or the rest of a draft), the status, the message; a system note's status only.
+    const added = async (id: string) => (await streamOf(id)).slice(streamsBefore.get(id));
+    const next = (id: string) => streamsBefore.get(id)! + 1;
+    expect(await added(done!.id)).to.deep.equal([
+      { seq: next(done!.id), kind: 'delta', data: { message_id: doneEvent.id, text: 'All done.' } },
+      { seq: next(done!.id) + 1, kind: 'status', data: { status: 'done' } },
+      { seq: next(done!.id) + 2, kind: 'message', data: { message_id: doneEvent.id } },
+    ]);
+    expect(await added(drafted!.id)).to.deep.equal([
+      { seq: next(drafted!.id), kind: 'delta', data: { message_id: draftRow.id, text: 'wer, whole.' } },
+      { seq: next(drafted!.id) + 1, kind: 'status', data: { status: 'done' } },
+      { seq: next(drafted!.id) + 2, kind: 'message', data: { message_id: draftRow.id } },
+    ]);
+    expect((await added(asked!.id)).map((e) => e.kind)).to.deep.equal(['delta', 'status', 'message']);
+    expect(await added(failed!.id)).to.deep.equal([{ seq: next(failed!.id), kind: 'status', data: { status: 'waiting' } }]);
+    expect(await streamOf(takenOver!.id), 'nothing streamed for the end not recorded').to.have.length(1);
+
+    // A few statements for the batch, not a few for each end.
+    const of = (pattern: RegExp) => statements.filter((sql) => pattern.test(sql)).length;
+    // Five ends: on SQLite an UPDATE of four and one of one (db/rows.ts, `piecesOf`).
+    expect(of(/^update .tasks./i), 'tasks').to.equal(testDatabaseKind === 'sqlite' ? 2 : 1);
+    expect(of(/^insert into .task_events./i), 'new events').to.equal(1);
+    expect(of(/^update .task_events./i), 'the result under way completed').to.equal(1);
+    // Ten stream events: on SQLite in INSERTs of eight and two rows.
+    expect(of(/insert into .?stream_events/i), 'stream events').to.equal(testDatabaseKind === 'sqlite' ? 2 : 1);
+    expect(of(/^update .scribes./i), 'runs ended').to.equal(1);
+  });
+
+  it('writes a large batch in UPDATEs of at most 64 ends, and records nothing for a batch whose claims all lapsed', async () => {
+    const claimed = await claimedTasks(70);
+    const finishes = claimed.map((task) => ({
+      id: task.id,
+      claimToken: task.token,
+      to: 'done' as const,
+      author: 'scribe' as const,
+      text: 'ok',
+      result: 'ok',
+      at: '2026-12-01T11:00:00.000Z',
+      lastError: null,
+      noDraft: true,
+    }));
+    statements = [];
+    h.db.on('query', count);
+    const finished = await finishRuns(h.db, finishes).finally(() => h.db.off('query', count));
+    expect(finished).to.have.length(70);
+    expect(statements.filter((sql) => /^update .tasks./i.test(sql)).length, 'SQLite: 64, 4 and 2; PostgreSQL: 64 and 6').to.equal(testDatabaseKind === 'sqlite' ? 3 : 2);
+    const ids = claimed.map((task) => task.id);
+    expect(await h.db('tasks').whereIn('id', ids).where({ status: 'done', result: 'ok' }).count({ n: '*' }).first()).to.deep.equal({ n: 70 });
+    expect((await h.db('scribes').where({ id: t.scribe.id }).first()).runs_in_flight).to.equal(0);
+
+    const again = await finishRuns(h.db, finishes, async () => expect.fail('nothing was recorded'));
+    expect(again).to.deep.equal([]);
+  });
+});
