@@ -24,10 +24,6 @@ export interface AgentCallRow {
 
 export type NewAgentCall = Omit<AgentCallRow, 'id'>;
 
-export async function insertAgentCall(db: Db, row: NewAgentCall): Promise<void> {
-  await db('agent_calls').insert(row);
-}
-
 /** Several calls, of one run or of many, in as few statements as the database takes. */
 export async function insertAgentCalls(db: Db, rows: readonly NewAgentCall[]): Promise<void> {
   await insertRows(db, 'agent_calls', rows);

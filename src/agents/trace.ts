@@ -1,5 +1,5 @@
-import { atGroupEnd, atomically, type Writes } from '../db/group-commit.js';
-import type { Db } from '../db/knex.js';
+import { atomically, type Writes } from '../db/group-commit.js';
+import { batchedWrites } from '../lib/batch-per-key.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import * as queries from './queries.js';
@@ -42,9 +42,22 @@ export function keep(value: unknown): string | null {
   return text.length > TRACE_KEEP_CHARS ? `${text.slice(0, TRACE_KEEP_CHARS)}… (cut: ${text.length} characters in all)` : text;
 }
 
-/** The trace of one run of the agent on one task or one session answer; each call is written through `writes` (db/group-commit.ts). */
+/** Where the traces of a process store their calls (`storeCalls`). */
+export type CallStore = (row: queries.NewAgentCall) => Promise<void>;
+
+/**
+ * Stores the calls of all of a process's traces batch by batch (lib/batch-per-key.ts,
+ * `batchedWrites`): the calls that come while one batch is written go together in the next,
+ * in an INSERT or a few, through `writes`. A batch that fails is stored call by call, so a
+ * call that cannot be stored is told to its own trace and the others stay.
+ */
+export function storeCalls(writes: Writes): CallStore {
+  return batchedWrites((rows: readonly queries.NewAgentCall[]) => writes((trx) => atomically(trx, (t) => queries.insertAgentCalls(t, rows))));
+}
+
+/** The trace of one run of the agent on one task or one session answer; each call is stored through `store`. */
 export function createTrace(
-  writes: Writes,
+  store: CallStore,
   clock: Clock,
   work: { organizationId: string; scribeId: string; taskId?: string; sessionId?: string },
   onError: (err: unknown) => void,
@@ -71,35 +84,12 @@ export function createTrace(
         output_tokens: call.outputTokens ?? null,
         created_at: clock().toISOString(),
       };
-      pending.push(writes((trx) => atGroupEnd(trx, [{ row, onError }], storeCalls)).catch(onError));
+      pending.push(store(row).catch(onError));
     },
     async stored() {
       await Promise.all(pending);
     },
   };
-}
-
-/**
- * Stores traced calls: at once, or those of all the runs whose writes share a group
- * (db/group-commit.ts) in one INSERT at the group's end. When that fails, each is stored alone
- * (one statement each, which the database undoes alone), so that a call that cannot be stored
- * is told to its own trace and the others stay.
- */
-async function storeCalls(db: Db, calls: ReadonlyArray<{ row: queries.NewAgentCall; onError: (err: unknown) => void }>): Promise<void> {
-  if (calls.length > 1) {
-    try {
-      await atomically(db, (trx) =>
-        queries.insertAgentCalls(
-          trx,
-          calls.map((call) => call.row),
-        ),
-      );
-      return;
-    } catch {
-      // One of them cannot be stored: found below.
-    }
-  }
-  for (const call of calls) await queries.insertAgentCall(db, call.row).catch(call.onError);
 }
 
 /** The toolbox, each action reported to `trace` as a tool call (the builtin agent, which calls it directly). */

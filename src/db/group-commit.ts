@@ -148,8 +148,10 @@ export function groupCommits(db: Db, { gapMs = () => 0, maxGroupMs = 25 }: { gap
           else write.reject(outcome.err);
         });
       } catch (err) {
-        // The commit itself failed: nothing of the group was written.
-        for (const write of group) write.reject(err);
+        // The commit itself failed: nothing of the group was written. One that failed to begin
+        // (no connection: the database is closing) took no writes; those waiting fail with it
+        // rather than try again at once, and again.
+        for (const write of group.length > 0 ? group : waiting.splice(0)) write.reject(err);
       }
     }
     committing = false;

@@ -242,8 +242,9 @@ export function createAgentRuntime({
       (text) => writes((trx) => saveDraftMessage(trx, claim, text, answers.at())),
       (draft) => agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: async () => mcpServers, signal, draft }),
     );
-    // The trace's writes were queued before the answer's: they commit with it or before it.
-    await Promise.all([answers.answer(outcome.reply, outcome.end ?? false, transcript.length ? Number(transcript.at(-1)!.id) : undefined), trace.stored()]);
+    // The run's trace is stored before its answer is: whoever reads the answer can read how it came.
+    await trace.stored();
+    await answers.answer(outcome.reply, outcome.end ?? false, transcript.length ? Number(transcript.at(-1)!.id) : undefined);
   }
 
   async function workTask(work: Work & { kind: 'task' }, claim: ClaimRef, scribe: ScribeRow, signal: AbortSignal): Promise<void> {
@@ -256,13 +257,11 @@ export function createAgentRuntime({
       (text) => writes((trx) => saveDraftEvent(trx, claim, text, draftedAt())),
       (draft) => agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers: async () => mcpServers, signal, draft }),
     );
-    // The trace's writes were queued before the finish: they commit with it or before it.
-    await Promise.all([
-      outcome.status === 'done'
-        ? finish('done', 'scribe', outcome.result, { result: outcome.result, lastError: null })
-        : finish('waiting', 'scribe', outcome.question, { lastError: null }),
-      trace.stored(),
-    ]);
+    // The run's trace is stored before its end is recorded: whoever reads the end can read how it came.
+    await trace.stored();
+    await (outcome.status === 'done'
+      ? finish('done', 'scribe', outcome.result, { result: outcome.result, lastError: null })
+      : finish('waiting', 'scribe', outcome.question, { lastError: null }));
   }
 
   /**

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { testDatabaseKind } from '../helpers/databases.js';
 import { atGroupEnd, atomically, groupCommits, readOncePerGroup } from '../../src/db/group-commit.js';
-import type { Db } from '../../src/db/knex.js';
+import { openDatabase, type Db } from '../../src/db/knex.js';
 
 describe('group commit of small writes (db/group-commit.ts)', function () {
   this.timeout(20_000);
@@ -212,5 +212,21 @@ describe('group commit of small writes (db/group-commit.ts)', function () {
     const writes = groupCommits(h.db, { gapMs: () => 60_000 });
     await writes(insert('a'));
     expect(await stored()).to.deep.equal(['a']);
+  });
+
+  it('fails the writes waiting for a group that cannot begin (the database closed), once each, rather than trying again at once', async () => {
+    const closed = openDatabase(h.config.databaseUrl);
+    await closed.destroy();
+    // Were a write tried again, the third try would begin on the open database and succeed.
+    let begun = 0;
+    const tried = new Proxy(closed, {
+      get: (target, name, receiver) =>
+        name === 'transaction' ? (work: (trx: Db) => Promise<unknown>) => (++begun < 3 ? target.transaction(work) : h.db.transaction(work)) : Reflect.get(target, name, receiver),
+    });
+    const writes = groupCommits(tried);
+    const failures = await Promise.all([failureOf(writes(insert('a'))), failureOf(writes(insert('b')))]);
+    expect(failures.map((err) => String((err as Error).message))).to.satisfy((messages: string[]) => messages.every((m) => /unable to acquire a connection/i.test(m)));
+    expect(begun, testDatabaseKind === 'sqlite' ? 'one group, which could not begin' : 'each write on its own, no group').to.equal(testDatabaseKind === 'sqlite' ? 1 : 0);
+    expect(await stored()).to.deep.equal([]);
   });
 });

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
 import { DEFAULT_USAGE, startFakeOpenAi } from '../helpers/fake-openai.js';
 import { signIn } from '../helpers/console.js';
-import { createTrace, presentTrace, traceTotals } from '../../src/agents/trace.js';
+import { createTrace, storeCalls, presentTrace, traceTotals } from '../../src/agents/trace.js';
 import { groupCommits } from '../../src/db/group-commit.js';
 import { testDatabaseKind } from '../helpers/databases.js';
 
@@ -93,9 +93,9 @@ describe('agent traces, usage, per-scribe model settings and limits', function (
   it("stores a run's calls without holding the run up, in order; a call that cannot be stored is reported, the others kept", async () => {
     const other = await h.tenant({ slug: 'traced' });
     const errors: unknown[] = [];
-    const writes = groupCommits(h.db);
-    const trace = createTrace(writes, h.services.clock, { organizationId: other.organizationId, scribeId: other.scribe.id }, (err) => errors.push(err));
-    const lost = createTrace(writes, h.services.clock, { organizationId: other.organizationId, scribeId: '00000000-0000-4000-8000-000000000000' }, (err) => errors.push(err));
+    const store = storeCalls(groupCommits(h.db));
+    const trace = createTrace(store, h.services.clock, { organizationId: other.organizationId, scribeId: other.scribe.id }, (err) => errors.push(err));
+    const lost = createTrace(store, h.services.clock, { organizationId: other.organizationId, scribeId: '00000000-0000-4000-8000-000000000000' }, (err) => errors.push(err));
     const stored = () => h.db('agent_calls').where({ organization_id: other.organizationId }).orderBy('position').pluck('name');
     expect(trace.record({ kind: 'model', name: 'first', durationMs: 5 })).to.equal(undefined);
     lost.record({ kind: 'model', name: 'of no scribe', durationMs: 1 });
@@ -107,36 +107,31 @@ describe('agent traces, usage, per-scribe model settings and limits', function (
     expect(String((errors[0] as Error).message)).to.match(/foreign key/i);
   });
 
-  it(
-    testDatabaseKind === 'sqlite'
-      ? 'stores the calls of runs whose writes share a group in one INSERT at its end'
-      : 'stores each call with one INSERT on PostgreSQL, where writes are not grouped',
-    async () => {
-      const other = await h.tenant({ slug: 'grouped-traces' });
-      const inserts: string[] = [];
-      const count = (query: { sql: string }) => {
-        if (/^insert into .agent_calls./i.test(query.sql)) inserts.push(query.sql);
-      };
-      const writes = groupCommits(h.db);
-      const traces = [0, 1, 2, 3].map(() =>
-        createTrace(writes, h.services.clock, { organizationId: other.organizationId, scribeId: other.scribe.id }, (err) => expect.fail(String(err))),
-      );
-      h.db.on('query', count);
-      try {
-        for (const [i, trace] of traces.entries()) {
-          trace.record({ kind: 'model', name: `run ${i}, first`, durationMs: 1 });
-          trace.record({ kind: 'tool', name: `run ${i}, second`, durationMs: 1 });
-        }
-        await Promise.all(traces.map((trace) => trace.stored()));
-      } finally {
-        h.db.off('query', count);
+  it('stores the calls of all runs batch by batch: the first at once, those that come while it is written together next', async () => {
+    const other = await h.tenant({ slug: 'grouped-traces' });
+    const inserts: string[] = [];
+    const count = (query: { sql: string }) => {
+      if (/^insert into .agent_calls./i.test(query.sql)) inserts.push(query.sql);
+    };
+    const store = storeCalls(groupCommits(h.db));
+    const traces = [0, 1, 2, 3].map(() =>
+      createTrace(store, h.services.clock, { organizationId: other.organizationId, scribeId: other.scribe.id }, (err) => expect.fail(String(err))),
+    );
+    h.db.on('query', count);
+    try {
+      for (const [i, trace] of traces.entries()) {
+        trace.record({ kind: 'model', name: `run ${i}, first`, durationMs: 1 });
+        trace.record({ kind: 'tool', name: `run ${i}, second`, durationMs: 1 });
       }
-      // Eight calls: one INSERT of eight rows on SQLite (db/rows.ts writes a power of two at a time).
-      expect(inserts).to.have.length(testDatabaseKind === 'sqlite' ? 1 : 8);
-      const rows = await h.db('agent_calls').where({ organization_id: other.organizationId }).orderBy('id').select('name', 'position');
-      expect(rows.map((row) => `${row.name} @${row.position}`).sort()).to.deep.equal([0, 1, 2, 3].flatMap((i) => [`run ${i}, first @0`, `run ${i}, second @1`]).sort());
-    },
-  );
+      await Promise.all(traces.map((trace) => trace.stored()));
+    } finally {
+      h.db.off('query', count);
+    }
+    // Eight calls: the first alone, then seven in one INSERT, or on SQLite in INSERTs of four and three (db/rows.ts, `piecesOf`).
+    expect(inserts).to.have.length(testDatabaseKind === 'sqlite' ? 3 : 2);
+    const rows = await h.db('agent_calls').where({ organization_id: other.organizationId }).orderBy('id').select('name', 'position');
+    expect(rows.map((row) => `${row.name} @${row.position}`).sort()).to.deep.equal([0, 1, 2, 3].flatMap((i) => [`run ${i}, first @0`, `run ${i}, second @1`]).sort());
+  });
 
   it("traces the builtin agent's tool calls too", async () => {
     const other = await h.tenant({ slug: 'plain' });
