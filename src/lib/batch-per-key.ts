@@ -62,28 +62,36 @@ export function sharedLookup<A extends unknown[], V>(keyOf: (...args: A) => stri
 }
 
 /**
- * Writes that calls share, batch by batch (`batchPerKey`, one key): `write` takes a batch's
- * items in one go. When a batch of several fails, each of its items is written alone, so an
- * item that cannot be written fails its own call only.
+ * Writes that calls share, batch by batch: the first call is written at once, and the calls
+ * that come while a batch is written go in the next, `most` at a time (each such batch
+ * answers its calls as it commits, so they need not wait for the rest). When a batch of
+ * several fails, each of its items is written alone, so an item that cannot be written
+ * fails its own call only.
  */
-export function batchedWrites<I>(write: (items: readonly I[]) => Promise<unknown>): (item: I) => Promise<void> {
-  type Outcome = { ok: true } | { ok: false; err: unknown };
-  const alone = (item: I): Promise<Outcome> =>
-    write([item]).then(
-      () => ({ ok: true }),
-      (err: unknown) => ({ ok: false, err }),
-    );
-  const batched = batchPerKey<I, Outcome>(async (_key, items) => {
-    if (items.length === 1) return [await alone(items[0]!)];
-    try {
-      await write(items);
-      return items.map(() => ({ ok: true }));
-    } catch {
-      return Promise.all(items.map(alone));
+export function batchedWrites<I>(write: (items: readonly I[]) => Promise<unknown>, { most = Infinity }: { most?: number } = {}): (item: I) => Promise<void> {
+  type Call = { item: I; resolve(): void; reject(err: unknown): void };
+  const waiting: Call[] = [];
+  let writing = false;
+  const alone = (call: Call) => write([call.item]).then(call.resolve, call.reject);
+  async function writeBatches(): Promise<void> {
+    writing = true;
+    while (waiting.length > 0) {
+      const batch = waiting.splice(0, most);
+      if (batch.length === 1) await alone(batch[0]!);
+      else {
+        try {
+          await write(batch.map((call) => call.item));
+          for (const call of batch) call.resolve();
+        } catch {
+          await Promise.all(batch.map(alone));
+        }
+      }
     }
-  });
-  return async (item) => {
-    const outcome = await batched('', item);
-    if (!outcome.ok) throw outcome.err;
-  };
+    writing = false;
+  }
+  return (item) =>
+    new Promise<void>((resolve, reject) => {
+      waiting.push({ item, resolve, reject });
+      if (!writing) void writeBatches();
+    });
 }

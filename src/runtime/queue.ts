@@ -34,6 +34,13 @@ export interface RuntimeOptions {
   commitGapMs: number;
 }
 
+/**
+ * Runs' ends written in one batch at most. Slots come free as their batch commits: a batch of
+ * hundreds (a burst of answers) held them all until its last statement, and the claim that
+ * refills them, and a new scribe's first run, came after it.
+ */
+const ENDS_PER_BATCH = 64;
+
 export const defaultRuntimeOptions: RuntimeOptions = {
   concurrency: 100,
   leaseMs: 30_000,
@@ -198,23 +205,25 @@ export function createAgentRuntime({
 
   /**
    * Runs' ends, batch by batch: the ends that come while one batch is written are written
-   * together next, in a few statements however many (tasks/queries.ts, `finishRuns`), with
-   * the webhook events of those recorded.
+   * together next, ENDS_PER_BATCH at a time, in a few statements for each batch
+   * (tasks/queries.ts, `finishRuns`), with the webhook events of those recorded.
    */
-  const endRuns = batchedWrites((ends: ReadonlyArray<{ finish: RunFinish; event: NewEvent }>) =>
-    writes((trx) =>
-      finishRuns(
-        trx,
-        ends.map((end) => end.finish),
-        (trx, finished) => {
-          const recorded = new Set(finished.map((finish) => finish.id));
-          return recordEvents(
-            trx,
-            ends.filter((end) => recorded.has(end.finish.id)).map((end) => end.event),
-          );
-        },
+  const endRuns = batchedWrites(
+    (ends: ReadonlyArray<{ finish: RunFinish; event: NewEvent }>) =>
+      writes((trx) =>
+        finishRuns(
+          trx,
+          ends.map((end) => end.finish),
+          (trx, finished) => {
+            const recorded = new Set(finished.map((finish) => finish.id));
+            return recordEvents(
+              trx,
+              ends.filter((end) => recorded.has(end.finish.id)).map((end) => end.event),
+            );
+          },
+        ),
       ),
-    ),
+    { most: ENDS_PER_BATCH },
   );
 
   /** What moves a task out of in_progress (releasing the claim), or fails it, with its webhook event, if the claim is still ours. */

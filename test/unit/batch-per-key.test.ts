@@ -111,7 +111,7 @@ describe('sharedLookup() (lib/batch-per-key.ts)', () => {
 
 describe('batchedWrites() (lib/batch-per-key.ts)', () => {
   /** A writer that records each batch it is given, and fails any batch holding a `bad` item. */
-  function writer() {
+  function writer(options?: { most: number }) {
     const written: string[][] = [];
     const tried: string[][] = [];
     const write = batchedWrites(async (items: readonly string[]) => {
@@ -119,7 +119,7 @@ describe('batchedWrites() (lib/batch-per-key.ts)', () => {
       await new Promise((resolve) => setTimeout(resolve, 5));
       if (items.some((item) => item.startsWith('bad'))) throw new Error(`cannot write ${items.join(', ')}`);
       written.push([...items]);
-    });
+    }, options);
     return { write, written, tried };
   }
 
@@ -142,6 +142,24 @@ describe('batchedWrites() (lib/batch-per-key.ts)', () => {
     expect((outcomes[1] as PromiseRejectedResult).reason).to.have.property('message', 'cannot write bad-c');
     expect(tried).to.deep.equal([['a'], ['b', 'bad-c', 'd'], ['b'], ['bad-c'], ['d']]);
     expect(written).to.deep.equal([['a'], ['b'], ['d']]);
+  });
+
+  it('writes at most `most` calls a batch, and answers each batch as it is written, before the next', async () => {
+    const { write, written } = writer({ most: 2 });
+    const first = write('a');
+    const answered: Array<[string, number]> = [];
+    const later = ['b', 'c', 'd', 'e', 'f'].map((item) => write(item).then(() => answered.push([item, written.length])));
+    await first;
+    await Promise.all(later);
+    expect(written).to.deep.equal([['a'], ['b', 'c'], ['d', 'e'], ['f']]);
+    // Each call was answered once its own batch was written, while later batches were still to come.
+    expect(answered).to.deep.equal([
+      ['b', 2],
+      ['c', 2],
+      ['d', 3],
+      ['e', 3],
+      ['f', 4],
+    ]);
   });
 
   it('fails a call written alone that fails, once, and goes on with the next', async () => {
