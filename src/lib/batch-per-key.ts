@@ -6,20 +6,20 @@ interface Call<I, R> {
 
 /**
  * At most one batch per key under way: the calls for a key that arrive while its batch runs
- * form the next batch, which starts when that one has ended. `run` answers a batch's items
- * in order. Each call is answered by a batch that started after the call arrived, so it
- * never reads older state than a query of its own would have (a key revoked before the call
- * arrived is seen revoked), while many calls with one key at once cost a round trip per
- * batch rather than one each.
+ * form the next batch (`most` of them at a time), which starts when that one has ended.
+ * `run` answers a batch's items in order. Each call is answered by a batch that started
+ * after the call arrived, so it never reads older state than a query of its own would have
+ * (a key revoked before the call arrived is seen revoked), while many calls with one key at
+ * once cost a round trip per batch rather than one each.
  */
-export function batchPerKey<I, R>(run: (key: string, items: I[]) => Promise<R[]>): (key: string, item: I) => Promise<R> {
+export function batchPerKey<I, R>(run: (key: string, items: I[]) => Promise<R[]>, { most = Infinity }: { most?: number } = {}): (key: string, item: I) => Promise<R> {
   const waiting = new Map<string, Array<Call<I, R>>>();
 
   async function runBatches(key: string): Promise<void> {
-    for (;;) {
-      const batch = waiting.get(key)!;
-      // Calls from now on wait for the next batch.
-      waiting.set(key, []);
+    const queue = waiting.get(key)!;
+    while (queue.length > 0) {
+      // The calls beyond these, and those that arrive meanwhile, wait for the next batch.
+      const batch = queue.splice(0, most);
       try {
         const results = await run(
           key,
@@ -29,11 +29,8 @@ export function batchPerKey<I, R>(run: (key: string, items: I[]) => Promise<R[]>
       } catch (err) {
         for (const call of batch) call.reject(err);
       }
-      if (waiting.get(key)!.length === 0) {
-        waiting.delete(key);
-        return;
-      }
     }
+    waiting.delete(key);
   }
 
   return (key, item) =>
@@ -62,36 +59,33 @@ export function sharedLookup<A extends unknown[], V>(keyOf: (...args: A) => stri
 }
 
 /**
- * Writes that calls share, batch by batch: the first call is written at once, and the calls
- * that come while a batch is written go in the next, `most` at a time (each such batch
- * answers its calls as it commits, so they need not wait for the rest). When a batch of
- * several fails, each of its items is written alone, so an item that cannot be written
- * fails its own call only.
+ * Writes that calls share, batch by batch (`batchPerKey`, one key): the first call is written
+ * at once, and the calls that come while a batch is written go in the next, `most` at a time
+ * (each batch answers its calls as it commits, so they need not wait for the rest). When a
+ * batch of several fails, each of its items is written alone, so an item that cannot be
+ * written fails its own call only.
  */
-export function batchedWrites<I>(write: (items: readonly I[]) => Promise<unknown>, { most = Infinity }: { most?: number } = {}): (item: I) => Promise<void> {
-  type Call = { item: I; resolve(): void; reject(err: unknown): void };
-  const waiting: Call[] = [];
-  let writing = false;
-  const alone = (call: Call) => write([call.item]).then(call.resolve, call.reject);
-  async function writeBatches(): Promise<void> {
-    writing = true;
-    while (waiting.length > 0) {
-      const batch = waiting.splice(0, most);
-      if (batch.length === 1) await alone(batch[0]!);
-      else {
-        try {
-          await write(batch.map((call) => call.item));
-          for (const call of batch) call.resolve();
-        } catch {
-          await Promise.all(batch.map(alone));
-        }
+export function batchedWrites<I>(write: (items: readonly I[]) => Promise<unknown>, { most }: { most?: number } = {}): (item: I) => Promise<void> {
+  type Outcome = { ok: true } | { ok: false; err: unknown };
+  const alone = (item: I): Promise<Outcome> =>
+    write([item]).then(
+      () => ({ ok: true }),
+      (err: unknown) => ({ ok: false, err }),
+    );
+  const batched = batchPerKey<I, Outcome>(
+    async (_key, items) => {
+      if (items.length === 1) return [await alone(items[0]!)];
+      try {
+        await write(items);
+        return items.map(() => ({ ok: true }));
+      } catch {
+        return Promise.all(items.map(alone));
       }
-    }
-    writing = false;
-  }
-  return (item) =>
-    new Promise<void>((resolve, reject) => {
-      waiting.push({ item, resolve, reject });
-      if (!writing) void writeBatches();
-    });
+    },
+    { most },
+  );
+  return async (item) => {
+    const outcome = await batched('', item);
+    if (!outcome.ok) throw outcome.err;
+  };
 }
