@@ -21,7 +21,7 @@ import { openSecretBox } from './secrets/keys.js';
 import type { SecretBox } from './secrets/secret-box.js';
 import { createDownloader, type DownloadLimits } from './requests/attachments/download.js';
 import { createOutbox } from './webhooks/events.js';
-import { createTrace, storeCalls } from './agents/trace.js';
+import { createTrace } from './agents/trace.js';
 import { listAgentCalls, listMcpServersOf } from './agents/queries.js';
 import { createMcpConnector, defaultMcpLimits, type McpLimits } from './agents/mcp.js';
 import { createMcpServerService } from './agents/mcp-servers.js';
@@ -193,7 +193,6 @@ export function createServices({
   // Runs' small writes (trace calls, drafts, finishes) share commits where that pays (SQLite).
   // Only while runs overlap: a lone run's writes (a quiet install's) wait for no one.
   const runWrites = groupCommits(db, { gapMs: () => (runtime.running > 1 ? runtimeOptions.commitGapMs : 0) });
-  const callStore = storeCalls(runWrites);
   const runtime = createAgentRuntime({
     db,
     claimsDb,
@@ -204,7 +203,7 @@ export function createServices({
     findScribes: (ids) => findScribesByIds(claimsDb, ids),
     toolboxFor: (scribe) => createToolbox(scribe, { entryTypes, entries, tasks }),
     recordEvents: outbox.record,
-    traceFor: (work) => createTrace(callStore, clock, work, (err) => logger.warn({ err, ...work }, 'could not store a call of a trace')),
+    traceFor: (work, store) => createTrace(store, clock, work, (err) => logger.warn({ err, ...work }, 'could not store a call of a trace')),
     writes: runWrites,
     mcpServersOf: (scribeIds) => listMcpServersOf(claimsDb, secrets, scribeIds),
     // Work given back as this process stops: another process takes it at once (PostgreSQL) or on its next look.

@@ -1,8 +1,6 @@
-import { atomically, type Writes } from '../db/group-commit.js';
-import { batchedWrites } from '../lib/batch-per-key.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
-import * as queries from './queries.js';
+import type * as queries from './queries.js';
 import { TOOL_NAMES, type Toolbox } from './toolbox.js';
 
 /** How much of a tool call's arguments and result a trace keeps. */
@@ -42,18 +40,8 @@ export function keep(value: unknown): string | null {
   return text.length > TRACE_KEEP_CHARS ? `${text.slice(0, TRACE_KEEP_CHARS)}… (cut: ${text.length} characters in all)` : text;
 }
 
-/** Where the traces of a process store their calls (`storeCalls`). */
+/** Where the traces of a process store their calls: the runtime's line of runs' writes (runtime/run-writes.ts). */
 export type CallStore = (row: queries.NewAgentCall) => Promise<void>;
-
-/**
- * Stores the calls of all of a process's traces batch by batch (lib/batch-per-key.ts,
- * `batchedWrites`): the calls that come while one batch is written go together in the next,
- * in an INSERT or a few, through `writes`. A batch that fails is stored call by call, so a
- * call that cannot be stored is told to its own trace and the others stay.
- */
-export function storeCalls(writes: Writes): CallStore {
-  return batchedWrites((rows: readonly queries.NewAgentCall[]) => writes((trx) => atomically(trx, (t) => queries.insertAgentCalls(t, rows))));
-}
 
 /** The trace of one run of the agent on one task or one session answer; each call is stored through `store`. */
 export function createTrace(

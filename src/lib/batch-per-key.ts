@@ -12,35 +12,44 @@ interface Call<I, R> {
  * (a key revoked before the call arrived is seen revoked), while many calls with one key at
  * once cost a round trip per batch rather than one each.
  */
-export function batchPerKey<I, R>(run: (key: string, items: I[]) => Promise<R[]>, { most = Infinity }: { most?: number } = {}): (key: string, item: I) => Promise<R> {
-  const waiting = new Map<string, Array<Call<I, R>>>();
+export function batchPerKey<I, R>(
+  run: (key: string, items: I[]) => Promise<R[]>,
+  { most = Infinity, lines = 1 }: { most?: number; lines?: number } = {},
+): (key: string, item: I) => Promise<R> {
+  const keys = new Map<string, { waiting: Array<Call<I, R>>; underWay: number }>();
 
-  async function runBatches(key: string): Promise<void> {
-    const queue = waiting.get(key)!;
-    while (queue.length > 0) {
-      // The calls beyond these, and those that arrive meanwhile, wait for the next batch.
-      const batch = queue.splice(0, most);
-      try {
-        const results = await run(
-          key,
-          batch.map((call) => call.item),
-        );
-        batch.forEach((call, i) => call.resolve(results[i]!));
-      } catch (err) {
-        for (const call of batch) call.reject(err);
-      }
+  async function runBatch(batch: Array<Call<I, R>>, key: string): Promise<void> {
+    try {
+      const results = await run(
+        key,
+        batch.map((call) => call.item),
+      );
+      batch.forEach((call, i) => call.resolve(results[i]!));
+    } catch (err) {
+      for (const call of batch) call.reject(err);
     }
-    waiting.delete(key);
+  }
+
+  function startBatches(key: string): void {
+    const state = keys.get(key)!;
+    while (state.underWay < lines && state.waiting.length > 0) {
+      // The calls beyond these, and those that arrive meanwhile, wait for the next batch.
+      const batch = state.waiting.splice(0, most);
+      state.underWay++;
+      void runBatch(batch, key).then(() => {
+        state.underWay--;
+        if (state.waiting.length > 0) startBatches(key);
+        else if (state.underWay === 0) keys.delete(key);
+      });
+    }
   }
 
   return (key, item) =>
     new Promise<R>((resolve, reject) => {
-      const queue = waiting.get(key);
-      if (queue) queue.push({ item, resolve, reject });
-      else {
-        waiting.set(key, [{ item, resolve, reject }]);
-        void runBatches(key);
-      }
+      const state = keys.get(key) ?? { waiting: [], underWay: 0 };
+      keys.set(key, state);
+      state.waiting.push({ item, resolve, reject });
+      startBatches(key);
     });
 }
 
@@ -65,7 +74,7 @@ export function sharedLookup<A extends unknown[], V>(keyOf: (...args: A) => stri
  * batch of several fails, each of its items is written alone, so an item that cannot be
  * written fails its own call only.
  */
-export function batchedWrites<I>(write: (items: readonly I[]) => Promise<unknown>, { most }: { most?: number } = {}): (item: I) => Promise<void> {
+export function batchedWrites<I>(write: (items: readonly I[]) => Promise<unknown>, { most, lines }: { most?: number; lines?: number } = {}): (item: I) => Promise<void> {
   type Outcome = { ok: true } | { ok: false; err: unknown };
   const alone = (item: I): Promise<Outcome> =>
     write([item]).then(
@@ -82,7 +91,7 @@ export function batchedWrites<I>(write: (items: readonly I[]) => Promise<unknown
         return Promise.all(items.map(alone));
       }
     },
-    { most },
+    { most, lines },
   );
   return async (item) => {
     const outcome = await batched('', item);

@@ -4,18 +4,19 @@ import type { Logger } from '../logger.js';
 import { type Clock, laterThan } from '../lib/clock.js';
 import type { Agent } from '../agents/agent.js';
 import type { Toolbox } from '../agents/toolbox.js';
-import { noTrace, type Trace } from '../agents/trace.js';
+import { type CallStore, noTrace, type Trace } from '../agents/trace.js';
 import type { AgentAttachment } from '../agents/attachments.js';
 import type { McpServerRow } from '../agents/queries.js';
 import type { AgentKind, ScribeRow } from '../scribes/service.js';
 import { finishSession, findMessagesOfSessions, type MessageRow, saveDraftMessage } from '../sessions/queries.js';
-import { findEventsOfTasks, finishRuns, type RunFinish, saveDraftEvent, type TaskEventRow, type WorkedTaskRow } from '../tasks/queries.js';
+import { findEventsOfTasks, saveDraftEvent, type TaskEventRow, type WorkedTaskRow } from '../tasks/queries.js';
 import { createReplyWriter, type ReplyWriter } from '../agents/reply-writer.js';
-import { type NewEvent, sessionEvent, taskEvent, type RecordEvents } from '../webhooks/events.js';
-import { batchedWrites } from '../lib/batch-per-key.js';
+import { sessionEvent, taskEvent, type RecordEvents } from '../webhooks/events.js';
 import type { Writes } from '../db/group-commit.js';
 import { shareSlots, workQueue, type ClaimRef, type Claimed, type ClaimTerms, type Queue } from '../work/engine.js';
 import * as queries from './queries.js';
+import { runWrites } from './run-writes.js';
+import { dialectOf } from '../db/dialect.js';
 
 export interface RuntimeOptions {
   /** Runs (sessions and tasks worked) in flight at once in this process (AGENT_CONCURRENCY). */
@@ -32,14 +33,9 @@ export interface RuntimeOptions {
   claimGapMs: number;
   /** The least time between two commits of runs' writes on SQLite: writes that come meanwhile share the next (db/group-commit.ts). */
   commitGapMs: number;
+  /** Batches of runs' writes under way at once where they share commits (SQLite): they join one group rather than wait for each other's commits (run-writes.ts). */
+  writeLines: number;
 }
-
-/**
- * Runs' ends written in one batch at most. Slots come free as their batch commits: a batch of
- * hundreds (a burst of answers) held them all until its last statement, and the claim that
- * refills them, and a new scribe's first run, came after it.
- */
-const ENDS_PER_BATCH = 64;
 
 export const defaultRuntimeOptions: RuntimeOptions = {
   concurrency: 100,
@@ -50,6 +46,7 @@ export const defaultRuntimeOptions: RuntimeOptions = {
   // Small beside a model call's seconds, and enough that a busy process claims runs by the dozen.
   claimGapMs: 20,
   commitGapMs: 10,
+  writeLines: 16,
 };
 
 export const messages = {
@@ -119,7 +116,7 @@ export function createAgentRuntime({
   /** Writes a finished answer's or task's webhook event in the transaction that records it (the outbox). */
   recordEvents?: RecordEvents;
   /** Where a run of the agent on a task or a session answer reports its calls (agents/trace.ts). */
-  traceFor?: (work: { organizationId: string; scribeId: string; taskId?: string; sessionId?: string }) => Trace;
+  traceFor?: (work: { organizationId: string; scribeId: string; taskId?: string; sessionId?: string }, store: CallStore) => Trace;
   /** The stored files of the receipt a task came from (agents/attachments.ts). */
   attachmentsOf?: (tasks: readonly WorkedTaskRow[]) => Promise<ReadonlyMap<string, AgentAttachment[]>>;
   /** The MCP servers whose tools each scribe's agent may call (agents/mcp.ts). */
@@ -203,34 +200,15 @@ export function createAgentRuntime({
     };
   }
 
-  /**
-   * Runs' ends, batch by batch: the ends that come while one batch is written are written
-   * together next, ENDS_PER_BATCH at a time, in a few statements for each batch
-   * (tasks/queries.ts, `finishRuns`), with the webhook events of those recorded.
-   */
-  const endRuns = batchedWrites(
-    (ends: ReadonlyArray<{ finish: RunFinish; event: NewEvent }>) =>
-      writes((trx) =>
-        finishRuns(
-          trx,
-          ends.map((end) => end.finish),
-          (trx, finished) => {
-            const recorded = new Set(finished.map((finish) => finish.id));
-            return recordEvents(
-              trx,
-              ends.filter((end) => recorded.has(end.finish.id)).map((end) => end.event),
-            );
-          },
-        ),
-      ),
-    { most: ENDS_PER_BATCH },
-  );
+  // Runs' trace calls and task runs' ends (run-writes.ts): on SQLite several batches join a
+  // group commit; on PostgreSQL one at a time keeps a run's calls ahead of its end.
+  const line = runWrites(writes, recordEvents, { lines: dialectOf(db).sharesCommits ? options.writeLines : 1 });
 
   /** What moves a task out of in_progress (releasing the claim), or fails it, with its webhook event, if the claim is still ours. */
   function taskMoves(work: Work & { kind: 'task' }, claim: ClaimRef, scribe: ScribeRow | undefined) {
     const task = work.row;
     const finish = (to: 'done' | 'waiting', author: 'scribe' | 'system', text: string, { result, lastError }: { result?: string; lastError: string | null }) =>
-      endRuns({
+      line.end({
         finish: { id: task.id, claimToken: claim.token, to, author, text, at: laterThan(clock, task.updated_at), result, lastError, noDraft: !work.drafted },
         event: taskEvent(task, scribe?.slug ?? '', to === 'done' ? { status: 'done', result: text } : { status: 'waiting', question: text }),
       });
@@ -245,7 +223,7 @@ export function createAgentRuntime({
   async function answerSession(work: Work & { kind: 'session' }, claim: ClaimRef, scribe: ScribeRow, signal: AbortSignal): Promise<void> {
     const { row: session, transcript, mcpServers } = work;
     const answers = sessionAnswers(work, claim, scribe);
-    const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, sessionId: session.id }));
+    const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, sessionId: session.id }, line.call));
     const outcome = await writing(
       work,
       (text) => writes((trx) => saveDraftMessage(trx, claim, text, answers.at())),
@@ -259,15 +237,14 @@ export function createAgentRuntime({
   async function workTask(work: Work & { kind: 'task' }, claim: ClaimRef, scribe: ScribeRow, signal: AbortSignal): Promise<void> {
     const { row: task, history, attachments, mcpServers } = work;
     const { finish } = taskMoves(work, claim, scribe);
-    const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, taskId: task.id }));
+    const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, taskId: task.id }, line.call));
     const draftedAt = () => laterThan(clock, task.updated_at);
     const outcome = await writing(
       work,
       (text) => writes((trx) => saveDraftEvent(trx, claim, text, draftedAt())),
       (draft) => agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers: async () => mcpServers, signal, draft }),
     );
-    // The run's trace is stored before its end is recorded: whoever reads the end can read how it came.
-    await trace.stored();
+    // The run's calls are queued ahead of its end, on the same line (run-writes.ts).
     await (outcome.status === 'done'
       ? finish('done', 'scribe', outcome.result, { result: outcome.result, lastError: null })
       : finish('waiting', 'scribe', outcome.question, { lastError: null }));

@@ -168,8 +168,10 @@ export async function benchAgents(dataDir: string): Promise<void> {
   process.env.TEST_POSTGRES_URL = cluster.url;
   const results: Result[] = [];
   try {
-    // BENCH_AGENT_ONLY: the scenarios whose name contains it (a quick look at one).
-    for (const scenario of SCENARIOS.filter((s) => s.name.includes(process.env.BENCH_AGENT_ONLY ?? ''))) {
+    // BENCH_AGENT_ONLY: the scenario of that name, or those whose name contains it (a quick look at one).
+    const only = process.env.BENCH_AGENT_ONLY ?? '';
+    const exact = SCENARIOS.some((s) => s.name === only);
+    for (const scenario of SCENARIOS.filter((s) => (exact ? s.name === only : s.name.includes(only)))) {
       const model = await startBenchModel({ delayMs: MODEL_MS, toolRounds: scenario.toolRounds });
       try {
         results.push(await run(dataDir, scenario, model));

@@ -3,6 +3,8 @@ import { expect } from 'chai';
 import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
 import { testDatabaseKind } from '../helpers/databases.js';
 import { finishRuns, saveDraftEvent, type RunFinish } from '../../src/tasks/queries.js';
+import { runWrites, type RunEnd } from '../../src/runtime/run-writes.js';
+import type { NewAgentCall } from '../../src/agents/queries.js';
 
 /** Runs' ends recorded together (tasks/queries.ts, `finishRuns`): what each end writes, in a few statements for all. */
 describe('runs ended in one batch (finishRuns)', () => {
@@ -135,5 +137,66 @@ describe('runs ended in one batch (finishRuns)', () => {
 
     const again = await finishRuns(h.db, finishes, async () => expect.fail('nothing was recorded'));
     expect(again).to.deep.equal([]);
+  });
+
+  it("writes runs' traced calls and their ends in one line (runWrites): a run's calls in its end's batch, ahead of it; a call that cannot be stored fails alone", async () => {
+    const [first, second, third] = await claimedTasks(3);
+    const at = '2026-12-01T12:00:00.000Z';
+    const recorded: string[][] = [];
+    const line = runWrites(
+      (work) => work(h.db),
+      async (_trx, events) => {
+        recorded.push(events.map((event) => String(event.data.id)));
+        return [];
+      },
+    );
+    const call = (task: { id: string }, name: string, scribeId = t.scribe.id): NewAgentCall => ({
+      organization_id: t.organizationId,
+      scribe_id: scribeId,
+      task_id: task.id,
+      session_id: null,
+      run_id: randomUUID(),
+      position: 0,
+      kind: 'model',
+      name,
+      arguments: null,
+      result: null,
+      duration_ms: 1000,
+      error: null,
+      input_tokens: null,
+      output_tokens: null,
+      created_at: at,
+    });
+    const end = (task: { id: string; token: string }): RunEnd => ({
+      finish: { id: task.id, claimToken: task.token, to: 'done', author: 'scribe', text: 'Done.', result: 'Done.', at, lastError: null, noDraft: true },
+      event: { organizationId: t.organizationId, type: 'task.done', data: { id: task.id } },
+    });
+    statements = [];
+    h.db.on('query', count);
+    const errors: unknown[] = [];
+    const writes = [
+      // The first write goes at once, alone; the rest come while it is written and go together next.
+      line.call(call(first!, 'first')),
+      line.call(call(second!, 'second')),
+      line.end(end(first!)),
+      line.end(end(second!)),
+    ];
+    await Promise.all(writes).finally(() => h.db.off('query', count));
+    const calls = statements.filter((sql) => /^insert into .agent_calls./i.test(sql));
+    const tasks = statements.filter((sql) => /^update .tasks./i.test(sql));
+    expect([calls.length, tasks.length], 'the first call alone, then the second call and both ends in one batch').to.deep.equal([2, 1]);
+    expect(statements.indexOf(calls[1]!), 'the batch writes its calls ahead of its ends').to.be.below(statements.indexOf(tasks[0]!));
+    expect(await h.db('agent_calls').whereIn('task_id', [first!.id, second!.id]).orderBy('name').pluck('name')).to.deep.equal(['first', 'second']);
+    expect(await h.db('tasks').whereIn('id', [first!.id, second!.id]).pluck('status')).to.deep.equal(['done', 'done']);
+    expect(recorded).to.deep.equal([[first!.id, second!.id]]);
+
+    // A call of no scribe cannot be stored: its batch is written item by item, and only that call fails.
+    const busy = line.call(call(first!, 'keeps the line busy')).catch((err) => errors.push(err));
+    const lost = line.call(call(third!, 'of no scribe', '00000000-0000-4000-8000-000000000000')).catch((err) => errors.push(err));
+    await Promise.all([busy, lost, line.end(end(third!))]);
+    expect(errors).to.have.length(1);
+    expect(String((errors[0] as Error).message)).to.match(/foreign key/i);
+    expect(await h.db('tasks').where({ id: third!.id }).first('status')).to.deep.equal({ status: 'done' });
+    expect(await h.db('agent_calls').where({ task_id: third!.id }).count({ n: '*' }).first()).to.deep.equal({ n: 0 });
   });
 });

@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
 import { DEFAULT_USAGE, startFakeOpenAi } from '../helpers/fake-openai.js';
 import { signIn } from '../helpers/console.js';
-import { createTrace, storeCalls, presentTrace, traceTotals } from '../../src/agents/trace.js';
+import { createTrace, presentTrace, traceTotals } from '../../src/agents/trace.js';
+import { runWrites } from '../../src/runtime/run-writes.js';
 import { groupCommits } from '../../src/db/group-commit.js';
 import { testDatabaseKind } from '../helpers/databases.js';
 
@@ -93,7 +94,7 @@ describe('agent traces, usage, per-scribe model settings and limits', function (
   it("stores a run's calls without holding the run up, in order; a call that cannot be stored is reported, the others kept", async () => {
     const other = await h.tenant({ slug: 'traced' });
     const errors: unknown[] = [];
-    const store = storeCalls(groupCommits(h.db));
+    const store = runWrites(groupCommits(h.db), async () => []).call;
     const trace = createTrace(store, h.services.clock, { organizationId: other.organizationId, scribeId: other.scribe.id }, (err) => errors.push(err));
     const lost = createTrace(store, h.services.clock, { organizationId: other.organizationId, scribeId: '00000000-0000-4000-8000-000000000000' }, (err) => errors.push(err));
     const stored = () => h.db('agent_calls').where({ organization_id: other.organizationId }).orderBy('position').pluck('name');
@@ -113,7 +114,7 @@ describe('agent traces, usage, per-scribe model settings and limits', function (
     const count = (query: { sql: string }) => {
       if (/^insert into .agent_calls./i.test(query.sql)) inserts.push(query.sql);
     };
-    const store = storeCalls(groupCommits(h.db));
+    const store = runWrites(groupCommits(h.db), async () => []).call;
     const traces = [0, 1, 2, 3].map(() =>
       createTrace(store, h.services.clock, { organizationId: other.organizationId, scribeId: other.scribe.id }, (err) => expect.fail(String(err))),
     );

@@ -74,6 +74,36 @@ describe('batchPerKey() (lib/batch-per-key.ts)', () => {
     expect(await Promise.all([add('a', 2), add('a', 3)])).to.deep.equal([2, 3]);
     expect(runs, 'the failed batch, then 2 alone, then 3').to.equal(3);
   });
+  it('runs up to `lines` batches of a key at once: the next batch starts as any of them ends', async () => {
+    const batches: string[][] = [];
+    let underWay = 0;
+    let most = 0;
+    const release: Array<() => void> = [];
+    const add = batchPerKey<string, string>(
+      async (_key, items) => {
+        batches.push(items);
+        underWay += 1;
+        most = Math.max(most, underWay);
+        await new Promise<void>((resolve) => release.push(resolve));
+        underWay -= 1;
+        return items.map((item) => `${item}@${batches.indexOf(items) + 1}`);
+      },
+      { most: 2, lines: 2 },
+    );
+    const answers = ['a', 'b', 'c', 'd', 'e', 'f'].map((item) => add('k', item));
+    expect(batches, 'the first two calls at once, each alone; the rest wait for a line').to.deep.equal([['a'], ['b']]);
+    release.shift()!();
+    expect(await answers[0]).to.equal('a@1');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(batches, 'a line came free: the next two waiting').to.deep.equal([['a'], ['b'], ['c', 'd']]);
+    release.shift()!();
+    expect(await answers[1]).to.equal('b@2');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(batches.at(-1)).to.deep.equal(['e', 'f']);
+    while (release.length > 0) release.shift()!();
+    expect(await Promise.all(answers)).to.deep.equal(['a@1', 'b@2', 'c@3', 'd@3', 'e@4', 'f@4']);
+    expect(most, 'never more than two batches under way').to.equal(2);
+  });
 });
 
 describe('sharedLookup() (lib/batch-per-key.ts)', () => {

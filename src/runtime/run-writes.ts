@@ -1,0 +1,62 @@
+import type { Db } from '../db/knex.js';
+import { atomically, type Writes } from '../db/group-commit.js';
+import { insertAgentCalls, type NewAgentCall } from '../agents/queries.js';
+import type { CallStore } from '../agents/trace.js';
+import { batchedWrites } from '../lib/batch-per-key.js';
+import { finishRuns, type RunFinish } from '../tasks/queries.js';
+import type { NewEvent, RecordEvents } from '../webhooks/events.js';
+
+/** A task run's end, and the webhook event it makes if it is recorded. */
+export interface RunEnd {
+  finish: RunFinish;
+  event: NewEvent;
+}
+
+/** What runs write together, batch by batch: a call of a run's trace, or a task run's end. */
+type RunWrite = { call: NewAgentCall } | { end: RunEnd };
+
+/**
+ * Writes of at most this many items in a batch. Slots come free as their batch commits: a
+ * batch of hundreds (a burst of answers) held them all until its last statement, and the claim
+ * that refills them, and a new scribe's first run, came after it.
+ */
+const WRITES_PER_BATCH = 64;
+
+/**
+ * The calls of all runs' traces and the ends of task runs, in one line of batches
+ * (`batchedWrites`): the first write goes at once, and those that come while a batch is
+ * written go together next, WRITES_PER_BATCH at a time, each batch in one transaction: its
+ * calls in an INSERT or a few, its ends in a few statements for all of them
+ * (tasks/queries.ts, `finishRuns`) with the webhook events of those recorded. A run queues its
+ * calls before its end, so whoever reads an end can read how it came: they are written in
+ * the same batch as the end or an earlier one, and the run waits for one batch, not two.
+ * A batch that fails is written item by item, so a call or an end that cannot be written
+ * fails alone.
+ *
+ * `lines`: batches under way at once. Where runs' writes share commits (SQLite, `writes` is a
+ * group commit) several batches join one group, which writes them in the order they came,
+ * rather than each waiting for the one before it to commit. Elsewhere each batch is a
+ * transaction of its own, and one at a time keeps a run's calls ahead of its end.
+ */
+export function runWrites(writes: Writes, recordEvents: RecordEvents, { lines = 1 }: { lines?: number } = {}): { call: CallStore; end: (end: RunEnd) => Promise<void> } {
+  const write = batchedWrites((items: readonly RunWrite[]) => writes((trx) => atomically(trx, (t) => writeBatch(t, items, recordEvents))), { most: WRITES_PER_BATCH, lines });
+  return { call: (call) => write({ call }), end: (end) => write({ end }) };
+}
+
+async function writeBatch(trx: Db, items: readonly RunWrite[], recordEvents: RecordEvents): Promise<void> {
+  const calls = items.flatMap((item) => ('call' in item ? [item.call] : []));
+  const ends = items.flatMap((item) => ('end' in item ? [item.end] : []));
+  if (calls.length > 0) await insertAgentCalls(trx, calls);
+  if (ends.length === 0) return;
+  await finishRuns(
+    trx,
+    ends.map((end) => end.finish),
+    (t, finished) => {
+      const recorded = new Set(finished.map((finish) => finish.id));
+      return recordEvents(
+        t,
+        ends.filter((end) => recorded.has(end.finish.id)).map((end) => end.event),
+      );
+    },
+  );
+}
