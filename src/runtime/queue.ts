@@ -31,7 +31,7 @@ export interface RuntimeOptions {
   cancelCheckMs: number;
   /** The least time between two claims: runs that end meanwhile free slots that one claim fills. */
   claimGapMs: number;
-  /** The least time between two commits of runs' writes on SQLite: writes that come meanwhile share the next (db/group-commit.ts). */
+  /** The least time between two commits of runs' writes on SQLite: writes that come meanwhile share the next (db/group-commit.ts), as they share a batch (run-writes.ts). */
   commitGapMs: number;
   /** Batches of runs' writes under way at once where they share commits (SQLite): they join one group rather than wait for each other's commits (run-writes.ts). */
   writeLines: number;
@@ -201,8 +201,13 @@ export function createAgentRuntime({
   }
 
   // Runs' trace calls and task runs' ends (run-writes.ts): on SQLite several batches join a
-  // group commit; on PostgreSQL one at a time keeps a run's calls ahead of its end.
-  const line = runWrites(writes, recordEvents, { lines: dialectOf(db).sharesCommits ? options.writeLines : 1 });
+  // group commit, and batches not full start no more often than its commits; on PostgreSQL
+  // one at a time keeps a run's calls ahead of its end. A lone run's writes wait for no one.
+  const sharesCommits = dialectOf(db).sharesCommits;
+  const line = runWrites(writes, recordEvents, {
+    lines: sharesCommits ? options.writeLines : 1,
+    gapMs: () => (sharesCommits && worker.running > 1 ? options.commitGapMs : 0),
+  });
 
   /** What moves a task out of in_progress (releasing the claim), or fails it, with its webhook event, if the claim is still ours. */
   function taskMoves(work: Work & { kind: 'task' }, claim: ClaimRef, scribe: ScribeRow | undefined) {
@@ -303,7 +308,8 @@ export function createAgentRuntime({
         tasks: running.filter((work) => work.kind === 'task').map((work) => work.id),
       }),
   };
-  return workQueue(queue, { clock, logger, wakeups });
+  const worker = workQueue(queue, { clock, logger, wakeups });
+  return worker;
 }
 
 /** A trace that records nothing once `signal` aborted: work cancelled or handed back leaves no trace of its last, aborted call. */

@@ -37,9 +37,21 @@ const WRITES_PER_BATCH = 64;
  * group commit) several batches join one group, which writes them in the order they came,
  * rather than each waiting for the one before it to commit. Elsewhere each batch is a
  * transaction of its own, and one at a time keeps a run's calls ahead of its end.
+ *
+ * `gapMs`: the least time between the starts of two batches that are not full. Writes that
+ * come one by one (answers spread out rather than in a burst) would otherwise find a line
+ * free and go a batch each, each its few statements.
  */
-export function runWrites(writes: Writes, recordEvents: RecordEvents, { lines = 1 }: { lines?: number } = {}): { call: CallStore; end: (end: RunEnd) => Promise<void> } {
-  const write = batchedWrites((items: readonly RunWrite[]) => writes((trx) => atomically(trx, (t) => writeBatch(t, items, recordEvents))), { most: WRITES_PER_BATCH, lines });
+export function runWrites(
+  writes: Writes,
+  recordEvents: RecordEvents,
+  { lines = 1, gapMs }: { lines?: number; gapMs?: () => number } = {},
+): { call: CallStore; end: (end: RunEnd) => Promise<void> } {
+  const write = batchedWrites((items: readonly RunWrite[]) => writes((trx) => atomically(trx, (t) => writeBatch(t, items, recordEvents))), {
+    most: WRITES_PER_BATCH,
+    lines,
+    gapMs,
+  });
   return { call: (call) => write({ call }), end: (end) => write({ end }) };
 }
 

@@ -104,6 +104,29 @@ describe('batchPerKey() (lib/batch-per-key.ts)', () => {
     expect(await Promise.all(answers)).to.deep.equal(['a@1', 'b@2', 'c@3', 'd@3', 'e@4', 'f@4']);
     expect(most, 'never more than two batches under way').to.equal(2);
   });
+  it('with gapMs, starts a batch that is not full no sooner than that after the last began; a full one, or a lone call after a quiet spell, at once', async () => {
+    const batches: Array<{ items: string[]; at: number }> = [];
+    const t0 = performance.now();
+    const add = batchPerKey<string, string>(
+      async (_key, items) => {
+        batches.push({ items, at: performance.now() - t0 });
+        return items;
+      },
+      { most: 3, lines: 4, gapMs: () => 60 },
+    );
+    await add('k', 'a');
+    // Lines are free, but the last batch began less than 60 ms ago: b and c wait for the gap, together.
+    await Promise.all([add('k', 'b'), add('k', 'c')]);
+    // Three calls fill a batch: it goes at once, gap or not.
+    await Promise.all([add('k', 'd'), add('k', 'e'), add('k', 'f')]);
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    await add('k', 'g');
+    expect(batches.map((batch) => batch.items)).to.deep.equal([['a'], ['b', 'c'], ['d', 'e', 'f'], ['g']]);
+    const [a, bc, def, g] = batches.map((batch) => batch.at);
+    expect(bc! - a!, 'b and c waited for the gap').to.be.at.least(59);
+    expect(def! - bc!, 'a full batch did not wait').to.be.below(30);
+    expect(g! - def!, 'after a quiet spell, at once').to.be.below(120);
+  });
 });
 
 describe('sharedLookup() (lib/batch-per-key.ts)', () => {
