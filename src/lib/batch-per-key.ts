@@ -86,9 +86,8 @@ export function sharedLookup<A extends unknown[], V>(keyOf: (...args: A) => stri
  * Writes that calls share, batch by batch (`batchPerKey`, one key, with its `most`, `lines`
  * and `gapMs`): the first call is written at once, and the calls that come while a batch is
  * written go in the next, `most` at a time (each batch answers its calls as it commits, so
- * they need not wait for the rest). When a
- * batch of several fails, each of its items is written alone, so an item that cannot be
- * written fails its own call only.
+ * they need not wait for the rest). When a batch of several fails, each of its items is
+ * written alone, so an item that cannot be written fails its own call only.
  */
 export function batchedWrites<I>(
   write: (items: readonly I[]) => Promise<unknown>,

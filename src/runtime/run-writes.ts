@@ -3,7 +3,7 @@ import { atomically, type Writes } from '../db/group-commit.js';
 import { insertAgentCalls, type NewAgentCall } from '../agents/queries.js';
 import type { CallStore } from '../agents/trace.js';
 import { batchedWrites } from '../lib/batch-per-key.js';
-import { finishRuns, type RunFinish } from '../tasks/queries.js';
+import { recordRunEnds, type RunFinish } from '../tasks/queries.js';
 import type { NewEvent, RecordEvents } from '../webhooks/events.js';
 
 /** A task run's end, and the webhook event it makes if it is recorded. */
@@ -27,7 +27,7 @@ const WRITES_PER_BATCH = 64;
  * (`batchedWrites`): the first write goes at once, and those that come while a batch is
  * written go together next, WRITES_PER_BATCH at a time, each batch in one transaction: its
  * calls in an INSERT or a few, its ends in a few statements for all of them
- * (tasks/queries.ts, `finishRuns`) with the webhook events of those recorded. A run queues its
+ * (tasks/queries.ts, `recordRunEnds`) with the webhook events of those recorded. A run queues its
  * calls before its end, so whoever reads an end can read how it came: they are written in
  * the same batch as the end or an earlier one, and the run waits for one batch, not two.
  * A batch that fails is written item by item, so a call or an end that cannot be written
@@ -60,7 +60,7 @@ async function writeBatch(trx: Db, items: readonly RunWrite[], recordEvents: Rec
   const ends = items.flatMap((item) => ('end' in item ? [item.end] : []));
   if (calls.length > 0) await insertAgentCalls(trx, calls);
   if (ends.length === 0) return;
-  await finishRuns(
+  await recordRunEnds(
     trx,
     ends.map((end) => end.finish),
     (t, finished) => {

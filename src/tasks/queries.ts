@@ -260,46 +260,49 @@ const FINISHES_PER_UPDATE = 64;
  * count those runs as ended, and their events are recorded. `alongside` writes what goes with
  * the ends recorded (their webhook events), in the same transaction. The ends recorded.
  */
-export async function finishRuns(db: Db, finishes: readonly RunFinish[], alongside?: (trx: Db, finished: readonly RunFinish[]) => Promise<unknown>): Promise<RunFinish[]> {
-  return atomically(db, async (trx) => {
-    const moved = new Set<string>();
-    for (const piece of piecesOf(trx, finishes, FINISHES_PER_UPDATE)) {
-      const byId = new Map(piece.map((finish) => [finish.id, finish]));
-      const ids = [...byId.keys()];
-      const each = (type: string, value: (finish: RunFinish) => Knex.Value) => caseById(trx, ids, type, (id) => value(byId.get(id)!));
-      const results = ids.filter((id) => byId.get(id)!.result !== undefined);
-      const rows: Array<{ id: string; scribe_id: string }> = await trx('tasks')
-        .whereIn('id', ids)
-        .where({ status: 'in_progress' })
-        // The token compared as text: a uuid on PostgreSQL, where a CASE's parameters are text.
-        .whereRaw('cast(claim_token as varchar(36)) = ?', [each('varchar(36)', (finish) => finish.claimToken)])
-        .update({
-          status: each('varchar(16)', (finish) => finish.to),
-          result: caseById(trx, results, 'text', (id) => byId.get(id)!.result!, 'result'),
-          last_error: each('text', (finish) => finish.lastError),
-          updated_at: each('varchar(24)', (finish) => finish.at),
-          claim_token: null,
-          lease_until: null,
-          attempts: 0,
-        })
-        .returning(['id', 'scribe_id']);
-      await runsEnded(
-        trx,
-        rows.map((row) => ({ scribeId: row.scribe_id, at: byId.get(row.id)!.at })),
-      );
-      for (const row of rows) moved.add(row.id);
-    }
-    const finished = finishes.filter((finish) => moved.has(finish.id));
-    await recordMoves(
+export function finishRuns(db: Db, finishes: readonly RunFinish[], alongside?: (trx: Db, finished: readonly RunFinish[]) => Promise<unknown>): Promise<RunFinish[]> {
+  return atomically(db, (trx) => recordRunEnds(trx, finishes, alongside));
+}
+
+/** `finishRuns` in the caller's transaction: for a batch that writes more beside the ends (runtime/run-writes.ts). */
+export async function recordRunEnds(trx: Db, finishes: readonly RunFinish[], alongside?: (trx: Db, finished: readonly RunFinish[]) => Promise<unknown>): Promise<RunFinish[]> {
+  const moved = new Set<string>();
+  for (const piece of piecesOf(trx, finishes, FINISHES_PER_UPDATE)) {
+    const byId = new Map(piece.map((finish) => [finish.id, finish]));
+    const ids = [...byId.keys()];
+    const each = (type: string, value: (finish: RunFinish) => Knex.Value) => caseById(trx, ids, type, (id) => value(byId.get(id)!));
+    const results = ids.filter((id) => byId.get(id)!.result !== undefined);
+    const rows: Array<{ id: string; scribe_id: string }> = await trx('tasks')
+      .whereIn('id', ids)
+      .where({ status: 'in_progress' })
+      // The token compared as text: a uuid on PostgreSQL, where a CASE's parameters are text.
+      .whereRaw('cast(claim_token as varchar(36)) = ?', [each('varchar(36)', (finish) => finish.claimToken)])
+      .update({
+        status: each('varchar(16)', (finish) => finish.to),
+        result: caseById(trx, results, 'text', (id) => byId.get(id)!.result!, 'result'),
+        last_error: each('text', (finish) => finish.lastError),
+        updated_at: each('varchar(24)', (finish) => finish.at),
+        claim_token: null,
+        lease_until: null,
+        attempts: 0,
+      })
+      .returning(['id', 'scribe_id']);
+    await runsEnded(
       trx,
-      finished.map((finish) => ({
-        event: { task_id: finish.id, from_status: 'in_progress', to_status: finish.to, author: finish.author, text: finish.text, created_at: finish.at },
-        noDraft: finish.noDraft,
-      })),
+      rows.map((row) => ({ scribeId: row.scribe_id, at: byId.get(row.id)!.at })),
     );
-    if (finished.length > 0) await alongside?.(trx, finished);
-    return finished;
-  });
+    for (const row of rows) moved.add(row.id);
+  }
+  const finished = finishes.filter((finish) => moved.has(finish.id));
+  await recordMoves(
+    trx,
+    finished.map((finish) => ({
+      event: { task_id: finish.id, from_status: 'in_progress', to_status: finish.to, author: finish.author, text: finish.text, created_at: finish.at },
+      noDraft: finish.noDraft,
+    })),
+  );
+  if (finished.length > 0) await alongside?.(trx, finished);
+  return finished;
 }
 
 /**

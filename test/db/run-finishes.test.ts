@@ -186,6 +186,10 @@ describe('runs ended in one batch (finishRuns)', () => {
     const tasks = statements.filter((sql) => /^update .tasks./i.test(sql));
     expect([calls.length, tasks.length], 'the first call alone, then the second call and both ends in one batch').to.deep.equal([2, 1]);
     expect(statements.indexOf(calls[1]!), 'the batch writes its calls ahead of its ends').to.be.below(statements.indexOf(tasks[0]!));
+    expect(
+      statements.filter((sql) => /savepoint/i.test(sql)),
+      'each batch is one transaction, with no savepoint within',
+    ).to.deep.equal([]);
     expect(await h.db('agent_calls').whereIn('task_id', [first!.id, second!.id]).orderBy('name').pluck('name')).to.deep.equal(['first', 'second']);
     expect(await h.db('tasks').whereIn('id', [first!.id, second!.id]).pluck('status')).to.deep.equal(['done', 'done']);
     expect(recorded).to.deep.equal([[first!.id, second!.id]]);
