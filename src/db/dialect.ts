@@ -95,6 +95,15 @@ export interface Dialect {
   optimize(db: Knex): Promise<void>;
   /** What a process that does background work runs at start, before serving. */
   optimizeAtStart(db: Knex): Promise<void>;
+  /**
+   * Clears what a queue's drain left in `tables` (the work engine calls it once the queue is
+   * idle after one), so that the next claims read live rows only. On PostgreSQL each row a
+   * claim or a finish changed leaves a dead version, and an entry in the queue's partial
+   * index that every later claim walks past, until VACUUM; autovacuum looks at most once a
+   * minute. `skip_locked`: a vacuum under way (another process's, autovacuum's) does the
+   * same. SQLite removes a row's old index entries as it writes them: nothing is left.
+   */
+  tidyAfterDrain(db: Knex, tables: readonly string[]): Promise<void>;
   /** After rows were inserted with their ids: the next generated `id` of `table` comes after them. */
   moveSequencePastRows(db: Knex, table: string): Promise<void>;
   /** A consistent copy of the database, taken while it serves, written to `file`. */
@@ -174,6 +183,7 @@ const sqlite: Dialect = {
   optimizeAtStart(db) {
     return this.optimize(db);
   },
+  async tidyAfterDrain() {},
   /** Nothing: AUTOINCREMENT already continues after the largest id inserted. */
   async moveSequencePastRows() {},
   /**
@@ -305,6 +315,10 @@ const postgres: Dialect = {
       );
       for (const table of never.rows as Array<{ name: string }>) await trx.raw(`analyze ${table.name}`);
     });
+  },
+  async tidyAfterDrain(db, tables) {
+    // VACUUM takes no parameters (and runs outside a transaction): the names are the code's own, quoted by Knex.
+    await db.raw(`vacuum (skip_locked) ${tables.map(() => '??').join(', ')}`, tables);
   },
   async moveSequencePastRows(db, table) {
     await db.raw(`select setval(pg_get_serial_sequence(?, 'id'), coalesce((select max(id) from ??), 0) + 1, false)`, [table, table]);

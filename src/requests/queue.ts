@@ -8,6 +8,7 @@ import { requestEvent, type NewEvent, type RecordEvents } from '../webhooks/even
 import { workQueue, type Queue } from '../work/engine.js';
 import * as queries from './queries.js';
 import type { ClaimedRequest, RequestOutcome, RequestRow } from './queries.js';
+import { dialectOf } from '../db/dialect.js';
 
 export const messages = {
   gaveUp: (attempts: number) => `Dispatch failed after ${attempts} attempts`,
@@ -22,6 +23,8 @@ export interface DispatcherOptions {
   maxAttempts: number;
   /** Delay before the next try after an unexpected error on try `attempt` (1-based). */
   backoffMs: (attempt: number) => number;
+  /** Receipts claimed between two tidies of the table (work/engine.ts, `tidyAfter`; 1,000 unless set). */
+  tidyAfter?: number;
 }
 
 export const defaultDispatcherOptions: DispatcherOptions = {
@@ -129,6 +132,7 @@ export function createDispatcher({
     },
     retry: (claim, _request, retryAt) => queries.releaseClaimedRequest(db, claim, retryAt),
     handBack: (claim) => queries.releaseClaimedRequest(db, claim, clock().toISOString()),
+    tidy: () => dialectOf(db).tidyAfterDrain(db, ['requests']),
     async giveUp(claim, request) {
       const at = laterThan(clock, request.updated_at);
       const errorMessage = messages.gaveUp(request.attempts);

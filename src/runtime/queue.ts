@@ -307,6 +307,8 @@ export function createAgentRuntime({
         sessions: running.filter((work) => work.kind === 'session').map((work) => work.id),
         tasks: running.filter((work) => work.kind === 'task').map((work) => work.id),
       }),
+    // What claims read: the queues, and the scribes' turns.
+    tidy: () => dialectOf(db).tidyAfterDrain(db, ['tasks', 'sessions', 'scribes']),
   };
   const worker = workQueue(queue, { clock, logger, wakeups });
   return worker;

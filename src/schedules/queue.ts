@@ -4,6 +4,7 @@ import type { Logger } from '../logger.js';
 import { workQueue, type Queue } from '../work/engine.js';
 import * as queries from './queries.js';
 import type { FireRow, ScheduleRow } from './queries.js';
+import { dialectOf } from '../db/dialect.js';
 
 export interface ScheduleOptions {
   /** Schedules claimed per round trip, fired one after another. */
@@ -42,6 +43,7 @@ export function createScheduleFires({
     renew: (claim, leaseUntil) => queries.renewScheduleLeases(db, claim, leaseUntil),
     run: async (schedule, { token }) => (await fireDue(schedule, token))?.outcome,
     handBack: (claim) => queries.releaseSchedule(db, claim),
+    tidy: () => dialectOf(db).tidyAfterDrain(db, ['schedules']),
   };
   return workQueue(queue, { clock, logger });
 }

@@ -6,6 +6,7 @@ import type { Attempt, Sender } from './send.js';
 import { signatureHeaders } from './sign.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 import { shareSlots, workQueue, type ClaimTerms, type Queue } from '../work/engine.js';
+import { dialectOf } from '../db/dialect.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -105,6 +106,8 @@ export function createWebhookWorker({
       await deliver(delivery, token);
       return 'attempted';
     },
+    // What claims read: the deliveries, and the endpoints' turns.
+    tidy: () => dialectOf(db).tidyAfterDrain(db, ['webhook_deliveries', 'webhook_endpoints']),
   };
 
   /** The free slots shared among the endpoints whose turn it is, each within what it and its organization may still take. */

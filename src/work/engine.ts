@@ -29,10 +29,11 @@ import { settledWithin } from '../lib/settled-within.js';
  *   A claim that finds nothing is remembered (by what it passed over), so that a finished
  *   item refills its slot without asking again; a nudge or the poll clears that, and a
  *   claim that started before the nudge does not record its empty finding;
+ * - tidies: once idle after a drain, lets the queue clear what the drain left in its tables;
  * - cancels one run by id, through its own AbortSignal; a queue whose items another process
  *   may cancel (`cancelled`) is asked every `cancelCheckMs` which of those running here were;
  * - stops: claiming ends at once, running work may finish for `drainMs`, then its signal
- *   aborts, and `stop()` waits for it to end.
+ *   aborts, and `stop()` waits for it (and a tidy under way) to end.
  * Wake-ups (NOTIFY, and the poll that backs them up) are background.ts's.
  */
 
@@ -58,6 +59,8 @@ export interface QueueOptions {
    * claim at once, unless such a refill is waiting already: they join it.
    */
   claimGapMs?: number;
+  /** Items claimed since the queue's last `tidy` before a drain calls it again (1,000 unless set). */
+  tidyAfter?: number;
 }
 
 /** What a claim is asked to take. */
@@ -136,6 +139,12 @@ export interface Queue<Item extends { id: string }, Outcome extends string> {
   attemptsOf?(item: Item): number;
   /** Of the items running here, the ids of those cancelled meanwhile by another process (asked every `cancelCheckMs`). */
   cancelled?(items: readonly Item[]): Promise<readonly string[]>;
+  /**
+   * Clears what a drain left behind in the queue's tables (db/dialect.ts, `tidyAfterDrain`).
+   * Called in the background, one at a time, once the queue is idle here (a claim found
+   * nothing and nothing runs) after at least `tidyAfter` items were claimed since the last call.
+   */
+  tidy?(): Promise<unknown>;
 }
 
 /**
@@ -155,6 +164,9 @@ export function shareSlots<Key>(free: number, keys: readonly Key[], room: (key: 
   }
   return shares;
 }
+
+/** Items claimed between two calls of a queue's `tidy`, unless its options say otherwise. */
+const TIDY_AFTER = 1000;
 
 /** A claim as it was taken: its token and items. */
 export interface Claim<Item> {
@@ -188,6 +200,9 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
   const foundEmpty = new Set<string>();
   /** Counts the looks anew, so that a claim that started before one does not mark its finding as still current. */
   let looks = 0;
+  /** Items claimed since the last `tidy`, and the one under way. */
+  let claimedSinceTidy = 0;
+  let tidying: Promise<void> | undefined;
   const tally = Object.fromEntries(queue.outcomes.map((outcome) => [outcome, 0])) as Record<Outcome, number>;
   const cancelWatch = watchForCancels();
 
@@ -245,6 +260,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     const look = looks;
     const limit = options.batchSize ?? free;
     const claimed = await claim(limit, passOver);
+    claimedSinceTidy += claimed.items.length;
     const allTaken = claimed.items.length < limit && !claimed.inconclusive;
     // Nothing is left for what this claim passed over, as if a next claim had found nothing.
     if (allTaken && look === looks) foundEmpty.add(asked);
@@ -272,7 +288,21 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     } catch (err) {
       logger.error({ err, queue: queue.name }, 'could not claim background work');
     }
+    if (taken.length === 0 && inFlight.size === 0) tidyIfDue();
     for (const unit of taken) void start(unit);
+  }
+
+  /** Starts the queue's `tidy` once it is idle after a drain of `tidyAfter` items (see `Queue.tidy`). */
+  function tidyIfDue(): void {
+    if (!queue.tidy || tidying || closing || claimedSinceTidy < (options.tidyAfter ?? TIDY_AFTER)) return;
+    claimedSinceTidy = 0;
+    tidying = queue
+      .tidy()
+      .then(
+        () => {},
+        (err) => logger.warn({ err, queue: queue.name }, "could not tidy the queue's tables"),
+      )
+      .finally(() => (tidying = undefined));
   }
 
   /** Works a claim in one slot (its keys counted), renewing its lease meanwhile; the slot refills when it ends. */
@@ -426,7 +456,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
   return {
     name: queue.name,
     channel: queue.channel,
-    /** Works everything due, slot by slot, and resolves once nothing is left running; what came of it meanwhile. Never throws. */
+    /** Works everything due, slot by slot, and resolves once nothing is left running (a `tidy` it began included); what came of it meanwhile. Never throws. */
     async tick(): Promise<Record<Outcome, number>> {
       const before = { ...tally };
       lookAnew();
@@ -436,6 +466,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
         if (inFlight.size === 0) break;
         await Promise.race([...inFlight]);
       }
+      await tidying;
       return Object.fromEntries(queue.outcomes.map((outcome) => [outcome, tally[outcome] - before[outcome]])) as Record<Outcome, number>;
     },
     /** Claims due work into the free slots without waiting for it (the poll). */
@@ -471,6 +502,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
         for (const run of runs.values()) run.abort.abort(stopping.signal.reason);
         cancelWatch.stop();
         await Promise.all([...inFlight]);
+        await tidying;
       })();
       return stopped;
     },

@@ -21,7 +21,7 @@ function memoryQueue(
     options,
     inconclusive = false,
     ...declared
-  }: { options?: Partial<QueueOptions>; inconclusive?: boolean } & Pick<Partial<Queue<Item, Outcome>>, 'caps' | 'runBatch' | 'cancelled'> = {},
+  }: { options?: Partial<QueueOptions>; inconclusive?: boolean } & Pick<Partial<Queue<Item, Outcome>>, 'caps' | 'runBatch' | 'cancelled' | 'tidy'> = {},
 ) {
   const due: Item[] = [];
   /** Items given back for a retry: due once the test says their back-off is over. */
@@ -272,6 +272,71 @@ describe('the work engine', () => {
     release();
     await later(5);
     expect(q.due, 'the follow-up claim took it without waiting for the poll').to.have.length(0);
+  });
+
+  it('tidies once idle after a drain of tidyAfter items, one tidy at a time, and tick and stop wait for it', async () => {
+    const tidies: string[] = [];
+    let gate: Promise<void> | undefined;
+    let failing = false;
+    const q = memoryQueue(
+      async () => {
+        await later(2);
+        return 'done';
+      },
+      {
+        options: { tidyAfter: 3 },
+        async tidy() {
+          tidies.push(`began: ${q.due.length} due, ${q.worker.running} running`);
+          await gate;
+          await later(10);
+          if (failing) throw new Error('vacuum refused');
+          tidies.push('ended');
+        },
+      },
+    );
+    q.add('a');
+    q.add('b');
+    await q.worker.tick();
+    expect(tidies, 'two items claimed: fewer than tidyAfter').to.deep.equal([]);
+    q.add('c');
+    await q.worker.tick();
+    expect(tidies, 'the third: tidied once, idle, and the tick waited for it').to.deep.equal(['began: 0 due, 0 running', 'ended']);
+    await q.worker.tick();
+    expect(tidies, 'nothing claimed since').to.have.length(2);
+
+    // A drain that ends while a tidy is under way is tidied at the next idle look, not twice at once.
+    for (const id of ['d', 'e', 'f']) q.add(id);
+    let release!: () => void;
+    gate = new Promise((resolve) => (release = resolve));
+    q.worker.fill();
+    await later(30);
+    expect(tidies).to.deep.equal(['began: 0 due, 0 running', 'ended', 'began: 0 due, 0 running']);
+    for (const id of ['g', 'h', 'i']) q.add(id);
+    q.worker.fill();
+    await later(30);
+    expect(q.due, 'drained meanwhile').to.have.length(0);
+    expect(tidies, 'still the one tidy').to.have.length(3);
+    release();
+    await later(20);
+    gate = undefined;
+    expect(tidies.at(-1)).to.equal('ended');
+    failing = true;
+    expect(await q.worker.tick(), 'a failed tidy is logged, not thrown').to.deep.equal({ done: 0, retried: 0, failed: 0 });
+    expect(tidies.slice(3), 'the drain made during the tidy, tidied at the next idle look').to.deep.equal(['ended', 'began: 0 due, 0 running']);
+
+    // stop() waits for a tidy under way.
+    failing = false;
+    for (const id of ['j', 'k', 'l']) q.add(id);
+    gate = new Promise((resolve) => (release = resolve));
+    q.worker.fill();
+    await later(30);
+    let stopped = false;
+    const stopping = q.worker.stop().then(() => (stopped = true));
+    await later(20);
+    expect(stopped, 'stop waits for the tidy').to.equal(false);
+    release();
+    await stopping;
+    expect(tidies.at(-1)).to.equal('ended');
   });
 
   it('stops claiming at once, lets running work finish for drainMs, then aborts the rest and hands it back', async () => {
