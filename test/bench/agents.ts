@@ -2,10 +2,13 @@
  * The agent runtime against a model that answers every call in a second: 10,000 tasks over
  * 20 scribes drained by worker processes, each drain beside its limit by Little's law
  * (tasks × model calls × model time ÷ slots), the workers' CPU per model call, memory per
- * run in flight, and how soon a scribe with no backlog starts its first run meanwhile.
+ * run in flight, and how soon a scribe with no backlog starts its first run meanwhile; and
+ * beside them, the floor: the same calls made by the OpenAI SDK alone (sdk-alone.ts).
  */
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { openDatabase, type Db } from '../../src/db/knex.js';
 import { newRequestId } from '../../src/lib/ids.js';
 import type { DatabaseKind } from '../../src/db/dialect.js';
@@ -131,6 +134,24 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
   }
 }
 
+const FLOOR = 'The OpenAI SDK alone, 1 process';
+const FLOOR_SLOTS = 1000;
+
+/** The floor (sdk-alone.ts): the same model calls made by the SDK alone, nothing recorded. */
+async function floor(model: BenchModel): Promise<Omit<Result, 'scenario' | 'rssPerRunKb' | 'newcomerMs'>> {
+  console.log(`${FLOOR}: ${TASKS} calls, ${FLOOR_SLOTS} at once`);
+  model.reset();
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'test/bench/sdk-alone.ts'], {
+    env: { PATH: process.env.PATH ?? '', MODEL_URL: model.url, CALLS: String(TASKS), AT_ONCE: String(FLOOR_SLOTS) },
+  });
+  const { seconds, cpuMs } = JSON.parse(stdout) as { seconds: number; cpuMs: number };
+  const { calls, peak } = model.stats;
+  if (calls !== TASKS) throw new Error(`${FLOOR}: ${calls} model calls for ${TASKS}`);
+  const limit = (TASKS * MODEL_MS) / 1000 / FLOOR_SLOTS;
+  console.log(`${FLOOR}: ${calls} calls in ${seconds.toFixed(2)} s (${(seconds / limit).toFixed(2)}×), ${(cpuMs / calls).toFixed(2)} ms CPU per call`);
+  return { seconds, limit, cpuMsPerCall: cpuMs / calls, peak, calls };
+}
+
 /** An accepted receipt's row, as a submit leaves it (api.ts inserts them in bulk the same way). */
 function receiptRow(organizationId: string, scribeId: string) {
   const now = new Date();
@@ -167,10 +188,15 @@ export async function benchAgents(dataDir: string): Promise<void> {
   const cluster = await startPostgresCluster({ durable: true });
   process.env.TEST_POSTGRES_URL = cluster.url;
   const results: Result[] = [];
+  let sdkAlone: Awaited<ReturnType<typeof floor>> | undefined;
   try {
     // BENCH_AGENT_ONLY: the scenario of that name, or those whose name contains it (a quick look at one).
     const only = process.env.BENCH_AGENT_ONLY ?? '';
     const exact = SCENARIOS.some((s) => s.name === only);
+    if (FLOOR.includes(only)) {
+      const model = await startBenchModel({ delayMs: MODEL_MS, toolRounds: 0 });
+      sdkAlone = await floor(model).finally(() => model.close());
+    }
     for (const scenario of SCENARIOS.filter((s) => (exact ? s.name === only : s.name.includes(only)))) {
       const model = await startBenchModel({ delayMs: MODEL_MS, toolRounds: scenario.toolRounds });
       try {
@@ -191,6 +217,11 @@ export async function benchAgents(dataDir: string): Promise<void> {
     '',
     "| scenario | slots | drain | limit | of limit | most calls at once | CPU per model call | memory per run in flight | new scribe's first run starts |",
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...(sdkAlone
+      ? [
+          `| ${FLOOR}, no database: the floor | ${FLOOR_SLOTS} | ${sdkAlone.seconds.toFixed(1)} s | ${sdkAlone.limit.toFixed(1)} s | ${(sdkAlone.seconds / sdkAlone.limit).toFixed(2)}× | ${sdkAlone.peak} | ${sdkAlone.cpuMsPerCall.toFixed(2)} ms | | |`,
+        ]
+      : []),
     ...results.map(
       (r) =>
         `| ${r.scenario.name} | ${r.scenario.slots * r.scenario.processes} | ${r.seconds.toFixed(1)} s | ${r.limit.toFixed(1)} s | ${(r.seconds / r.limit).toFixed(2)}× | ${r.peak} | ${r.cpuMsPerCall.toFixed(2)} ms | ${Math.round(r.rssPerRunKb)} KiB | ${r.newcomerMs} ms |`,
@@ -201,5 +232,7 @@ export async function benchAgents(dataDir: string): Promise<void> {
     'receipt was checked to have made one task, recorded done exactly once. Drain: from the first model call to the last',
     "task recorded done. The model server and the database share the 2 cores with the workers. The new scribe's receipt is",
     'inserted 3 s into the backlog and, on PostgreSQL, announced with NOTIFY as a web process that accepted it would.',
+    `The floor: the same calls, ${FLOOR_SLOTS} at once, made by the OpenAI SDK over the workers' fetch, streamed and read to the`,
+    'end, in a process that claims, traces and records nothing (test/bench/sdk-alone.ts).',
   ]);
 }
