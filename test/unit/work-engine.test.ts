@@ -81,6 +81,11 @@ function memoryQueue(
 
 const later = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Resolves once `check()` holds, looking every millisecond; fails after two seconds. */
+async function until(check: () => boolean): Promise<void> {
+  for (const started = Date.now(); !check(); await later(1)) if (Date.now() - started > 2000) expect.fail('not in two seconds');
+}
+
 describe('the work engine', () => {
   it('works everything due in a tick, never more than its slots at once, and counts what came of it', async () => {
     let running = 0;
@@ -309,15 +314,15 @@ describe('the work engine', () => {
     let release!: () => void;
     gate = new Promise((resolve) => (release = resolve));
     q.worker.fill();
-    await later(30);
+    await until(() => tidies.length === 3);
     expect(tidies).to.deep.equal(['began: 0 due, 0 running', 'ended', 'began: 0 due, 0 running']);
     for (const id of ['g', 'h', 'i']) q.add(id);
     q.worker.fill();
-    await later(30);
-    expect(q.due, 'drained meanwhile').to.have.length(0);
+    await until(() => q.due.length === 0 && q.worker.running === 0);
+    await later(20);
     expect(tidies, 'still the one tidy').to.have.length(3);
     release();
-    await later(20);
+    await until(() => tidies.length === 4);
     gate = undefined;
     expect(tidies.at(-1)).to.equal('ended');
     failing = true;
@@ -329,7 +334,7 @@ describe('the work engine', () => {
     for (const id of ['j', 'k', 'l']) q.add(id);
     gate = new Promise((resolve) => (release = resolve));
     q.worker.fill();
-    await later(30);
+    await until(() => tidies.length === 6);
     let stopped = false;
     const stopping = q.worker.stop().then(() => (stopped = true));
     await later(20);
