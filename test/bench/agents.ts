@@ -10,7 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { openDatabase, type Db } from '../../src/db/knex.js';
-import { newRequestId } from '../../src/lib/ids.js';
+import { newId, newRequestId } from '../../src/lib/ids.js';
+import { bringRunTurnsForward } from '../../src/scribes/queries.js';
 import type { DatabaseKind } from '../../src/db/dialect.js';
 import { startPostgresCluster } from '../helpers/postgres-cluster.js';
 import { provision } from '../helpers/provision.js';
@@ -33,6 +34,8 @@ interface Scenario {
   /** AGENT_CONCURRENCY of each process. */
   slots: number;
   toolRounds: number;
+  /** What the backlog is: receipts that become tasks (unless set), or chat sessions each owed an answer. */
+  work?: 'sessions';
 }
 
 const SCENARIOS: Scenario[] = [
@@ -40,6 +43,8 @@ const SCENARIOS: Scenario[] = [
   { name: 'PostgreSQL, 1 process', kind: 'postgres', processes: 1, slots: 1000, toolRounds: 0 },
   { name: 'PostgreSQL, 2 processes', kind: 'postgres', processes: 2, slots: 500, toolRounds: 0 },
   { name: 'SQLite, 1 process, 2 tool rounds', kind: 'sqlite', processes: 1, slots: 1000, toolRounds: 2 },
+  { name: 'SQLite, 1 process, chat', kind: 'sqlite', processes: 1, slots: 1000, toolRounds: 0, work: 'sessions' },
+  { name: 'PostgreSQL, 1 process, chat', kind: 'postgres', processes: 1, slots: 1000, toolRounds: 0, work: 'sessions' },
 ];
 
 interface Result {
@@ -88,8 +93,8 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
     const sampler = setInterval(() => (peakRss = pids.map((pid, i) => Math.max(peakRss[i]!, rssKb(pid)))), 200);
     model.reset();
     const cpuBefore = pids.map(cpuSeconds);
-    for (const scribe of scribes) await insertAccepted(db, p.organizationId, scribe.id, TASKS / SCRIBES);
-    console.log(`${scenario.name}: ${TASKS} receipts accepted`);
+    for (const scribe of scribes) await (scenario.work === 'sessions' ? insertSessions : insertAccepted)(db, p.organizationId, scribe.id, TASKS / SCRIBES);
+    console.log(`${scenario.name}: ${TASKS} ${scenario.work === 'sessions' ? 'chat sessions started' : 'receipts accepted'}`);
     const firstCall = await new Promise<number>((resolve) => {
       const look = setInterval(() => model.stats.calls > 0 && (clearInterval(look), resolve(Date.now())), 5);
     });
@@ -105,11 +110,16 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
     await until(async () => (await open(db)) === 0);
     clearInterval(sampler);
     const cpu = pids.reduce((sum, pid, i) => sum + cpuSeconds(pid) - cpuBefore[i]!, 0);
-    const last = await db('tasks').max({ at: 'updated_at' }).first();
+    const last = await db(scenario.work ?? 'tasks')
+      .max({ at: 'updated_at' })
+      .first();
     const seconds = (Date.parse(String(last!.at)) - firstCall) / 1000;
     const task = await db('tasks').where({ request_id: receipt.id }).first('created_at');
     const newcomerMs = model.firstSeenAt(marker)! - Date.parse(task.created_at);
-    await checkOnce(db, TASKS + 1);
+    if (scenario.work === 'sessions') {
+      await checkAnsweredOnce(db, TASKS);
+      await checkOnce(db, 1);
+    } else await checkOnce(db, TASKS + 1);
     const calls = model.stats.calls;
     if (calls !== (TASKS + 1) * (scenario.toolRounds + 1)) throw new Error(`${scenario.name}: ${calls} model calls for ${TASKS + 1} tasks`);
     const slots = scenario.slots * scenario.processes;
@@ -124,7 +134,7 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
       calls,
     };
     console.log(
-      `${scenario.name}: ${TASKS} tasks in ${seconds.toFixed(2)} s (limit ${result.limit.toFixed(1)} s, ${(seconds / result.limit).toFixed(2)}×), ` +
+      `${scenario.name}: ${TASKS} ${scenario.work ?? 'tasks'} in ${seconds.toFixed(2)} s (limit ${result.limit.toFixed(1)} s, ${(seconds / result.limit).toFixed(2)}×), ` +
         `peak ${result.peak} calls at once, ${result.cpuMsPerCall.toFixed(2)} ms CPU per call, ${Math.round(result.rssPerRunKb)} KiB per run, newcomer started in ${newcomerMs} ms`,
     );
     return result;
@@ -172,7 +182,38 @@ function receiptRow(organizationId: string, scribeId: string) {
 async function open(db: Db): Promise<number> {
   const receipts = await db('requests').whereIn('status', ['accepted', 'dispatched']).count({ n: '*' }).first();
   const tasks = await db('tasks').whereNot('status', 'done').count({ n: '*' }).first();
-  return Number(receipts!.n) + Number(tasks!.n);
+  const sessions = await db('sessions').where('reply_due', true).count({ n: '*' }).first();
+  return Number(receipts!.n) + Number(tasks!.n) + Number(sessions!.n);
+}
+
+/** `n` chat sessions of the scribe, each with the user's first message and owed an answer, as a burst of chats would leave them. */
+async function insertSessions(db: Db, organizationId: string, scribeId: string, n: number): Promise<void> {
+  const at = new Date().toISOString();
+  const sessions = Array.from({ length: n }, () => ({
+    id: newId(),
+    organization_id: organizationId,
+    scribe_id: scribeId,
+    state: 'queued',
+    reply_due: true,
+    attempts: 0,
+    created_at: at,
+    updated_at: at,
+  }));
+  for (let i = 0; i < sessions.length; i += 500) {
+    const piece = sessions.slice(i, i + 500);
+    await db.transaction(async (trx) => {
+      await trx('sessions').insert(piece);
+      await trx('session_messages').insert(piece.map((session) => ({ session_id: session.id, author: 'user', text: 'Hello: what can you do?', created_at: at })));
+      await bringRunTurnsForward(trx, [scribeId], at);
+    });
+  }
+}
+
+/** Every session was answered once by the scribe, and none is owed an answer. */
+async function checkAnsweredOnce(db: Db, expected: number): Promise<void> {
+  const answers = await db('session_messages').where({ author: 'scribe' }).groupBy('session_id').select('session_id').count({ n: '*' });
+  const twice = answers.filter((row) => Number(row.n) !== 1).length;
+  if (answers.length !== expected || twice > 0) throw new Error(`${answers.length} sessions answered, ${twice} more than once; expected ${expected}`);
 }
 
 /** Every receipt made one task, and every task was recorded done exactly once. */
