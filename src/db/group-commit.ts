@@ -79,6 +79,32 @@ export async function atGroupEnd<T>(db: Db, items: readonly T[], apply: (db: Db,
   for (const item of items) ends.push({ item, apply: apply as ApplyAtEnd });
 }
 
+/** Makes `trx` a group's transaction: its writes' `atomically` are savepoints, and what they leave for its end waits for `endGroup`. */
+function beginGroup(trx: Db): Array<{ item: unknown; apply: ApplyAtEnd }> {
+  groupTransactions.add(trx);
+  const ends: Array<{ item: unknown; apply: ApplyAtEnd }> = [];
+  groupEnds.set(trx, ends);
+  return ends;
+}
+
+/**
+ * Runs `work` as a group of its own, on any database: in one transaction, where the writes it
+ * makes share their reads (`readOncePerGroup`) and leave the updates they have in common for
+ * its end (`atGroupEnd`: a scribe's count of runs in flight, one statement for all, its rows
+ * taken in order of id). For a batch of many runs' writes (runtime/run-writes.ts); on
+ * PostgreSQL what they read once is as of the first read, a few milliseconds before the
+ * commit. Given a group's transaction (SQLite's group commit), a savepoint of that group.
+ */
+export async function inOneGroup<T>(db: Db, work: (trx: Db) => Promise<T>): Promise<T> {
+  if (groupTransactions.has(db)) return atomically(db, work);
+  return db.transaction(async (trx) => {
+    beginGroup(trx);
+    const value = await work(trx);
+    await endGroup(trx);
+    return value;
+  });
+}
+
 /** Runs what a group's writes left for its end: each `apply` once, with its items in the order they came. */
 async function endGroup(trx: Db): Promise<void> {
   const byApply = new Map<ApplyAtEnd, unknown[]>();
@@ -125,9 +151,7 @@ export function groupCommits(db: Db, { gapMs = () => 0, maxGroupMs = 25 }: { gap
       const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
       try {
         await db.transaction(async (trx) => {
-          groupTransactions.add(trx);
-          const ends: Array<{ item: unknown; apply: ApplyAtEnd }> = [];
-          groupEnds.set(trx, ends);
+          const ends = beginGroup(trx);
           const started = performance.now();
           while (waiting.length > 0 && (group.length === 0 || performance.now() - started < maxGroupMs)) {
             const write = waiting.shift()!;

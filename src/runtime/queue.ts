@@ -8,7 +8,7 @@ import { type CallStore, noTrace, type Trace } from '../agents/trace.js';
 import type { AgentAttachment } from '../agents/attachments.js';
 import type { McpServerRow } from '../agents/queries.js';
 import type { AgentKind, ScribeRow } from '../scribes/service.js';
-import { finishSession, findMessagesOfSessions, type MessageRow, saveDraftMessage } from '../sessions/queries.js';
+import { findMessagesOfSessions, type MessageRow, saveDraftMessage } from '../sessions/queries.js';
 import { findEventsOfTasks, saveDraftEvent, type TaskEventRow, type WorkedTaskRow } from '../tasks/queries.js';
 import { createReplyWriter, type ReplyWriter } from '../agents/reply-writer.js';
 import { sessionEvent, taskEvent, type RecordEvents } from '../webhooks/events.js';
@@ -189,14 +189,18 @@ export function createAgentRuntime({
     const event = (reply: string | null) => async (trx: Db, state: 'waiting' | 'completed' | 'failed' | 'queued') => {
       if (state !== 'queued') await recordEvents(trx, [sessionEvent(session, scribe?.slug ?? '', state, reply)]);
     };
+    // On the runs' line of batches (run-writes.ts), after the calls of the run's trace.
     return {
       at,
       answer: (reply: string, end: boolean, answeredUpTo: number | undefined) =>
-        writes((trx) => finishSession(trx, claim, { author: 'scribe', text: reply, end, errorMessage: null, answeredUpTo, noDraft: !work.drafted }, at(), event(reply))),
+        line.answer({ claim, outcome: { author: 'scribe', text: reply, end, errorMessage: null, answeredUpTo, noDraft: !work.drafted }, at: at(), alongside: event(reply) }),
       fail: (reason: string) =>
-        writes((trx) =>
-          finishSession(trx, claim, { author: 'system', text: messages.sessionFailed(reason), end: false, errorMessage: reason, noDraft: !work.drafted }, at(), event(null)),
-        ),
+        line.answer({
+          claim,
+          outcome: { author: 'system', text: messages.sessionFailed(reason), end: false, errorMessage: reason, noDraft: !work.drafted },
+          at: at(),
+          alongside: event(null),
+        }),
     };
   }
 
@@ -234,8 +238,7 @@ export function createAgentRuntime({
       (text) => writes((trx) => saveDraftMessage(trx, claim, text, answers.at())),
       (draft) => agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: async () => mcpServers, signal, draft }),
     );
-    // The run's trace is stored before its answer is: whoever reads the answer can read how it came.
-    await trace.stored();
+    // The run's calls are queued ahead of its answer, on the same line (run-writes.ts).
     await answers.answer(outcome.reply, outcome.end ?? false, transcript.length ? Number(transcript.at(-1)!.id) : undefined);
   }
 

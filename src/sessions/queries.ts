@@ -1,9 +1,11 @@
 import type { Db } from '../db/knex.js';
 import { atomically } from '../db/group-commit.js';
 import { dialectOf } from '../db/dialect.js';
-import { appendDelta, appendStatusEvents, appendStreamEvent, appendStreamEvents, deltaOf, insertedId, type StreamEventData } from '../streams/queries.js';
+import { appendDelta, appendStatusEvents, appendStreamEvent, appendStreamEvents, appendStreamEventsOf, deltaOf, insertedId, type StreamEventData } from '../streams/queries.js';
 import { claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
-import { bringRunTurnsForward, lapsed, runEnded } from '../scribes/queries.js';
+import { bringRunTurnsForward, lapsed, runEnded, runsEnded } from '../scribes/queries.js';
+import { caseById, insertRowsReturning, piecesOf } from '../db/rows.js';
+import type { Knex } from 'knex';
 import { groupBy } from '../lib/group-by.js';
 
 export const SESSION_STATES = ['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled'] as const;
@@ -114,7 +116,7 @@ export async function appendMessageAwaitingReply(db: Db, sessionId: string, from
 /**
  * Adds a user's message to an open session, owing it an answer: a `waiting` session is
  * `queued` again; a `queued` or `running` one keeps its state, and an answer under way is
- * followed by another (`finishSession` sees the newer message). False when the session is closed.
+ * followed by another (`recordSessionAnswers` sees the newer message). False when the session is closed.
  */
 export async function addUserMessage(db: Db, sessionId: string, message: NewMessage, alongside?: (trx: Db) => Promise<unknown>): Promise<boolean> {
   return db.transaction(async (trx) => {
@@ -207,62 +209,162 @@ export async function claimSessions(trx: Db, terms: LeaseTerms, pick: ClaimPick)
   return rows;
 }
 
-/** Ends a claimed session's turn: the scribe's message, then `waiting` (or `completed`, or `failed` with `errorMessage`); false if the claim was lost. */
-export async function finishSession(
-  db: Db,
-  claim: { id: string; token: string },
-  outcome: {
-    author: 'scribe' | 'system';
-    text: string;
-    end: boolean;
-    errorMessage: string | null;
-    /** The last message the answer saw: a later one from the user or staff is owed an answer of its own. */
-    answeredUpTo?: number;
-    /** The caller knows the session has no answer under way (a run: none at its claim, none saved since): not looked for. */
-    noDraft?: boolean;
-  },
-  at: string,
-  /** More writes that belong to the answer (its webhook event), in its transaction, given the state it left. */
-  alongside?: (trx: Db, state: 'waiting' | 'completed' | 'failed' | 'queued') => Promise<unknown>,
-): Promise<boolean> {
-  const next = outcome.errorMessage !== null ? 'failed' : outcome.end ? 'completed' : 'waiting';
-  return atomically(db, async (trx) => {
-    // Writes before it reads: on SQLite a transaction that read first cannot then write past another process's write.
-    await dialectOf(trx).writeFirst(trx, 'sessions', 'reply_due');
-    // A message that came while the scribe answered (the API's further messages) is answered next.
-    const more = outcome.errorMessage === null && outcome.answeredUpTo !== undefined && (await newerMessage(trx, claim.id, outcome.answeredUpTo));
-    const [row] = await trx('sessions')
-      .where({ id: claim.id, claim_token: claim.token })
+/** How a claimed session's turn ends (`recordSessionAnswer`). */
+export interface SessionAnswer {
+  author: 'scribe' | 'system';
+  text: string;
+  end: boolean;
+  errorMessage: string | null;
+  /** The last message the answer saw: a later one from the user or staff is owed an answer of its own. */
+  answeredUpTo?: number;
+  /** The caller knows the session has no answer under way (a run: none at its claim, none saved since): not looked for. */
+  noDraft?: boolean;
+}
+
+/** More writes that belong to a session's answer (its webhook event), in its transaction, given the state it left. */
+export type AlongsideAnswer = (trx: Db, state: 'waiting' | 'completed' | 'failed' | 'queued') => Promise<unknown>;
+
+/** A session's answer as a batch records it (`recordSessionAnswers`). */
+export interface AnswerToRecord {
+  claim: { id: string; token: string };
+  outcome: SessionAnswer;
+  at: string;
+  alongside?: AlongsideAnswer;
+}
+
+/**
+ * `recordSessionAnswer` for the answers of many runs at once, in the caller's transaction (a
+ * batch of runs' writes, runtime/run-writes.ts): a statement for all of them at each step (the
+ * newer messages looked for, the sessions moved, the scribe's messages, their stream events),
+ * where one each would take five round trips an answer. An answer that completes a message
+ * written as it came, or that a newer message follows (its session is owed the next answer),
+ * is recorded on its own. Whether each was recorded (false: its claim went).
+ */
+export async function recordSessionAnswers(trx: Db, answers: readonly AnswerToRecord[]): Promise<boolean[]> {
+  const recorded = new Map<string, boolean>();
+  const last = await lastMessagesFrom(
+    trx,
+    answers.filter((a) => a.outcome.errorMessage === null && a.outcome.answeredUpTo !== undefined).map((a) => a.claim.id),
+  );
+  const followed = (a: AnswerToRecord) => a.outcome.errorMessage === null && a.outcome.answeredUpTo !== undefined && (last.get(a.claim.id) ?? 0) > a.outcome.answeredUpTo;
+  const alone = answers.filter((a) => !a.outcome.noDraft || followed(a));
+  for (const a of alone) recorded.set(a.claim.id, await recordSessionAnswer(trx, a.claim, a.outcome, a.at, a.alongside));
+  const together = answers.filter((a) => !alone.includes(a));
+  for (const piece of piecesOf(trx, together, ANSWERS_PER_UPDATE)) {
+    const byId = new Map(piece.map((a) => [a.claim.id, a]));
+    const ids = [...byId.keys()];
+    const each = (type: string, value: (a: AnswerToRecord) => Knex.Value) => caseById(trx, ids, type, (id) => value(byId.get(id)!));
+    const next = (a: AnswerToRecord) => (a.outcome.errorMessage !== null ? 'failed' : a.outcome.end ? 'completed' : 'waiting');
+    const rows: Array<{ id: string; scribe_id: string; state: SessionState }> = await trx('sessions')
+      .whereIn('id', ids)
+      // The token compared as text: a uuid on PostgreSQL, where a CASE's parameters are text.
+      .whereRaw('cast(claim_token as varchar(36)) = ?', [each('varchar(36)', (a) => a.claim.token)])
       .update({
-        reply_due: more,
+        reply_due: false,
         claim_token: null,
         lease_until: null,
         attempts: 0,
         // A session ended at once stays completed, even if answering it failed.
-        state: trx.raw("case when state = 'completed' then 'completed' else ? end", [more ? 'queued' : next]),
-        error_message: outcome.errorMessage,
-        updated_at: at,
+        state: trx.raw("case when state = 'completed' then 'completed' else ? end", [each('varchar(16)', next)]),
+        error_message: each('text', (a) => a.outcome.errorMessage),
+        updated_at: each('varchar(24)', (a) => a.at),
       })
-      .returning(['scribe_id', 'state']);
-    if (!row) return false;
-    await runEnded(trx, row.scribe_id, at);
-    if (more) await bringRunTurnsForward(trx, [row.scribe_id], at);
-    // The scribe's answer completes its message under way, if it was written as it came; a failure note replaces it.
-    const draft = () => trx('session_messages').where({ session_id: claim.id, partial: true });
-    const written = outcome.author === 'scribe' && !outcome.noDraft ? ((await draft().first('id', 'text')) as { id: number; text: string } | undefined) : undefined;
-    if (written) {
-      // Streams get the rest of the text the last save had not stored, then the message whole.
-      await draft().update({ text: outcome.text, partial: false, created_at: at });
-      const id = Number(written.id);
-      await appendStreamEvents(trx, claim.id, [...deltaOf(id, written.text, outcome.text), { kind: 'message', data: { message_id: id } }], at);
-    } else {
-      if (!outcome.noDraft) await draft().delete();
-      await insertMessage(trx, claim.id, { author: outcome.author, text: outcome.text, created_at: at }, { whole: outcome.author === 'scribe' });
-    }
-    await recordSessionStatus(trx, claim.id, at, row.state);
-    await alongside?.(trx, row.state);
-    return true;
-  });
+      .returning(['id', 'scribe_id', 'state']);
+    await runsEnded(
+      trx,
+      rows.map((row) => ({ scribeId: row.scribe_id, at: byId.get(row.id)!.at })),
+    );
+    const messages = await insertRowsReturning<{ id: number | string; session_id: string }>(
+      trx,
+      'session_messages',
+      rows.map((row) => {
+        const { outcome, at } = byId.get(row.id)!;
+        return { session_id: row.id, author: outcome.author, text: outcome.text, created_at: at };
+      }),
+      ['id', 'session_id'],
+    );
+    const messageOf = new Map(messages.map((m) => [m.session_id, Number(m.id)]));
+    // As `insertMessage` (whole) and `recordSessionStatus` write them: the reply as one delta, the message, the state.
+    await appendStreamEventsOf(
+      trx,
+      rows.map((row) => {
+        const { outcome, at } = byId.get(row.id)!;
+        const id = messageOf.get(row.id)!;
+        const events: StreamEventData[] = [
+          ...(outcome.author === 'scribe' ? deltaOf(id, '', outcome.text) : []),
+          ...(outcome.author !== 'system' ? [{ kind: 'message', data: { message_id: id } } as const] : []),
+          { kind: 'status', data: { status: row.state } },
+        ];
+        return { subjectId: row.id, events, at };
+      }),
+    );
+    for (const row of rows) await byId.get(row.id)!.alongside?.(trx, row.state as 'waiting' | 'completed' | 'failed');
+    for (const id of ids)
+      recorded.set(
+        id,
+        rows.some((row) => row.id === id),
+      );
+  }
+  return answers.map((a) => recorded.get(a.claim.id)!);
+}
+
+/** Answers moved in one UPDATE at most (its CASEs hold two parameters an answer each). */
+const ANSWERS_PER_UPDATE = 64;
+
+/** Of each session, the id of the last whole message from the user or staff. */
+async function lastMessagesFrom(trx: Db, sessionIds: readonly string[]): Promise<Map<string, number>> {
+  if (sessionIds.length === 0) return new Map();
+  const rows: Array<{ session_id: string; last: number | string }> = await trx('session_messages')
+    .whereIn('session_id', sessionIds)
+    .where({ partial: false })
+    .whereIn('author', ['user', 'staff'])
+    .groupBy('session_id')
+    .select('session_id', trx.raw('max(id) as last'));
+  return new Map(rows.map((row) => [row.session_id, Number(row.last)]));
+}
+
+/**
+ * Ends a claimed session's turn: the scribe's message, then `waiting` (or `completed`, or
+ * `failed` with `errorMessage`); false if the claim was lost. In the caller's transaction:
+ * a batch of runs' writes (runtime/run-writes.ts).
+ */
+async function recordSessionAnswer(trx: Db, claim: { id: string; token: string }, outcome: SessionAnswer, at: string, alongside?: AlongsideAnswer): Promise<boolean> {
+  const next = outcome.errorMessage !== null ? 'failed' : outcome.end ? 'completed' : 'waiting';
+  // Writes before it reads: on SQLite a transaction that read first cannot then write past another process's write.
+  await dialectOf(trx).writeFirst(trx, 'sessions', 'reply_due');
+  // A message that came while the scribe answered (the API's further messages) is answered next.
+  const more = outcome.errorMessage === null && outcome.answeredUpTo !== undefined && (await newerMessage(trx, claim.id, outcome.answeredUpTo));
+  const [row] = await trx('sessions')
+    .where({ id: claim.id, claim_token: claim.token })
+    .update({
+      reply_due: more,
+      claim_token: null,
+      lease_until: null,
+      attempts: 0,
+      // A session ended at once stays completed, even if answering it failed.
+      state: trx.raw("case when state = 'completed' then 'completed' else ? end", [more ? 'queued' : next]),
+      error_message: outcome.errorMessage,
+      updated_at: at,
+    })
+    .returning(['scribe_id', 'state']);
+  if (!row) return false;
+  await runEnded(trx, row.scribe_id, at);
+  if (more) await bringRunTurnsForward(trx, [row.scribe_id], at);
+  // The scribe's answer completes its message under way, if it was written as it came; a failure note replaces it.
+  const draft = () => trx('session_messages').where({ session_id: claim.id, partial: true });
+  const written = outcome.author === 'scribe' && !outcome.noDraft ? ((await draft().first('id', 'text')) as { id: number; text: string } | undefined) : undefined;
+  if (written) {
+    // Streams get the rest of the text the last save had not stored, then the message whole.
+    await draft().update({ text: outcome.text, partial: false, created_at: at });
+    const id = Number(written.id);
+    await appendStreamEvents(trx, claim.id, [...deltaOf(id, written.text, outcome.text), { kind: 'message', data: { message_id: id } }], at);
+  } else {
+    if (!outcome.noDraft) await draft().delete();
+    await insertMessage(trx, claim.id, { author: outcome.author, text: outcome.text, created_at: at }, { whole: outcome.author === 'scribe' });
+  }
+  await recordSessionStatus(trx, claim.id, at, row.state);
+  await alongside?.(trx, row.state);
+  return true;
 }
 
 /**

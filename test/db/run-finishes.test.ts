@@ -4,6 +4,7 @@ import { createHarness, type Harness, type Tenant } from '../helpers/harness.js'
 import { testDatabaseKind } from '../helpers/databases.js';
 import { finishRuns, saveDraftEvent, type RunFinish } from '../../src/tasks/queries.js';
 import { runWrites, type RunEnd } from '../../src/runtime/run-writes.js';
+import type { SessionAnswer } from '../../src/sessions/queries.js';
 import type { NewAgentCall } from '../../src/agents/queries.js';
 
 /** Runs' ends recorded together (tasks/queries.ts, `finishRuns`): what each end writes, in a few statements for all. */
@@ -202,5 +203,71 @@ describe('runs ended in one batch (finishRuns)', () => {
     expect(String((errors[0] as Error).message)).to.match(/foreign key/i);
     expect(await h.db('tasks').where({ id: third!.id }).first('status')).to.deep.equal({ status: 'done' });
     expect(await h.db('agent_calls').where({ task_id: third!.id }).count({ n: '*' }).first()).to.deep.equal({ n: 0 });
+  });
+
+  it("writes sessions' answers in the line's batches: a statement per step for all, one alone where a newer message follows, none where the claim went", async () => {
+    const at = '2026-12-01T13:00:00.000Z';
+    const sessions: Array<{ id: string; token: string; asked: number }> = [];
+    for (let i = 0; i < 6; i++) {
+      const id = (await h.services.sessions.start(t.scribe, { message: `Question ${i}`, endImmediately: false })).id;
+      const token = randomUUID();
+      await h.db('sessions').where({ id }).update({ state: 'running', claim_token: token, lease_until: '2999-01-01T00:00:00.000Z', attempts: 1 });
+      const asked = Number((await h.db('session_messages').where({ session_id: id }).first('id')).id);
+      sessions.push({ id, token, asked });
+    }
+    const [first, second, failed, followed, ended, lost] = sessions;
+    await h.db('session_messages').insert({ session_id: followed!.id, author: 'user', text: 'And one more thing.', created_at: at });
+    await h.db('scribes').where({ id: t.scribe.id }).update({ runs_in_flight: 6 });
+    const line = runWrites(
+      (work) => work(h.db),
+      async () => [],
+    );
+    const answer = (session: { id: string; token: string; asked: number }, text: string, more: Partial<SessionAnswer> = {}) =>
+      line.answer({ claim: session, outcome: { author: 'scribe', text, end: false, errorMessage: null, answeredUpTo: session.asked, noDraft: true, ...more }, at });
+    statements = [];
+    h.db.on('query', count);
+    await Promise.all([
+      // The first goes at once, alone; the rest come while it is written and go together next.
+      answer(first!, 'First answer.'),
+      answer(second!, 'Second answer.'),
+      answer(failed!, 'The scribe could not answer: boom', { author: 'system', errorMessage: 'boom' }),
+      answer(followed!, 'An answer to the first question.'),
+      answer(ended!, 'Goodbye.', { end: true }),
+      answer({ ...lost!, token: randomUUID() }, 'Not mine to give.'),
+    ]).finally(() => h.db.off('query', count));
+    const begins = statements.filter((sql) => /^(begin|BEGIN;)/.test(sql));
+    const counts = statements.filter((sql) => /^update .scribes. set .runs_in_flight./i.test(sql));
+    // Not SQLite's write that changes nothing (dialect.ts, writeFirst), which the one written alone makes first.
+    const moves = statements.filter((sql) => /^update .sessions./i.test(sql) && !/ where 0$/.test(sql));
+    expect([begins.length, counts.length], 'two batches, each one transaction that counts its runs once').to.deep.equal([2, 2]);
+    expect(moves.length, "the first's, the followed one's alone, then the rest's together").to.equal(3);
+    expect(
+      statements.filter((sql) => /savepoint/i.test(sql)),
+      'no savepoint within a batch',
+    ).to.deep.equal([]);
+
+    const state = async (id: string) => h.db('sessions').where({ id }).first('state', 'reply_due', 'claim_token', 'error_message', 'updated_at');
+    const released = { claim_token: null, updated_at: at };
+    expect(await state(first!.id)).to.deep.include({ state: 'waiting', error_message: null, ...released });
+    expect(await state(second!.id)).to.deep.include({ state: 'waiting', error_message: null, ...released });
+    expect(await state(failed!.id)).to.deep.include({ state: 'failed', error_message: 'boom', ...released });
+    expect(await state(followed!.id), 'owed the next answer').to.deep.include({ state: 'queued', ...released });
+    expect(Boolean((await state(followed!.id)).reply_due)).to.equal(true);
+    expect(await state(ended!.id)).to.deep.include({ state: 'completed', ...released });
+    expect(await state(lost!.id), 'its claim went elsewhere: nothing recorded').to.deep.include({ state: 'running', claim_token: lost!.token });
+    const last = async (id: string) => (await h.db('session_messages').where({ session_id: id }).orderBy('id', 'desc').first('author', 'text')) as object;
+    expect(await last(second!.id)).to.deep.equal({ author: 'scribe', text: 'Second answer.' });
+    expect(await last(failed!.id)).to.deep.equal({ author: 'system', text: 'The scribe could not answer: boom' });
+    expect(await last(lost!.id)).to.deep.equal({ author: 'user', text: 'Question 5' });
+    const message = Number((await h.db('session_messages').where({ session_id: second!.id, author: 'scribe' }).first('id')).id);
+    expect((await streamOf(second!.id)).slice(-3).map((e) => [e.kind, e.data])).to.deep.equal([
+      ['delta', { message_id: message, text: 'Second answer.' }],
+      ['message', { message_id: message }],
+      ['status', { status: 'waiting' }],
+    ]);
+    expect((await streamOf(failed!.id)).at(-1)!.data, 'a system note is not streamed as a message').to.deep.equal({ status: 'failed' });
+    const note = Number((await h.db('session_messages').where({ session_id: failed!.id, author: 'system' }).first('id')).id);
+    expect((await streamOf(failed!.id)).filter((e) => e.data.message_id === note)).to.deep.equal([]);
+    expect(await h.db('scribes').where({ id: t.scribe.id }).first('runs_in_flight'), 'five runs ended, the sixth still counted').to.deep.equal({ runs_in_flight: 1 });
   });
 });
