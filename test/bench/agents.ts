@@ -273,6 +273,8 @@ export async function benchAgents(dataDir: string): Promise<void> {
     'receipt was checked to have made one task, recorded done exactly once. Drain: from the first model call to the last',
     "task recorded done. The model server and the database share the 2 cores with the workers. The new scribe's receipt is",
     'inserted 3 s into the backlog and, on PostgreSQL, announced with NOTIFY as a web process that accepted it would.',
+    `The chat rows: ${TASKS.toLocaleString('en')} sessions over the same scribes, each with a first message and owed an answer, each`,
+    'checked to have been answered by its scribe exactly once; drain to the last session answered.',
     `The floor: the same calls, ${FLOOR_SLOTS} at once, made by the OpenAI SDK over the workers' fetch, streamed and read to the`,
     'end, in a process that claims, traces and records nothing (test/bench/sdk-alone.ts).',
   ]);
