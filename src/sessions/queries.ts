@@ -241,6 +241,8 @@ export interface AnswerToRecord {
  * is recorded on its own. Whether each was recorded (false: its claim went).
  */
 export async function recordSessionAnswers(trx: Db, answers: readonly AnswerToRecord[]): Promise<boolean[]> {
+  // Writes before it reads: on SQLite a transaction that read first cannot then write past another process's write.
+  await dialectOf(trx).writeFirst(trx, 'sessions', 'reply_due');
   const recorded = new Map<string, boolean>();
   const last = await lastMessagesFrom(
     trx,
