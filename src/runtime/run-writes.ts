@@ -29,13 +29,12 @@ const WRITES_PER_BATCH = 64;
  * while a batch is written go together next, WRITES_PER_BATCH at a time, each batch one
  * group (db/group-commit.ts, `inOneGroup`) in one transaction: its calls in an INSERT or a
  * few, its answers and its ends in a few statements for all of them (sessions/queries.ts,
- * `recordSessionAnswers`; tasks/queries.ts, `recordRunEnds`), each with its
- * webhook event, and the scribes' counts of runs in flight for all of them in one statement
- * at its end. A run queues its
- * calls before its end, so whoever reads an end can read how it came: they are written in
- * the same batch as the end or an earlier one, and the run waits for one batch, not two.
- * A batch that fails is written item by item, so a call or an end that cannot be written
- * fails alone.
+ * `recordSessionAnswers`; tasks/queries.ts, `recordRunEnds`), each with its webhook event,
+ * and the scribes' counts of runs in flight for all of them in one statement at its end. A
+ * run queues its calls before its end, so whoever reads an end can read how it came: they
+ * are written in the same batch as the end or an earlier one, and the run waits for one
+ * batch, not two. A batch that fails is written item by item, so a call, an end or an answer
+ * that cannot be written fails alone.
  *
  * `lines`: batches under way at once. Where runs' writes share commits (SQLite, `writes` is a
  * group commit) several batches join one group, which writes them in the order they came,
