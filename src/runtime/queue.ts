@@ -204,9 +204,9 @@ export function createAgentRuntime({
     };
   }
 
-  // Runs' trace calls and task runs' ends (run-writes.ts): on SQLite several batches join a
-  // group commit, and batches not full start no more often than its commits; on PostgreSQL
-  // one at a time keeps a run's calls ahead of its end. A lone run's writes wait for no one.
+  // Runs' trace calls, task runs' ends and session answers (run-writes.ts): on SQLite several
+  // batches join a group commit, and batches not full start no more often than its commits; on
+  // PostgreSQL one at a time keeps a run's calls ahead of its end. A lone run's writes wait for no one.
   const sharesCommits = dialectOf(db).sharesCommits;
   const line = runWrites(writes, recordEvents, {
     lines: sharesCommits ? options.writeLines : 1,

@@ -174,11 +174,6 @@ export async function cancelSession(db: Db, id: string, message: { text: string;
   }
 }
 
-/** Whether the user or staff wrote in the session after message `id`. */
-async function newerMessage(trx: Db, sessionId: string, id: number): Promise<boolean> {
-  return Boolean(await trx('session_messages').where({ session_id: sessionId, partial: false }).where('id', '>', id).whereIn('author', ['user', 'staff']).first('id'));
-}
-
 /** Sessions owing an answer and waiting for a claim, by scribe (sessions_unclaimed_by_scribe). */
 const unclaimedSessions: Queue = { table: 'sessions', due: (q) => q.whereRaw('reply_due').whereNull('claim_token'), order: ['created_at', 'id'], leaseColumn: 'lease_until' };
 /** Claimed sessions whose lease ran out (sessions_claimed). */
@@ -209,7 +204,7 @@ export async function claimSessions(trx: Db, terms: LeaseTerms, pick: ClaimPick)
   return rows;
 }
 
-/** How a claimed session's turn ends (`recordSessionAnswer`). */
+/** How a claimed session's turn ends (`recordSessionAnswers`). */
 export interface SessionAnswer {
   author: 'scribe' | 'system';
   text: string;
@@ -238,25 +233,28 @@ export interface AnswerToRecord {
  * newer messages looked for, the sessions moved, the scribe's messages, their stream events),
  * where one each would take five round trips an answer. An answer that completes a message
  * written as it came, or that a newer message follows (its session is owed the next answer),
- * is recorded on its own. Whether each was recorded (false: its claim went).
+ * is recorded on its own (`recordSessionAnswer`). Whether each was recorded (false: its claim went).
  */
 export async function recordSessionAnswers(trx: Db, answers: readonly AnswerToRecord[]): Promise<boolean[]> {
   // Writes before it reads: on SQLite a transaction that read first cannot then write past another process's write.
   await dialectOf(trx).writeFirst(trx, 'sessions', 'reply_due');
   const recorded = new Map<string, boolean>();
+  // A message that came while the scribe answered (the API's further messages) is answered next.
+  const asksMore = (a: AnswerToRecord) => a.outcome.errorMessage === null && a.outcome.answeredUpTo !== undefined;
   const last = await lastMessagesFrom(
     trx,
-    answers.filter((a) => a.outcome.errorMessage === null && a.outcome.answeredUpTo !== undefined).map((a) => a.claim.id),
+    answers.filter(asksMore).map((a) => a.claim.id),
   );
-  const followed = (a: AnswerToRecord) => a.outcome.errorMessage === null && a.outcome.answeredUpTo !== undefined && (last.get(a.claim.id) ?? 0) > a.outcome.answeredUpTo;
-  const alone = answers.filter((a) => !a.outcome.noDraft || followed(a));
-  for (const a of alone) recorded.set(a.claim.id, await recordSessionAnswer(trx, a.claim, a.outcome, a.at, a.alongside));
-  const together = answers.filter((a) => !alone.includes(a));
+  const followed = (a: AnswerToRecord) => asksMore(a) && (last.get(a.claim.id) ?? 0) > a.outcome.answeredUpTo!;
+  const together: AnswerToRecord[] = [];
+  for (const a of answers) {
+    if (a.outcome.noDraft && !followed(a)) together.push(a);
+    else recorded.set(a.claim.id, await recordSessionAnswer(trx, a, followed(a)));
+  }
   for (const piece of piecesOf(trx, together, ANSWERS_PER_UPDATE)) {
     const byId = new Map(piece.map((a) => [a.claim.id, a]));
     const ids = [...byId.keys()];
     const each = (type: string, value: (a: AnswerToRecord) => Knex.Value) => caseById(trx, ids, type, (id) => value(byId.get(id)!));
-    const next = (a: AnswerToRecord) => (a.outcome.errorMessage !== null ? 'failed' : a.outcome.end ? 'completed' : 'waiting');
     const rows: Array<{ id: string; scribe_id: string; state: SessionState }> = await trx('sessions')
       .whereIn('id', ids)
       // The token compared as text: a uuid on PostgreSQL, where a CASE's parameters are text.
@@ -267,7 +265,7 @@ export async function recordSessionAnswers(trx: Db, answers: readonly AnswerToRe
         lease_until: null,
         attempts: 0,
         // A session ended at once stays completed, even if answering it failed.
-        state: trx.raw("case when state = 'completed' then 'completed' else ? end", [each('varchar(16)', next)]),
+        state: trx.raw("case when state = 'completed' then 'completed' else ? end", [each('varchar(16)', (a) => stateAfter(a.outcome))]),
         error_message: each('text', (a) => a.outcome.errorMessage),
         updated_at: each('varchar(24)', (a) => a.at),
       })
@@ -301,11 +299,8 @@ export async function recordSessionAnswers(trx: Db, answers: readonly AnswerToRe
       }),
     );
     for (const row of rows) await byId.get(row.id)!.alongside?.(trx, row.state as 'waiting' | 'completed' | 'failed');
-    for (const id of ids)
-      recorded.set(
-        id,
-        rows.some((row) => row.id === id),
-      );
+    const moved = new Set(rows.map((row) => row.id));
+    for (const id of ids) recorded.set(id, moved.has(id));
   }
   return answers.map((a) => recorded.get(a.claim.id)!);
 }
@@ -325,17 +320,17 @@ async function lastMessagesFrom(trx: Db, sessionIds: readonly string[]): Promise
   return new Map(rows.map((row) => [row.session_id, Number(row.last)]));
 }
 
+/** The state an answer leaves its session in, unless a newer message is owed the next answer (`queued`). */
+function stateAfter(outcome: SessionAnswer): 'waiting' | 'completed' | 'failed' {
+  return outcome.errorMessage !== null ? 'failed' : outcome.end ? 'completed' : 'waiting';
+}
+
 /**
- * Ends a claimed session's turn: the scribe's message, then `waiting` (or `completed`, or
- * `failed` with `errorMessage`); false if the claim was lost. In the caller's transaction:
- * a batch of runs' writes (runtime/run-writes.ts).
+ * One answer of `recordSessionAnswers`, on its own: one that completes its message under way,
+ * or that a newer message follows (`more`: its session is `queued` again, owed the next
+ * answer). False if the claim was lost.
  */
-async function recordSessionAnswer(trx: Db, claim: { id: string; token: string }, outcome: SessionAnswer, at: string, alongside?: AlongsideAnswer): Promise<boolean> {
-  const next = outcome.errorMessage !== null ? 'failed' : outcome.end ? 'completed' : 'waiting';
-  // Writes before it reads: on SQLite a transaction that read first cannot then write past another process's write.
-  await dialectOf(trx).writeFirst(trx, 'sessions', 'reply_due');
-  // A message that came while the scribe answered (the API's further messages) is answered next.
-  const more = outcome.errorMessage === null && outcome.answeredUpTo !== undefined && (await newerMessage(trx, claim.id, outcome.answeredUpTo));
+async function recordSessionAnswer(trx: Db, { claim, outcome, at, alongside }: AnswerToRecord, more: boolean): Promise<boolean> {
   const [row] = await trx('sessions')
     .where({ id: claim.id, claim_token: claim.token })
     .update({
@@ -344,7 +339,7 @@ async function recordSessionAnswer(trx: Db, claim: { id: string; token: string }
       lease_until: null,
       attempts: 0,
       // A session ended at once stays completed, even if answering it failed.
-      state: trx.raw("case when state = 'completed' then 'completed' else ? end", [more ? 'queued' : next]),
+      state: trx.raw("case when state = 'completed' then 'completed' else ? end", [more ? 'queued' : stateAfter(outcome)]),
       error_message: outcome.errorMessage,
       updated_at: at,
     })
