@@ -122,32 +122,47 @@ export async function runEnded(db: Db, scribeId: string, at: string, { handedBac
     .update({ runs_in_flight: db.raw('runs_in_flight - 1'), run_turn_at: db.raw('case when run_turn_at is null or run_turn_at > ? then ? else run_turn_at end', [at, at]) });
 }
 
+/** A run that ended at `at`; `due`: its work is due again (a newer message came meanwhile), so its scribe's turn comes whatever its cap. */
+export interface EndedRun {
+  scribeId: string;
+  at: string;
+  due?: boolean;
+}
+
 /**
  * Runs that ended (`runEnded` of each), in one statement however many: each scribe's count
- * down by its runs, and a capped scribe's turn brought to the earliest of their ends. A group
- * of writes (db/group-commit.ts) makes it once at its end, for all its runs.
+ * down by its runs, and the turn of a capped scribe, or of one whose work is due again,
+ * brought to the earliest of their ends. A group of writes (db/group-commit.ts) makes it once
+ * at its end, for all its runs. In the runs' batches of writes (runtime/run-writes.ts) it is
+ * the only statement that locks scribes' rows, and it takes them in order of id, so that two
+ * batches never wait on each other for them (PostgreSQL would end one as a deadlock).
  */
-export async function runsEnded(db: Db, ended: ReadonlyArray<{ scribeId: string; at: string }>): Promise<void> {
+export async function runsEnded(db: Db, ended: readonly EndedRun[]): Promise<void> {
   if (ended.length > 0) await atGroupEnd(db, ended, countRunsEnded);
 }
 
-async function countRunsEnded(db: Db, ended: ReadonlyArray<{ scribeId: string; at: string }>): Promise<void> {
-  const byScribe = new Map<string, { runs: number; at: string }>();
-  for (const { scribeId, at } of ended) {
+async function countRunsEnded(db: Db, ended: readonly EndedRun[]): Promise<void> {
+  const byScribe = new Map<string, { runs: number; at: string; due: boolean }>();
+  for (const { scribeId, at, due = false } of ended) {
     const scribe = byScribe.get(scribeId);
-    if (!scribe) byScribe.set(scribeId, { runs: 1, at });
+    if (!scribe) byScribe.set(scribeId, { runs: 1, at, due });
     else {
       scribe.runs++;
       if (at < scribe.at) scribe.at = at;
+      scribe.due ||= due;
     }
   }
   const ids = [...byScribe.keys()].sort();
   const at = caseById(db, ids, 'varchar(24)', (id) => byScribe.get(id)!.at);
+  // Most batches have no work due again: their statement keeps its shorter text.
+  const turnComes = [...byScribe.values()].some((scribe) => scribe.due)
+    ? db.raw('(max_concurrency is not null or ? = 1)', [caseById(db, ids, 'integer', (id) => Number(byScribe.get(id)!.due))])
+    : db.raw('max_concurrency is not null');
   await db('scribes')
     .whereIn('id', ids)
     .update({
       runs_in_flight: db.raw('runs_in_flight - ?', [caseById(db, ids, 'integer', (id) => byScribe.get(id)!.runs)]),
-      run_turn_at: db.raw('case when max_concurrency is not null and (run_turn_at is null or run_turn_at > ?) then ? else run_turn_at end', [at, at]),
+      run_turn_at: db.raw('case when ? and (run_turn_at is null or run_turn_at > ?) then ? else run_turn_at end', [turnComes, at, at]),
     });
 }
 

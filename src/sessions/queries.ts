@@ -345,8 +345,8 @@ async function recordSessionAnswer(trx: Db, { claim, outcome, at, alongside }: A
     })
     .returning(['scribe_id', 'state']);
   if (!row) return false;
-  await runEnded(trx, row.scribe_id, at);
-  if (more) await bringRunTurnsForward(trx, [row.scribe_id], at);
+  // Its turn, if owed the next answer, comes with the group's count of runs ended, not before it (scribes/queries.ts, `runsEnded`).
+  await runsEnded(trx, [{ scribeId: row.scribe_id, at, due: more }]);
   // The scribe's answer completes its message under way, if it was written as it came; a failure note replaces it.
   const draft = () => trx('session_messages').where({ session_id: claim.id, partial: true });
   const written = outcome.author === 'scribe' && !outcome.noDraft ? ((await draft().first('id', 'text')) as { id: number; text: string } | undefined) : undefined;

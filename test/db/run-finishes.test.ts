@@ -217,7 +217,8 @@ describe('runs ended in one batch (finishRuns)', () => {
     }
     const [first, second, failed, followed, ended, lost] = sessions;
     await h.db('session_messages').insert({ session_id: followed!.id, author: 'user', text: 'And one more thing.', created_at: at });
-    await h.db('scribes').where({ id: t.scribe.id }).update({ runs_in_flight: 6 });
+    // Uncapped: only work due again brings its turn forward.
+    await h.db('scribes').where({ id: t.scribe.id }).update({ runs_in_flight: 6, max_concurrency: null, run_turn_at: null });
     const line = runWrites(
       (work) => work(h.db),
       async () => [],
@@ -240,6 +241,12 @@ describe('runs ended in one batch (finishRuns)', () => {
     // Not SQLite's write that changes nothing (dialect.ts, writeFirst), which the one written alone makes first.
     const moves = statements.filter((sql) => /^update .sessions./i.test(sql) && !/ where 0$/.test(sql));
     expect([begins.length, counts.length], 'two batches, each one transaction that counts its runs once').to.deep.equal([2, 2]);
+    // The scribes' rows are locked by that count alone, as the group's last statement, so batches never wait on each other for them.
+    expect(
+      statements.filter((sql) => /^update .scribes./i.test(sql)),
+      'no other write to scribes, the turn of the followed one included',
+    ).to.deep.equal(counts);
+    statements.forEach((sql, i) => /^update .scribes./i.test(sql) && expect(statements[i + 1], 'the last statement before its commit').to.match(/^(commit|COMMIT;)/));
     expect(moves.length, "the first's, the followed one's alone, then the rest's together").to.equal(3);
     expect(
       statements.filter((sql) => /savepoint/i.test(sql)),
@@ -268,6 +275,12 @@ describe('runs ended in one batch (finishRuns)', () => {
     expect((await streamOf(failed!.id)).at(-1)!.data, 'a system note is not streamed as a message').to.deep.equal({ status: 'failed' });
     const note = Number((await h.db('session_messages').where({ session_id: failed!.id, author: 'system' }).first('id')).id);
     expect((await streamOf(failed!.id)).filter((e) => e.data.message_id === note)).to.deep.equal([]);
-    expect(await h.db('scribes').where({ id: t.scribe.id }).first('runs_in_flight'), 'five runs ended, the sixth still counted').to.deep.equal({ runs_in_flight: 1 });
+    expect(
+      await h.db('scribes').where({ id: t.scribe.id }).first('runs_in_flight', 'run_turn_at'),
+      'five runs ended, the sixth still counted; the turn come for the work due again',
+    ).to.deep.equal({
+      runs_in_flight: 1,
+      run_turn_at: at,
+    });
   });
 });
