@@ -248,8 +248,9 @@ export async function recordSessionAnswers(trx: Db, answers: readonly AnswerToRe
   const followed = (a: AnswerToRecord) => asksMore(a) && (last.get(a.claim.id) ?? 0) > a.outcome.answeredUpTo!;
   const together: AnswerToRecord[] = [];
   for (const a of answers) {
-    if (a.outcome.noDraft && !followed(a)) together.push(a);
-    else recorded.set(a.claim.id, await recordSessionAnswer(trx, a, followed(a)));
+    const more = followed(a);
+    if (a.outcome.noDraft && !more) together.push(a);
+    else recorded.set(a.claim.id, await recordSessionAnswer(trx, a, more));
   }
   for (const piece of piecesOf(trx, together, ANSWERS_PER_UPDATE)) {
     const byId = new Map(piece.map((a) => [a.claim.id, a]));
