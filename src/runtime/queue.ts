@@ -33,6 +33,8 @@ export interface RuntimeOptions {
   claimGapMs: number;
   /** The least time between two commits of runs' writes on SQLite: writes that come meanwhile share the next (db/group-commit.ts), as they share a batch (run-writes.ts). */
   commitGapMs: number;
+  /** How fast the runs in flight may grow from idle: at most this many more a second (runs that end are replaced at once all the same). */
+  growthPerSecond: number;
   /** Batches of runs' writes under way at once where they share commits (SQLite): they join one group rather than wait for each other's commits (run-writes.ts). */
   writeLines: number;
 }
@@ -46,6 +48,8 @@ export const defaultRuntimeOptions: RuntimeOptions = {
   // Small beside a model call's seconds, and enough that a busy process claims runs by the dozen.
   claimGapMs: 20,
   commitGapMs: 10,
+  // About what one process starts and finishes in a second at a millisecond of CPU a run.
+  growthPerSecond: 1000,
   writeLines: 16,
 };
 
@@ -282,7 +286,14 @@ export function createAgentRuntime({
   const queue: Queue<Work, Outcome> = {
     name: 'agent runs',
     channel: 'scribe_work',
-    options: { slots: options.concurrency, leaseMs: options.leaseMs, renewMs: options.renewMs, cancelCheckMs: options.cancelCheckMs, claimGapMs: options.claimGapMs },
+    options: {
+      slots: options.concurrency,
+      leaseMs: options.leaseMs,
+      renewMs: options.renewMs,
+      cancelCheckMs: options.cancelCheckMs,
+      claimGapMs: options.claimGapMs,
+      growthPerSecond: options.growthPerSecond,
+    },
     outcomes: ['sessions', 'tasks'],
     claim,
     async run(work, { token, signal, lookAnewAfter }) {

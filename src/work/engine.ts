@@ -16,6 +16,7 @@ import { settledWithin } from '../lib/settled-within.js';
  * and background.ts hold everything that is the same for all of them.
  *
  * The engine alone:
+ * - paces growth: with `growthPerSecond`, the units in flight grow no faster than that;
  * - claims into free slots: a claim takes up to as many items as slots are free (or, for a
  *   queue that works a batch in one slot, up to `batchSize`), passing over keys (an
  *   endpoint, an organization) that already have their cap of items running here (a queue
@@ -25,7 +26,8 @@ import { settledWithin } from '../lib/settled-within.js';
  * - finishes: a run that fails is retried after its back-off, or given up after
  *   `maxAttempts`; work stopped by `stop()` is handed back and the other processes told;
  * - coalesces: one claim at a time; calls made while one runs share a single follow-up (one
- *   that refills slots freed by runs that ended starts no sooner than `claimGapMs` after it).
+ *   that refills slots freed by runs that ended starts no sooner than `claimGapMs` after it,
+ *   and never in the same turn of the event loop as the claim before it).
  *   A claim that finds nothing is remembered (by what it passed over), so that a finished
  *   item refills its slot without asking again; a nudge or the poll clears that, and a
  *   claim that started before the nudge does not record its empty finding;
@@ -61,6 +63,13 @@ export interface QueueOptions {
   claimGapMs?: number;
   /** Items claimed since the queue's last `tidy` before a drain calls it again (1,000 unless set). */
   tidyAfter?: number;
+  /**
+   * How fast the units in flight may grow: at most this many more a second (a slot freed by a
+   * unit that ended refills at once all the same). Units started in one instant end in one
+   * instant when their work takes the same time, and then wait on one another in this
+   * process's loop at every round; started at this pace, they keep apart. Unlimited unless set.
+   */
+  growthPerSecond?: number;
 }
 
 /** What a claim is asked to take. */
@@ -165,6 +174,9 @@ export function shareSlots<Key>(free: number, keys: readonly Key[], room: (key: 
   return shares;
 }
 
+/** The most growth (`growthPerSecond`) that builds up while no claim uses it: this long's worth. */
+const GROWTH_BUILDS_UP_MS = 100;
+
 /** Items claimed between two calls of a queue's `tidy`, unless its options say otherwise. */
 const TIDY_AFTER = 1000;
 
@@ -198,8 +210,18 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
   let lastClaimStart = -Infinity;
   /** What claims found nothing for (by what they passed over) since the last look for new work. */
   const foundEmpty = new Set<string>();
+  /** Whether the event loop has turned since the last claim began. */
+  let loopTurned = true;
   /** Counts the looks anew, so that a claim that started before one does not mark its finding as still current. */
   let looks = 0;
+  /**
+   * The growth of the units in flight that `growthPerSecond` allows, as of `growthAt` (at
+   * first as after a quiet spell: all that builds up); and the units that ended since the last
+   * claim, whose slots refill whatever the pace.
+   */
+  let growth = Infinity;
+  let growthAt = performance.now();
+  let endedSinceClaim = 0;
   /** Items claimed since the last `tidy`, and the one under way. */
   let claimedSinceTidy = 0;
   let tidying: Promise<void> | undefined;
@@ -278,9 +300,12 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
    */
   async function claimAndStart(): Promise<void> {
     const taken: Array<Claim<Item>> = [];
-    const free = options.slots - inFlight.size;
+    const open = options.slots - inFlight.size;
+    const { ended, growth: mayGrow } = mayStart();
+    const free = Math.min(open, ended + mayGrow);
     try {
       for (;;) {
+        if (taken.length >= free) break;
         const { units, allTaken } = await claimOnce(free - taken.length);
         taken.push(...units);
         if (units.length === 0 || allTaken) break;
@@ -288,8 +313,35 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     } catch (err) {
       logger.error({ err, queue: queue.name }, 'could not claim background work');
     }
+    growth = Math.max(0, growth - Math.max(0, taken.length - ended));
     if (taken.length === 0 && inFlight.size === 0) tidyIfDue();
     for (const unit of taken) void start(unit);
+    // Held back by the pace of growth rather than by the slots: the rest comes a claim gap later.
+    if (free < open && taken.length === free) void refill({ heldBack: true });
+  }
+
+  /**
+   * How many of the free slots a claim may fill now: those of the units that ended since the
+   * last claim, and the growth `growthPerSecond` allows.
+   */
+  function mayStart(): { ended: number; growth: number } {
+    const ended = endedSinceClaim;
+    endedSinceClaim = 0;
+    const perSecond = options.growthPerSecond;
+    if (!perSecond) return { ended, growth: Infinity };
+    const now = performance.now();
+    // Growth unused builds up only so far: after a quiet spell, work starts at the pace again, not all at once.
+    growth = Math.min(growth + (perSecond * (now - growthAt)) / 1000, Math.max(1, (perSecond * GROWTH_BUILDS_UP_MS) / 1000));
+    growthAt = now;
+    return { ended, growth: Math.floor(growth) };
+  }
+
+  /** How long until `growthPerSecond` allows one more unit. */
+  function untilGrowthMs(): number {
+    const perSecond = options.growthPerSecond;
+    if (!perSecond) return 0;
+    const owed = 1 - growth - (perSecond * (performance.now() - growthAt)) / 1000;
+    return (owed * 1000) / perSecond;
   }
 
   /** Starts the queue's `tidy` once it is idle after a drain of `tidyAfter` items (see `Queue.tidy`). */
@@ -319,6 +371,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
         runs.delete(item.id);
       }
       inFlight.delete(unit);
+      endedSinceClaim++;
       // A slot is free: the next claim need not wait for the poll, only for `claimGapMs`.
       if (anew) lookAnew();
       void refill({ gap: true });
@@ -390,14 +443,26 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     }
   }
 
-  /** Claims into the free slots and starts what it took (`claimAndStart`), behind any claim under way. Never throws. */
-  function refill({ gap = false } = {}): Promise<void> {
+  /**
+   * Claims into the free slots and starts what it took (`claimAndStart`), behind any claim
+   * under way. `gap`: it refills slots of units that ended, `claimGapMs` after the last claim
+   * began. `heldBack`: that claim left slots free for the pace of growth; this one waits for
+   * the gap and for growth. Never throws.
+   */
+  function refill({ gap = false, heldBack = false } = {}): Promise<void> {
     if (closing || queued) return claiming;
     queued = true;
     claiming = claiming.then(async () => {
       // Only while other runs are in flight: the slot of a lone run that ended refills at once.
-      const wait = gap && inFlight.size > 0 ? lastClaimStart + (options.claimGapMs ?? 0) - performance.now() : 0;
-      if (wait > 0 && !closing) await new Promise((resolve) => setTimeout(resolve, wait));
+      const gapMs = (gap && inFlight.size > 0) || heldBack ? lastClaimStart + (options.claimGapMs ?? 0) - performance.now() : 0;
+      const wait = closing ? 0 : Math.max(gapMs, heldBack ? untilGrowthMs() : 0);
+      // On SQLite a claim's queries and a run's writes resolve without I/O: a refill that would
+      // follow the last claim within one turn of the event loop waits for the next turn, or a
+      // chain of claims and runs would hold back this process's sockets (its API's requests, the
+      // model calls of the runs it started) until it ended.
+      if (wait > 0 || ((gap || heldBack) && !loopTurned)) await new Promise((resolve) => (wait > 0 ? setTimeout(resolve, wait) : setImmediate(resolve)));
+      loopTurned = false;
+      setImmediate(() => (loopTurned = true));
       queued = false;
       lastClaimStart = performance.now();
       lastTickAt = clock();

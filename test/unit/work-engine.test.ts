@@ -246,6 +246,54 @@ describe('the work engine', () => {
     expect(q.due).to.have.length(0);
   });
 
+  it('grows the units in flight at growthPerSecond, and refills the slots of units that ended at once, whatever the pace', async () => {
+    const ends: Array<() => void> = [];
+    const q = memoryQueue(() => new Promise((resolve) => ends.push(() => resolve('done'))), { options: { slots: 40, claimGapMs: 5, growthPerSecond: 100 } });
+    for (let i = 0; i < 60; i++) q.add(`item ${i}`, `key ${i}`);
+    const began = performance.now();
+    /** Runs started by then, against the most the pace allows by then: 10 built up, and 100 a second. */
+    const paced: Array<{ running: number; most: number }> = [];
+    q.worker.fill();
+    await until(() => {
+      paced.push({ running: ends.length, most: 10 + Math.ceil((100 * (performance.now() - began)) / 1000) });
+      return ends.length === 40;
+    });
+    expect(paced.find((p) => p.running > 0)!.running, 'what built up goes at once').to.be.at.least(10);
+    expect(paced.filter((p) => p.running > p.most)).to.deep.equal([]);
+    expect(q.claims, 'a claim every claimGapMs or so, not one a unit').to.be.within(10, 40);
+    // Twenty end together: their slots refill in the next claim, not ten at a time.
+    const claimsBefore = q.claims;
+    for (const end of ends.splice(0, 20)) end();
+    await until(() => ends.length === 40);
+    expect(q.claims - claimsBefore).to.equal(1);
+    expect(q.due).to.have.length(0);
+    for (const end of ends.splice(0)) end();
+    await q.worker.stop();
+  });
+
+  it('lets the event loop turn between claims that would follow one another within one turn, and claims new work at once', async () => {
+    const q = memoryQueue(async () => 'done', { options: { slots: 1 } });
+    for (let i = 0; i < 20; i++) q.add(`item ${i}`);
+    let turns = 0;
+    let ticking = true;
+    const turn = () => {
+      turns++;
+      if (ticking) setImmediate(turn);
+    };
+    setImmediate(turn);
+    // A memory queue's claims and runs resolve without I/O, as SQLite's do.
+    expect(await q.worker.tick()).to.deep.equal({ done: 20, retried: 0, failed: 0 });
+    ticking = false;
+    // Twenty claims and one that found nothing: a turn of the loop between each two.
+    expect(q.claims).to.equal(21);
+    expect(turns).to.be.at.least(20);
+    await later(5);
+    q.add('new');
+    q.worker.nudge();
+    const claimsBeforeTurn = await new Promise((resolve) => setImmediate(() => resolve(q.claims)));
+    expect(claimsBeforeTurn, 'claimed before the next turn').to.equal(22);
+  });
+
   it("shares free slots among keys in turn: as many each, within each one's room, none to a key without room", () => {
     const room: Record<string, number> = { a: Infinity, b: 1, c: 0, d: Infinity };
     expect(shareSlots(9, ['a', 'b', 'c', 'd'], (key) => room[key]!)).to.deep.equal([
