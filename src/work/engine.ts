@@ -305,7 +305,6 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     const free = Math.min(open, ended + mayGrow);
     try {
       for (;;) {
-        if (taken.length >= free) break;
         const { units, allTaken } = await claimOnce(free - taken.length);
         taken.push(...units);
         if (units.length === 0 || allTaken) break;
@@ -331,17 +330,21 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     if (!perSecond) return { ended, growth: Infinity };
     const now = performance.now();
     // Growth unused builds up only so far: after a quiet spell, work starts at the pace again, not all at once.
-    growth = Math.min(growth + (perSecond * (now - growthAt)) / 1000, Math.max(1, (perSecond * GROWTH_BUILDS_UP_MS) / 1000));
+    growth = Math.min(grownBy(perSecond, now), Math.max(1, (perSecond * GROWTH_BUILDS_UP_MS) / 1000));
     growthAt = now;
     return { ended, growth: Math.floor(growth) };
+  }
+
+  /** The growth allowed at `now`: what was left at `growthAt`, and what has come since at `perSecond`. */
+  function grownBy(perSecond: number, now: number): number {
+    return growth + (perSecond * (now - growthAt)) / 1000;
   }
 
   /** How long until `growthPerSecond` allows one more unit. */
   function untilGrowthMs(): number {
     const perSecond = options.growthPerSecond;
     if (!perSecond) return 0;
-    const owed = 1 - growth - (perSecond * (performance.now() - growthAt)) / 1000;
-    return (owed * 1000) / perSecond;
+    return ((1 - grownBy(perSecond, performance.now())) * 1000) / perSecond;
   }
 
   /** Starts the queue's `tidy` once it is idle after a drain of `tidyAfter` items (see `Queue.tidy`). */
