@@ -8,12 +8,12 @@ import { TOOL_NAMES, type Toolbox } from './toolbox.js';
 import { attachmentParts } from './attachments.js';
 import type { McpConnector, McpTool, McpToolset } from './mcp.js';
 import { networkFailure } from '../net/guarded-agent.js';
-import type { ModelFetch } from '../net/lean-fetch.js';
+import type { FetchAnswer, ModelFetch } from '../net/lean-fetch.js';
 import { createEndpointGate, retryAfterMs } from './endpoint-gate.js';
 import type { Trace } from './trace.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 import type { AnswerDraft } from './reply-writer.js';
-import { createCompletionAccumulator } from './completion-stream.js';
+import { createCompletionAccumulator, readCompletionChunks } from './completion-stream.js';
 
 /** Model rounds (each possibly with tool calls) before an answer must have come, unless the scribe says otherwise. */
 export const DEFAULT_MAX_ROUNDS = 8;
@@ -193,21 +193,24 @@ export function createOpenAiAgent(
       }, ms);
     };
     try {
-      const stream = await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal: ended.signal });
+      // The SDK makes the call (retries, errors by status); its answer's events are read here (readCompletionChunks).
+      const response = (await client.chat.completions
+        .create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal: ended.signal })
+        .asResponse()) as unknown as FetchAnswer;
       heardAt = performance.now();
       listen(config.timeoutMs);
       const answer = createCompletionAccumulator();
       let calling = false;
-      for await (const chunk of stream) {
+      await readCompletionChunks(response, (chunk) => {
         heardAt = performance.now();
         const added = answer.add(chunk);
-        if (calling) continue;
+        if (calling) return;
         if (added.calling) {
           // The text before a tool call was not the answer.
           calling = true;
           draft?.discard();
         } else if (added.text) draft?.write(added.text);
-      }
+      });
       return answer.completion();
     } catch (err) {
       if (stalled && !signal.aborted) throw new OpenAI.APIConnectionTimeoutError();
