@@ -1,5 +1,6 @@
 import { createParser } from 'eventsource-parser';
 import OpenAI from 'openai';
+import type { FetchAnswer } from '../net/lean-fetch.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionMessageFunctionToolCall } from 'openai/resources/chat/completions';
 
 /** What one chunk added: text of the answer, or the first sign that the model is calling tools. */
@@ -75,7 +76,7 @@ export function createCompletionAccumulator() {
  * unfinished at the end is dropped. The SDK's stream takes each chunk through two async
  * generators and a line decoder of its own: per call, more CPU than the parser and a callback.
  */
-export async function readCompletionChunks(answer: { body: AsyncIterable<Uint8Array> | null; headers: Headers }, onChunk: (chunk: ChatCompletionChunk) => void): Promise<void> {
+export async function readCompletionChunks(answer: Pick<FetchAnswer, 'body' | 'headers'>, onChunk: (chunk: ChatCompletionChunk) => void): Promise<void> {
   if (!answer.body) throw new OpenAI.OpenAIError('Attempted to iterate over a response with no body');
   let done = false;
   const parser = createParser({
