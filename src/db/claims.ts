@@ -21,6 +21,8 @@ import { dialectOf } from './dialect.js';
  */
 export interface Queue {
   table: string;
+  /** The index a claim reads: one that holds the due rows, in `order`, and ideally nothing else. */
+  index: string;
   /** Limits `table`'s rows (unaliased) to those due at `now`. */
   due(query: Knex.QueryBuilder, now: string): void;
   /** Which due rows go first: columns, ending in the id so ties break the same way on both databases. */
@@ -42,7 +44,8 @@ export interface ClaimOptions {
 
 /** The first `limit` due rows of the queue, in its order, as a SELECT of ids. */
 function candidates(db: Db, queue: Queue, { now, limit, only }: Omit<ClaimOptions, 'set' | 'alongside'>): Knex.QueryBuilder {
-  const query = db(queue.table)
+  const query = dialectOf(db)
+    .fromIndex(db, queue.table, queue.index)
     .select('id')
     .orderBy([...queue.order])
     .limit(limit);

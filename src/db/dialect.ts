@@ -32,6 +32,14 @@ export interface Dialect {
   /** Adds the per-row deadline check to a statement that may read many rows (SQLite only). */
   whereWithinDeadline(query: Knex.QueryBuilder, deadline: number): void;
   /**
+   * `table`, for a query that must read it through `index`. SQLite's planner cannot tell two
+   * indexes on the same columns apart without statistics, and a work queue's partial index
+   * (its due rows only) ties with the full one that also holds every finished row, so it is
+   * told (`INDEXED BY`, an error should the index not serve the query). PostgreSQL sizes
+   * partial indexes from its statistics and takes no hints.
+   */
+  fromIndex(db: Knex, table: string, index: string): Knex.QueryBuilder;
+  /**
    * Writes `set` on the rows `candidates` (SELECTs of ids, taken together) pick, so that no
    * two claimers, in any process, write the same row; `due` guards the write where the
    * database needs it. Returns the rows as written, each with what `alongside` adds (db/claims.ts).
@@ -143,6 +151,9 @@ const sqlite: Dialect = {
   whereWithinDeadline(query, deadline) {
     query.whereRaw('within_deadline(?)', [deadline]);
   },
+  fromIndex(db, table, index) {
+    return db.from(db.raw('?? indexed by ??', [table, index]));
+  },
   /** One writer at a time: a guarded UPDATE cannot meet another claim. */
   claimRows(db, table, candidates, due, set, alongside = []) {
     const claim = db(table).whereIn('id', unionAll(db, candidates));
@@ -238,6 +249,9 @@ const postgres: Dialect = {
     return query.timeout(Math.max(1, Math.ceil(deadline - Date.now())), { cancel: true });
   },
   whereWithinDeadline() {},
+  fromIndex(db, table) {
+    return db(table);
+  },
   /**
    * The candidates are locked (passing over rows other claimers hold) until the claim is
    * written. NO KEY UPDATE, the lock the claim's own UPDATE takes: unlike FOR UPDATE it does

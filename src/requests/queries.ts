@@ -133,7 +133,8 @@ export async function listAttachmentsOf(db: Db, requestIds: readonly string[]): 
 /** Receipts to dispatch: new ones (`accepted`) and ones whose lease or backoff ran out (`dispatched`, e.g. left by a crash). */
 const dispatchQueue: Queue = {
   table: 'requests',
-  // requests_dispatch_queue: (available_at, id), where status in ('accepted', 'dispatched').
+  // (available_at, id), where status in ('accepted', 'dispatched').
+  index: 'requests_dispatch_queue',
   due: (query, now) => query.whereRaw("status in ('accepted', 'dispatched')").where('available_at', '<=', now),
   order: ['available_at', 'id'],
   leaseColumn: 'available_at',

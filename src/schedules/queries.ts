@@ -100,7 +100,8 @@ export async function deleteSchedule(db: Db, id: string): Promise<void> {
 /** Schedules whose next fire time has come, not paused and not held by a live claim. */
 const fireQueue: Queue = {
   table: 'schedules',
-  // schedules_due: (next_run_at, id) where not paused.
+  // (next_run_at, id) where not paused.
+  index: 'schedules_due',
   due: (query, now) =>
     query
       .whereRaw('not paused')

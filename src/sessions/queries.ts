@@ -174,10 +174,16 @@ export async function cancelSession(db: Db, id: string, message: { text: string;
   }
 }
 
-/** Sessions owing an answer and waiting for a claim, by scribe (sessions_unclaimed_by_scribe). */
-const unclaimedSessions: Queue = { table: 'sessions', due: (q) => q.whereRaw('reply_due').whereNull('claim_token'), order: ['created_at', 'id'], leaseColumn: 'lease_until' };
-/** Claimed sessions whose lease ran out (sessions_claimed). */
-const lapsedSessions: Queue = { table: 'sessions', due: lapsed('sessions'), order: ['lease_until', 'id'], leaseColumn: 'lease_until' };
+/** Sessions owing an answer and waiting for a claim, by scribe. */
+const unclaimedSessions: Queue = {
+  table: 'sessions',
+  index: 'sessions_unclaimed_by_scribe',
+  due: (q) => q.whereRaw('reply_due').whereNull('claim_token'),
+  order: ['created_at', 'id'],
+  leaseColumn: 'lease_until',
+};
+/** Claimed sessions whose lease ran out. */
+const lapsedSessions: Queue = { table: 'sessions', index: 'sessions_claimed', due: lapsed('sessions'), order: ['lease_until', 'id'], leaseColumn: 'lease_until' };
 
 /** Claims the sessions `pick` names for answers (runtime/queries.ts), in the caller's transaction: `running`, unless one was ended at once (it stays `completed`). */
 export async function claimSessions(trx: Db, terms: LeaseTerms, pick: ClaimPick): Promise<SessionRow[]> {

@@ -359,15 +359,16 @@ export async function saveDraftEvent(db: Db, claim: { id: string; token: string 
   });
 }
 
-/** Tasks waiting for a claim, by scribe (tasks_unclaimed_by_scribe); one `in_progress` without a claim was handed back. */
+/** Tasks waiting for a claim, by scribe; one `in_progress` without a claim was handed back. */
 const unclaimedTasks: Queue = {
   table: 'tasks',
+  index: 'tasks_unclaimed_by_scribe',
   due: (q) => q.whereRaw("status in ('open', 'in_progress')").whereNull('claim_token'),
   order: ['created_at', 'id'],
   leaseColumn: 'lease_until',
 };
-/** Claimed tasks whose lease ran out (tasks_claimed). */
-const lapsedTasks: Queue = { table: 'tasks', due: lapsed('tasks'), order: ['lease_until', 'id'], leaseColumn: 'lease_until' };
+/** Claimed tasks whose lease ran out. */
+const lapsedTasks: Queue = { table: 'tasks', index: 'tasks_claimed', due: lapsed('tasks'), order: ['lease_until', 'id'], leaseColumn: 'lease_until' };
 
 /**
  * Claims the tasks `pick` names for runs (runtime/queries.ts), in the caller's transaction:

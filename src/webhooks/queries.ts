@@ -148,8 +148,9 @@ export async function findEvent(db: Db, id: string): Promise<EventRow | undefine
 
 const deliveryQueue: Queue = {
   table: 'webhook_deliveries',
-  // webhook_deliveries_due: (endpoint_id, available_at, id) where status = 'pending'. Only
-  // enabled endpoints have a turn, so only their deliveries are claimed.
+  // (endpoint_id, available_at, id) where status = 'pending'. Only enabled endpoints have a
+  // turn, so only their deliveries are claimed.
+  index: 'webhook_deliveries_due',
   due: (query, now) => query.whereRaw("status = 'pending'").where('available_at', '<=', now),
   order: ['available_at', 'id'],
   leaseColumn: 'available_at',

@@ -1,0 +1,78 @@
+import { expect } from 'chai';
+import type { Knex } from 'knex';
+import { createHarness, type Harness } from '../helpers/harness.js';
+import { onlyOn } from '../helpers/databases.js';
+
+/*
+ * A claim must read only its queue's partial index (the due rows), never an index that
+ * also holds every finished row, or each claim walks past all the work ever done. SQLite's
+ * planner has no statistics to tell two indexes on the same columns apart, so the claims
+ * name their index (db/dialect.ts, fromIndex); this holds them to it as they really run.
+ * PostgreSQL chooses from its statistics; the bench's rows after 100,000 finished items
+ * show its claims stay flat.
+ */
+onlyOn('sqlite')('the indexes claims read (SQLite)', function () {
+  this.timeout(20_000);
+  let h: Harness;
+  before(async () => {
+    h = await createHarness({ options: { runOnNewWork: false, dispatchOnAccept: false } });
+  });
+  after(() => h.close());
+
+  /** The statements run while `fn` runs that claim rows: an UPDATE of the rows a SELECT with an order and a limit picks. */
+  async function claimsDuring(fn: () => Promise<unknown>): Promise<Array<{ sql: string; bindings: Knex.RawBinding[] }>> {
+    const seen: Array<{ sql: string; bindings: Knex.RawBinding[] }> = [];
+    const listen = (query: { sql: string; bindings?: Knex.RawBinding[] }) => {
+      if (/^update\b/i.test(query.sql) && /\bin \(select\b.*\border by\b.*\blimit\b/is.test(query.sql)) seen.push({ sql: query.sql, bindings: query.bindings ?? [] });
+    };
+    h.db.on('query', listen);
+    try {
+      await fn();
+    } finally {
+      h.db.off('query', listen);
+    }
+    return seen;
+  }
+
+  /** The indexes each step of the statement's plan searches. */
+  async function indexesSearched(statement: { sql: string; bindings: Knex.RawBinding[] }): Promise<string[]> {
+    const plan: Array<{ detail: string }> = await h.db.raw(`explain query plan ${statement.sql}`, statement.bindings);
+    return plan.flatMap(({ detail }) => [...detail.matchAll(/USING (?:COVERING )?INDEX (\w+)/g)].map((m) => m[1]!));
+  }
+
+  it('reads, for each of the agent runtime and the dispatcher, the queue partial index and the primary key only, with finished tasks and an index of all tasks by scribe beside it', async () => {
+    const t = await h.tenant({ slug: 'plans' });
+    const submit = () =>
+      h.api
+        .post(`/api/v1/scribes/${t.scribe.slug}/requests`)
+        .set(t.headers)
+        .send({ task: { summary: 'Sum up the week' } });
+    for (let i = 0; i < 3; i++) expect((await submit()).status).to.equal(202);
+    await h.services.dispatcher.tick();
+    expect(await h.services.runtime.tick()).to.deep.equal({ sessions: 0, tasks: 3 });
+    expect((await submit()).status).to.equal(202);
+    expect((await h.api.post(`/api/v1/scribes/${t.scribe.slug}/chat`).set(t.headers).send({ message: 'Hello' })).status).to.equal(202);
+
+    const claims = await claimsDuring(async () => {
+      await h.services.dispatcher.tick();
+      expect(await h.services.runtime.tick()).to.deep.equal({ sessions: 1, tasks: 1 });
+    });
+    const tables = claims.map((claim) => /^update [`"](\w+)[`"]/i.exec(claim.sql)![1]);
+    // Sessions and tasks: those whose lease ran out, then those waiting.
+    expect(tables.sort()).to.deep.equal(['requests', 'sessions', 'sessions', 'tasks', 'tasks']);
+
+    const partial = new Set<string>(await h.db('sqlite_master').where({ type: 'index' }).whereLike('sql', '% where %').pluck('name'));
+    for (const claim of claims) {
+      const searched = await indexesSearched(claim);
+      const table = /^update [`"](\w+)[`"]/i.exec(claim.sql)![1]!;
+      expect(
+        searched.filter((index) => !partial.has(index) && !index.startsWith('sqlite_autoindex_')),
+        `${table}: ${searched.join(', ')}`,
+      ).to.deep.equal([]);
+      expect(
+        searched.some((index) => partial.has(index)),
+        `${table} reads its queue's partial index`,
+      ).to.equal(true);
+    }
+  });
+});
