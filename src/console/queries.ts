@@ -112,8 +112,9 @@ export interface AgentWork {
  * until the scribe is powered on and so does not drain.
  */
 export async function agentBacklog(db: Db, organizationId: string): Promise<{ waiting: AgentWork; parked: AgentWork }> {
+  // By the scribes of the organization: their tasks are then an index range per scribe and status, not a scan.
   const count = (table: 'sessions' | 'tasks', active: boolean) =>
-    agentWork(db, table, { active }).where('w.organization_id', organizationId).first(db.raw('count(*) as n'), db.raw('min(w.updated_at) as oldest'));
+    agentWork(db, table, { active }).where('s.organization_id', organizationId).first(db.raw('count(*) as n'), db.raw('min(w.updated_at) as oldest'));
   const work = async (active: boolean): Promise<AgentWork> => {
     const [sessions, tasks] = await Promise.all([count('sessions', active), count('tasks', active)]);
     const oldest = [sessions?.oldest, tasks?.oldest].filter((v): v is string => typeof v === 'string').sort()[0] ?? null;

@@ -128,7 +128,8 @@ export async function subjectsChangedSince(db: Db, afterId: number, limit = 1000
  * a stream still tells a task's or a session's whole story, and still ends.
  */
 export async function pruneStreamDeltas(db: Db, before: string): Promise<number> {
-  return db('stream_events').where('kind', 'delta').where('created_at', '<', before).delete();
+  // A literal kind, so that both databases read the partial index of deltas (stream_events_deltas).
+  return db('stream_events').whereRaw("kind = 'delta'").where('created_at', '<', before).delete();
 }
 
 /** Text added to a reply under way, as a delta event: what `text` adds to `before` (nothing when it does not extend it: the draft began again). */
