@@ -13,7 +13,7 @@ import { findEventsOfTasks, saveDraftEvent, type TaskEventRow, type WorkedTaskRo
 import { createReplyWriter, type ReplyWriter } from '../agents/reply-writer.js';
 import { sessionEvent, taskEvent, type RecordEvents } from '../webhooks/events.js';
 import type { Writes } from '../db/group-commit.js';
-import { shareSlots, workQueue, type ClaimRef, type Claimed, type ClaimTerms, type Queue } from '../work/engine.js';
+import { shareSlots, workQueue, type ClaimRef, type Claimed, type ClaimTerms, type Queue, type RunContext } from '../work/engine.js';
 import * as queries from './queries.js';
 import { runWrites } from './run-writes.js';
 import { dialectOf } from '../db/dialect.js';
@@ -46,8 +46,10 @@ export const defaultRuntimeOptions: RuntimeOptions = {
   maxAttempts: 3,
   cancelCheckMs: 1_000,
   // Small beside a model call's seconds, and enough that a busy process claims runs by the dozen.
-  claimGapMs: 20,
-  commitGapMs: 10,
+  claimGapMs: 40,
+  // Runs give their slot back before their record is written (the engine's `released`), so
+  // this wait delays only when a record can be read, and lets those of runs ending meanwhile share a commit.
+  commitGapMs: 50,
   // About what one process starts and finishes in a second at a millisecond of CPU a run.
   growthPerSecond: 1000,
   writeLines: 16,
@@ -233,7 +235,7 @@ export function createAgentRuntime({
     return work.kind === 'session' ? sessionAnswers(work, claim, scribe).fail(reason) : taskMoves(work, claim, scribe).fail(reason);
   }
 
-  async function answerSession(work: Work & { kind: 'session' }, claim: ClaimRef, scribe: ScribeRow, signal: AbortSignal): Promise<void> {
+  async function answerSession(work: Work & { kind: 'session' }, claim: ClaimRef, scribe: ScribeRow, { signal, released }: RunContext): Promise<void> {
     const { row: session, transcript, mcpServers } = work;
     const answers = sessionAnswers(work, claim, scribe);
     const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, sessionId: session.id }, line.call));
@@ -242,11 +244,12 @@ export function createAgentRuntime({
       (text) => writes((trx) => saveDraftMessage(trx, claim, text, answers.at())),
       (draft) => agentFor(scribe.agent).answer({ scribe, transcript, tools: toolboxFor(scribe), trace, mcpServers: async () => mcpServers, signal, draft }),
     );
+    released();
     // The run's calls are queued ahead of its answer, on the same line (run-writes.ts).
     await answers.answer(outcome.reply, outcome.end ?? false, transcript.length ? Number(transcript.at(-1)!.id) : undefined);
   }
 
-  async function workTask(work: Work & { kind: 'task' }, claim: ClaimRef, scribe: ScribeRow, signal: AbortSignal): Promise<void> {
+  async function workTask(work: Work & { kind: 'task' }, claim: ClaimRef, scribe: ScribeRow, { signal, released }: RunContext): Promise<void> {
     const { row: task, history, attachments, mcpServers } = work;
     const { finish } = taskMoves(work, claim, scribe);
     const trace = silencedBy(signal, traceFor({ organizationId: scribe.organization_id, scribeId: scribe.id, taskId: task.id }, line.call));
@@ -256,6 +259,7 @@ export function createAgentRuntime({
       (text) => writes((trx) => saveDraftEvent(trx, claim, text, draftedAt())),
       (draft) => agentFor(scribe.agent).work({ scribe, task, history, attachments, tools: toolboxFor(scribe), trace, mcpServers: async () => mcpServers, signal, draft }),
     );
+    released();
     // The run's calls are queued ahead of its end, on the same line (run-writes.ts).
     await (outcome.status === 'done'
       ? finish('done', 'scribe', outcome.result, { result: outcome.result, lastError: null })
@@ -296,15 +300,16 @@ export function createAgentRuntime({
     },
     outcomes: ['sessions', 'tasks'],
     claim,
-    async run(work, { token, signal, lookAnewAfter }) {
+    async run(work, context) {
+      const { token, lookAnewAfter } = context;
       const claimRef = { id: work.id, token };
       const { scribe } = work;
       if (!scribe) return tableOf(work);
       // A capped scribe's turn comes back as its run ends (scribes/queries.ts, `runEnded`): the next claim looks for it.
       if (scribe.max_concurrency !== null) lookAnewAfter();
       if (work.row.attempts > options.maxAttempts) await fail(work, claimRef, scribe, messages.gaveUp(options.maxAttempts));
-      else if (work.kind === 'session') await answerSession(work, claimRef, scribe, signal);
-      else await workTask(work, claimRef, scribe, signal);
+      else if (work.kind === 'session') await answerSession(work, claimRef, scribe, context);
+      else await workTask(work, claimRef, scribe, context);
       return tableOf(work);
     },
     renew: ({ token, items }, leaseUntil) => Promise.all(items.map((work) => queries.renewWorkLease(db, tableOf(work), { id: work.id, token }, leaseUntil))),

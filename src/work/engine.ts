@@ -22,6 +22,8 @@ import { settledWithin } from '../lib/settled-within.js';
  *   endpoint, an organization) that already have their cap of items running here (a queue
  *   that keeps its caps in the database, as the agent runtime does, declares none); claims
  *   follow while they find items and slots are free, and what they took starts together;
+ *   a run that has only its record left to write may give its slot back (`released`), up to
+ *   as many being written as there are slots;
  * - renews the leases of what runs, so that only a process that died loses its work;
  * - finishes: a run that fails is retried after its back-off, or given up after
  *   `maxAttempts`; work stopped by `stop()` is handed back and the other processes told;
@@ -113,6 +115,12 @@ export interface RunContext {
    * trust an earlier claim that found nothing.
    */
   lookAnewAfter(): void;
+  /**
+   * Says that the run needs its slot no more: all that is left is to record what came of it.
+   * The slot refills at once rather than after that write, so that writes may wait to share
+   * a commit without holding up the next run; the engine still waits for the run to end.
+   */
+  released(): void;
 }
 
 export interface Queue<Item extends { id: string }, Outcome extends string> {
@@ -196,6 +204,8 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
   const options = queue.options;
   const renewMs = options.renewMs ?? options.leaseMs / 3;
   const inFlight = new Set<Promise<void>>();
+  /** Units in flight that hold a slot: those that have not said their slot is `released`. */
+  let holdingSlots = 0;
   /** Each running item and its own abort, by its id: a cancel stops that one alone. */
   const runs = new Map<string, { item: Item; abort: AbortController }>();
   const counts = new Map<string, Map<string, number>>(Object.keys(queue.caps ?? {}).map((kind) => [kind, new Map()]));
@@ -300,7 +310,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
    */
   async function claimAndStart(): Promise<void> {
     const taken: Array<Claim<Item>> = [];
-    const open = options.slots - inFlight.size;
+    const open = options.slots - holdingSlots;
     const { ended, growth: mayGrow } = mayStart();
     const free = Math.min(open, ended + mayGrow);
     try {
@@ -367,32 +377,51 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     const held = { ids: items.map((item) => item.id), token, items };
     const lease = queue.renew && keepLeases(() => queue.renew!(held, new Date(clock().getTime() + options.leaseMs).toISOString()), renewMs);
     let anew = false;
-    const unit = workClaim(token, items, () => (anew = true)).finally(() => {
+    let holding = true;
+    holdingSlots++;
+    // A slot is free: the next claim need not wait for the poll, only for `claimGapMs`.
+    const freeSlot = () => {
+      holding = false;
+      holdingSlots--;
+      endedSinceClaim++;
+    };
+    const release = () => {
+      // As many units being written as there are slots: this one keeps its slot to its end,
+      // so that runs cannot outpace the writes of their records.
+      if (!holding || inFlight.size - holdingSlots >= options.slots) return;
+      freeSlot();
+      void refill({ gap: true });
+    };
+    const context = { lookAnewAfter: () => (anew = true), released: items.length === 1 ? release : () => {} };
+    const unit = workClaim(token, items, context).finally(() => {
       lease?.stop();
       for (const item of items) {
         countKeys(item, -1);
         runs.delete(item.id);
       }
       inFlight.delete(unit);
-      endedSinceClaim++;
-      // A slot is free: the next claim need not wait for the poll, only for `claimGapMs`.
+      // What the run's end made due is written now: the next claim looks for it.
       if (anew) lookAnew();
-      void refill({ gap: true });
+      const freed = holding;
+      if (holding) freeSlot();
+      if (freed || anew) void refill({ gap: true });
     });
     inFlight.add(unit);
     return unit;
   }
 
-  async function workClaim(token: string, items: readonly Item[], lookAnewAfter: () => void): Promise<void> {
+  type UnitContext = Pick<RunContext, 'lookAnewAfter' | 'released'>;
+
+  async function workClaim(token: string, items: readonly Item[], context: UnitContext): Promise<void> {
     if (queue.runBatch && items.length > 1 && !stopping.signal.aborted) {
       try {
-        (await queue.runBatch(items, { token, signal: stopping.signal, lookAnewAfter })).forEach(count);
+        (await queue.runBatch(items, { token, signal: stopping.signal, ...context })).forEach(count);
         return;
       } catch (err) {
         logger.debug({ err, queue: queue.name }, 'a batch failed; working its items one by one');
       }
     }
-    for (const item of items) await workItem(token, item, lookAnewAfter);
+    for (const item of items) await workItem(token, item, context);
   }
 
   /**
@@ -401,13 +430,13 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
    * both abort: one composed with the engine's long-lived stop signal (`AbortSignal.any`)
    * would stay listed on that signal for as long as the process runs, one more per item.
    */
-  async function workItem(token: string, item: Item, lookAnewAfter: () => void): Promise<void> {
+  async function workItem(token: string, item: Item, context: UnitContext): Promise<void> {
     const claimRef = { id: item.id, token };
     const signal = runs.get(item.id)?.abort.signal ?? new AbortController().signal;
     try {
       // Stopped before it began: hand it back untouched.
       if (stopping.signal.aborted) return await handBack(claimRef, item);
-      count(await queue.run(item, { token, signal, lookAnewAfter }));
+      count(await queue.run(item, { token, signal, ...context }));
     } catch (err) {
       if (stopping.signal.aborted) return await handBack(claimRef, item);
       // Cancelled: the cancel took the claim, so there is nothing to record or release.

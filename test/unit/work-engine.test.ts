@@ -501,10 +501,11 @@ describe('the work engine', () => {
   });
 
   /** One item runs while a claim finds nothing; another arrives unannounced. Whether the first's end claims it. */
-  async function claimedAfterRun(declared: { inconclusive?: boolean; lookAnew?: boolean }): Promise<boolean> {
+  async function claimedAfterRun(declared: { inconclusive?: boolean; lookAnew?: boolean; released?: boolean }): Promise<boolean> {
     const q = memoryQueue(
-      async (item, { lookAnewAfter }) => {
+      async (item, { lookAnewAfter, released }) => {
         if (declared.lookAnew) lookAnewAfter();
+        if (declared.released) released();
         if (item.id === 'first') await later(20);
         return 'done';
       },
@@ -522,5 +523,73 @@ describe('the work engine', () => {
     expect(await claimedAfterRun({}), 'remembered: nothing due').to.equal(false);
     expect(await claimedAfterRun({ inconclusive: true }), 'an inconclusive claim is not remembered').to.equal(true);
     expect(await claimedAfterRun({ lookAnew: true }), 'a run that freed work looks anew').to.equal(true);
+    expect(await claimedAfterRun({ lookAnew: true, released: true }), 'at its end, not when it released its slot').to.equal(true);
+  });
+
+  /** A queue whose runs release their slot and then wait to write their record until the test lets them. */
+  function writingQueue(slots: number) {
+    const log: string[] = [];
+    const writes = new Map<string, () => void>();
+    const q = memoryQueue(
+      async (item, { released }) => {
+        log.push(`start ${item.id}`);
+        await later(1);
+        released();
+        await new Promise<void>((resolve) => writes.set(item.id, resolve));
+        log.push(`written ${item.id}`);
+        return 'done';
+      },
+      { options: { slots } },
+    );
+    const write = (id: string) => {
+      writes.get(id)!();
+      writes.delete(id);
+    };
+    return { q, log, writes, write };
+  }
+
+  it("refills a released slot while the run's record is written, and tick and stop wait for the record", async () => {
+    const { q, log, writes, write } = writingQueue(1);
+    q.add('first');
+    q.add('second');
+    const ticked = q.worker.tick();
+    let settled = false;
+    void ticked.then(() => (settled = true));
+    await until(() => writes.has('first') && log.includes('start second'));
+    expect(log, 'the second started while the first was being written').to.deep.equal(['start first', 'start second']);
+    write('first');
+    await until(() => writes.has('second'));
+    await later(5);
+    expect(settled, 'tick waits for the record').to.equal(false);
+    write('second');
+    expect(await ticked).to.deep.equal({ done: 2, retried: 0, failed: 0 });
+    expect(log).to.deep.equal(['start first', 'start second', 'written first', 'written second']);
+
+    q.add('third');
+    q.worker.fill();
+    await until(() => writes.has('third'));
+    let stopped = false;
+    const stopping = q.worker.stop().then(() => (stopped = true));
+    await later(5);
+    expect(stopped, 'stop waits for the record').to.equal(false);
+    write('third');
+    await stopping;
+    expect(log.at(-1)).to.equal('written third');
+  });
+
+  it('keeps the slot of a run that releases it while as many runs are being written as there are slots', async () => {
+    const { q, log, writes, write } = writingQueue(1);
+    for (const id of ['first', 'second', 'third']) q.add(id);
+    const ticked = q.worker.tick();
+    await until(() => writes.has('first') && writes.has('second'));
+    await later(10);
+    expect(log, 'one run written at a time beside the one slot: the third waits').to.deep.equal(['start first', 'start second']);
+    write('first');
+    await later(10);
+    expect(log, 'the second kept its slot to its end').to.not.include('start third');
+    write('second');
+    await until(() => writes.has('third'));
+    write('third');
+    expect(await ticked).to.deep.equal({ done: 3, retried: 0, failed: 0 });
   });
 });
