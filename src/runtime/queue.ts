@@ -31,7 +31,11 @@ export interface RuntimeOptions {
   cancelCheckMs: number;
   /** The least time between two claims: runs that end meanwhile free slots that one claim fills. */
   claimGapMs: number;
-  /** The least time between two commits of runs' writes on SQLite: writes that come meanwhile share the next (db/group-commit.ts), as they share a batch (run-writes.ts). */
+  /**
+   * The least time between two commits of runs' writes on SQLite: writes that come meanwhile
+   * share the next (db/group-commit.ts), as they share a batch (run-writes.ts). Never more
+   * than a twentieth of what a run typically takes (the engine's `gapWithin`), as the claim gap.
+   */
   commitGapMs: number;
   /** How fast the runs in flight may grow from idle: at most this many more a second (runs that end are replaced at once all the same). */
   growthPerSecond: number;
@@ -216,7 +220,7 @@ export function createAgentRuntime({
   const sharesCommits = dialectOf(db).sharesCommits;
   const line = runWrites(writes, recordEvents, {
     lines: sharesCommits ? options.writeLines : 1,
-    gapMs: () => (sharesCommits && worker.running > 1 ? options.commitGapMs : 0),
+    gapMs: () => (sharesCommits && worker.running > 1 ? worker.gapWithin(options.commitGapMs) : 0),
   });
 
   /** What moves a task out of in_progress (releasing the claim), or fails it, with its webhook event, if the claim is still ours. */

@@ -60,7 +60,8 @@ export interface QueueOptions {
    * The least time from one claim's start to a claim that refills slots freed by runs that
    * ended: slots that free meanwhile are filled by one claim, not one claim each. For queues
    * of many runs, whose claims would otherwise each take one item. New work and the poll
-   * claim at once, unless such a refill is waiting already: they join it.
+   * claim at once, unless such a refill is waiting already: they join it. Never more than
+   * a twentieth of what a unit typically takes (`gapWithin`).
    */
   claimGapMs?: number;
   /** Items claimed since the queue's last `tidy` before a drain calls it again (1,000 unless set). */
@@ -185,6 +186,15 @@ export function shareSlots<Key>(free: number, keys: readonly Key[], room: (key: 
 /** The most growth (`growthPerSecond`) that builds up while no claim uses it: this long's worth. */
 const GROWTH_BUILDS_UP_MS = 100;
 
+/**
+ * A wait that gathers work ending meanwhile (the claim gap, a commit gap) takes at most this
+ * share of a unit's typical time: at most `slots` units end per gap, so a gap this short
+ * never holds a queue below twenty times the rate its slots sustain, however quick its work.
+ */
+const GAP_SHARE_OF_RUN = 1 / 20;
+/** How much each unit's time moves the typical time (a moving average). */
+const RUN_TIME_WEIGHT = 0.05;
+
 /** Items claimed between two calls of a queue's `tidy`, unless its options say otherwise. */
 const TIDY_AFTER = 1000;
 
@@ -232,6 +242,8 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
   let growth = Infinity;
   let growthAt = performance.now();
   let endedSinceClaim = 0;
+  /** What a unit typically takes, from its start to its end or its `released` (ms); none until one has. */
+  let typicalRunMs: number | undefined;
   /** Items claimed since the last `tidy`, and the one under way. */
   let claimedSinceTidy = 0;
   let tidying: Promise<void> | undefined;
@@ -379,11 +391,14 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     let anew = false;
     let holding = true;
     holdingSlots++;
+    const startedAt = performance.now();
     // A slot is free: the next claim need not wait for the poll, only for `claimGapMs`.
     const freeSlot = () => {
       holding = false;
       holdingSlots--;
       endedSinceClaim++;
+      const took = performance.now() - startedAt;
+      typicalRunMs = typicalRunMs === undefined ? took : typicalRunMs + (took - typicalRunMs) * RUN_TIME_WEIGHT;
     };
     const release = () => {
       // As many units being written as there are slots: this one keeps its slot to its end,
@@ -486,7 +501,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     queued = true;
     claiming = claiming.then(async () => {
       // Only while other runs are in flight: the slot of a lone run that ended refills at once.
-      const gapMs = (gap && inFlight.size > 0) || heldBack ? lastClaimStart + (options.claimGapMs ?? 0) - performance.now() : 0;
+      const gapMs = (gap && inFlight.size > 0) || heldBack ? lastClaimStart + gapWithin(options.claimGapMs ?? 0) - performance.now() : 0;
       const wait = closing ? 0 : Math.max(gapMs, heldBack ? untilGrowthMs() : 0);
       // On SQLite a claim's queries and a run's writes resolve without I/O: a refill that would
       // follow the last claim within one turn of the event loop waits for the next turn, or a
@@ -501,6 +516,11 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
       return claimAndStart();
     });
     return claiming;
+  }
+
+  /** `maxMs`, or less: a twentieth of what a unit typically takes, when that is shorter (GAP_SHARE_OF_RUN). */
+  function gapWithin(maxMs: number): number {
+    return typicalRunMs === undefined ? maxMs : Math.min(maxMs, typicalRunMs * GAP_SHARE_OF_RUN);
   }
 
   /** Resolves once no claim is running or queued. */
@@ -580,6 +600,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     get running(): number {
       return runs.size;
     },
+    gapWithin,
     // Exposed so tests can leave work claimed, as a crashed process would, and finish it late.
     claim: () => claim(),
     work: (claimed: Claim<Item>) => {

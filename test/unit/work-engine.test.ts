@@ -28,6 +28,8 @@ function memoryQueue(
   const retrying: Item[] = [];
   const log: string[] = [];
   let claims = 0;
+  /** How many items each claim took. */
+  const sizes: number[] = [];
   /** Holds the next claim until released, with what it will find fixed at its start. */
   let gate: Promise<void> | undefined;
   const queue: Queue<Item, Outcome> = {
@@ -43,6 +45,7 @@ function memoryQueue(
         if (taken.length < limit && taken.filter((t) => t.key === item.key).length < room('key', item.key)) taken.push(item);
       }
       for (const item of taken) due.splice(due.indexOf(item), 1);
+      sizes.push(taken.length);
       await gate;
       const items = taken.map((item) => ({ ...item, attempts: item.attempts + 1 }));
       return inconclusive ? { items, inconclusive } : items;
@@ -68,6 +71,7 @@ function memoryQueue(
     get claims() {
       return claims;
     },
+    sizes,
     hold() {
       let release!: () => void;
       gate = new Promise((resolve) => (release = resolve));
@@ -167,24 +171,35 @@ describe('the work engine', () => {
     expect(q.claims).to.equal(2);
   });
 
-  it('refills the slots freed by runs that end within claimGapMs with one claim, not one claim each', async () => {
-    const took: number[] = [];
-    let n = 0;
+  it('refills the slots freed by runs that end within claimGapMs of the last claim with one claim, not one claim each', async () => {
     const q = memoryQueue(
-      async () => {
-        await later(10 * ++n);
+      async (item) => {
+        // The first four end 1,000, 1,005, 1,010 and 1,015 ms in; the rest at once.
+        await later(item.id.startsWith('long') ? 1000 + 5 * Number(item.id.slice(-1)) : 1);
         return 'done';
       },
-      { options: { slots: 4, claimGapMs: 1000 } },
+      { options: { slots: 4, claimGapMs: 40 } },
+    );
+    for (let i = 0; i < 4; i++) q.add(`long ${i}`, `key ${i}`);
+    for (let i = 0; i < 4; i++) q.add(`quick ${i}`, `key ${i}`);
+    expect(await q.worker.tick()).to.deep.equal({ done: 8, retried: 0, failed: 0 });
+    // The first end, long after the first claim, refills at once; the three that end within
+    // the gap after that claim (40 ms, under a twentieth of the runs' 1,000) share the next.
+    expect(q.sizes.slice(0, 3)).to.deep.equal([4, 1, 3]);
+  });
+
+  it('waits at most a twentieth of what runs typically take for more slots to free, whatever claimGapMs', async () => {
+    const q = memoryQueue(
+      async () => {
+        await later(2);
+        return 'done';
+      },
+      { options: { slots: 2, claimGapMs: 60_000 } },
     );
     for (let i = 0; i < 8; i++) q.add(`item ${i}`, `key ${i}`);
-    q.worker.fill();
-    await later(300);
-    // The four first runs ended 10 to 40 ms in; their slots wait for the gap.
-    expect([q.claims, q.worker.running, q.due.length]).to.deep.equal([1, 0, 4]);
-    for (let i = 0; i < 40 && q.claims < 2; i++) await later(50);
-    took.push(q.worker.running);
-    expect([q.claims, ...took, q.due.length], 'one claim took the four others').to.deep.equal([2, 4, 0]);
+    // Runs of 2 ms: a claim gap of a minute would hold the tick for minutes.
+    expect(await q.worker.tick()).to.deep.equal({ done: 8, retried: 0, failed: 0 });
+    expect(q.worker.gapWithin(60_000)).to.be.below(1);
   });
 
   it('starts what a claim round took without first claiming into the slots freed while the round ran', async () => {
