@@ -124,6 +124,9 @@ export interface RunContext {
   released(): void;
 }
 
+/** What the engine gives each run of a unit besides its token and signal. */
+type UnitContext = Pick<RunContext, 'lookAnewAfter' | 'released'>;
+
 export interface Queue<Item extends { id: string }, Outcome extends string> {
   /** For logs. */
   name: string;
@@ -407,7 +410,8 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
       freeSlot();
       void refill({ gap: true });
     };
-    const context = { lookAnewAfter: () => (anew = true), released: items.length === 1 ? release : () => {} };
+    // A batch's items share one slot: it frees when the batch ends.
+    const context: UnitContext = { lookAnewAfter: () => (anew = true), released: items.length === 1 ? release : () => {} };
     const unit = workClaim(token, items, context).finally(() => {
       lease?.stop();
       for (const item of items) {
@@ -424,8 +428,6 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     inFlight.add(unit);
     return unit;
   }
-
-  type UnitContext = Pick<RunContext, 'lookAnewAfter' | 'released'>;
 
   async function workClaim(token: string, items: readonly Item[], context: UnitContext): Promise<void> {
     if (queue.runBatch && items.length > 1 && !stopping.signal.aborted) {
