@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
 import { signIn, type ConsoleClient } from '../helpers/console.js';
+import { statementsDuring } from '../helpers/databases.js';
 import type { EntryTypeWithFields } from '../../src/entries/entry-type-service.js';
 import { COMPANY_FIELDS } from '../helpers/entries-ui.js';
 
@@ -46,17 +47,7 @@ describe('console: entries pages', () => {
   const rowsOf = (html: string) =>
     [...html.matchAll(/<tr>([\s\S]*?)<\/tr>/g)].slice(1).map((row) => [...row[1]!.matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((cell) => cell[1]!.trim()));
   /** The queries the database runs while `run` does. */
-  async function queriesDuring(run: () => Promise<unknown>): Promise<number> {
-    let count = 0;
-    const listener = () => count++;
-    h.db.on('query', listener);
-    try {
-      await run();
-    } finally {
-      h.db.off('query', listener);
-    }
-    return count;
-  }
+  const queriesDuring = async (run: () => Promise<unknown>): Promise<number> => (await statementsDuring(h.db, run)).statements.length;
 
   describe("an entry type's list", () => {
     it('shows every field as a column in field order, each value formatted by its type', async () => {

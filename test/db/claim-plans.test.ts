@@ -1,7 +1,6 @@
 import { expect } from 'chai';
-import type { Knex } from 'knex';
 import { createHarness, type Harness } from '../helpers/harness.js';
-import { onlyOn } from '../helpers/databases.js';
+import { onlyOn, statementsDuring, type RanStatement } from '../helpers/databases.js';
 
 /*
  * A claim must read only its queue's partial index (the due rows), never an index that
@@ -20,22 +19,13 @@ onlyOn('sqlite')('the indexes claims read (SQLite)', function () {
   after(() => h.close());
 
   /** The statements run while `fn` runs that claim rows: an UPDATE of the rows a SELECT with an order and a limit picks. */
-  async function claimsDuring(fn: () => Promise<unknown>): Promise<Array<{ sql: string; bindings: Knex.RawBinding[] }>> {
-    const seen: Array<{ sql: string; bindings: Knex.RawBinding[] }> = [];
-    const listen = (query: { sql: string; bindings?: Knex.RawBinding[] }) => {
-      if (/^update\b/i.test(query.sql) && /\bin \(select\b.*\border by\b.*\blimit\b/is.test(query.sql)) seen.push({ sql: query.sql, bindings: query.bindings ?? [] });
-    };
-    h.db.on('query', listen);
-    try {
-      await fn();
-    } finally {
-      h.db.off('query', listen);
-    }
-    return seen;
+  async function claimsDuring(fn: () => Promise<unknown>): Promise<RanStatement[]> {
+    const { statements } = await statementsDuring(h.db, fn);
+    return statements.filter((statement) => /^update\b/i.test(statement.sql) && /\bin \(select\b.*\border by\b.*\blimit\b/is.test(statement.sql));
   }
 
   /** The indexes each step of the statement's plan searches. */
-  async function indexesSearched(statement: { sql: string; bindings: Knex.RawBinding[] }): Promise<string[]> {
+  async function indexesSearched(statement: RanStatement): Promise<string[]> {
     const plan: Array<{ detail: string }> = await h.db.raw(`explain query plan ${statement.sql}`, statement.bindings);
     return plan.flatMap(({ detail }) => [...detail.matchAll(/USING (?:COVERING )?INDEX (\w+)/g)].map((m) => m[1]!));
   }

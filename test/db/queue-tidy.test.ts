@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { dialectOf } from '../../src/db/dialect.js';
-import { itOnlyOn, testDatabaseKind } from '../helpers/databases.js';
+import { itOnlyOn, statementsDuring, testDatabaseKind } from '../helpers/databases.js';
 
 describe('tidying queue tables after a drain (db/dialect.ts, tidyAfterDrain)', function () {
   this.timeout(20_000);
@@ -18,13 +18,8 @@ describe('tidying queue tables after a drain (db/dialect.ts, tidyAfterDrain)', f
   };
 
   it(`${testDatabaseKind === 'postgres' ? 'vacuums each table named, once' : 'runs nothing on SQLite, which leaves no dead entries'}`, async () => {
-    const statements: string[] = [];
-    const listen = (query: { sql: string }) => statements.push(query.sql);
-    h.db.on('query', listen);
     const before = testDatabaseKind === 'postgres' ? await vacuums('requests', 'tasks') : {};
-    statements.length = 0;
-    await dialectOf(h.db).tidyAfterDrain(h.db, ['requests', 'tasks']);
-    h.db.off('query', listen);
+    const statements = (await statementsDuring(h.db, () => dialectOf(h.db).tidyAfterDrain(h.db, ['requests', 'tasks']))).statements.map((statement) => statement.sql);
     if (testDatabaseKind === 'sqlite') {
       expect(statements).to.deep.equal([]);
       return;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
-import { testDatabaseKind } from '../helpers/databases.js';
+import { statementsDuring, testDatabaseKind } from '../helpers/databases.js';
 import { finishRuns, saveDraftEvent, type RunFinish } from '../../src/tasks/queries.js';
 import { runWrites, type RunEnd } from '../../src/runtime/run-writes.js';
 import type { SessionAnswer } from '../../src/sessions/queries.js';
@@ -11,8 +11,14 @@ import type { NewAgentCall } from '../../src/agents/queries.js';
 describe('runs ended in one batch (finishRuns)', () => {
   let h: Harness;
   let t: Tenant;
+  /** The SQL of the statements the last `recording` saw. */
   let statements: string[] = [];
-  const count = (query: { sql: string }) => statements.push(query.sql);
+  /** Runs `run`, keeping the SQL of the statements it made the database run in `statements`. */
+  async function recording<T>(run: () => Promise<T>): Promise<T> {
+    const { value, statements: ran } = await statementsDuring(h.db, run);
+    statements = ran.map((statement) => statement.sql);
+    return value;
+  }
 
   before(async () => {
     h = await createHarness({ options: { runOnNewWork: false, dispatchOnAccept: false } });
@@ -57,9 +63,7 @@ describe('runs ended in one batch (finishRuns)', () => {
       { ...end(takenOver!, { to: 'done', author: 'scribe', text: 'Late.', result: 'Late.', lastError: null, noDraft: true }), claimToken: randomUUID() },
     ];
     const alongside: string[][] = [];
-    statements = [];
-    h.db.on('query', count);
-    const finished = await finishRuns(h.db, finishes, async (_trx, ended) => alongside.push(ended.map((f) => f.id))).finally(() => h.db.off('query', count));
+    const finished = await recording(() => finishRuns(h.db, finishes, async (_trx, ended) => alongside.push(ended.map((f) => f.id))));
 
     expect(finished.map((f) => f.id)).to.deep.equal([done!.id, drafted!.id, asked!.id, failed!.id]);
     expect(alongside).to.deep.equal([finished.map((f) => f.id)]);
@@ -127,9 +131,7 @@ describe('runs ended in one batch (finishRuns)', () => {
       lastError: null,
       noDraft: true,
     }));
-    statements = [];
-    h.db.on('query', count);
-    const finished = await finishRuns(h.db, finishes).finally(() => h.db.off('query', count));
+    const finished = await recording(() => finishRuns(h.db, finishes));
     expect(finished).to.have.length(70);
     expect(statements.filter((sql) => /^update .tasks./i.test(sql)).length, 'SQLite: 64, 4 and 2; PostgreSQL: 64 and 6').to.equal(testDatabaseKind === 'sqlite' ? 3 : 2);
     const ids = claimed.map((task) => task.id);
@@ -172,17 +174,16 @@ describe('runs ended in one batch (finishRuns)', () => {
       finish: { id: task.id, claimToken: task.token, to: 'done', author: 'scribe', text: 'Done.', result: 'Done.', at, lastError: null, noDraft: true },
       event: { organizationId: t.organizationId, type: 'task.done', data: { id: task.id } },
     });
-    statements = [];
-    h.db.on('query', count);
     const errors: unknown[] = [];
-    const writes = [
-      // The first write goes at once, alone; the rest come while it is written and go together next.
-      line.call(call(first!, 'first')),
-      line.call(call(second!, 'second')),
-      line.end(end(first!)),
-      line.end(end(second!)),
-    ];
-    await Promise.all(writes).finally(() => h.db.off('query', count));
+    await recording(() =>
+      Promise.all([
+        // The first write goes at once, alone; the rest come while it is written and go together next.
+        line.call(call(first!, 'first')),
+        line.call(call(second!, 'second')),
+        line.end(end(first!)),
+        line.end(end(second!)),
+      ]),
+    );
     const calls = statements.filter((sql) => /^insert into .agent_calls./i.test(sql));
     const tasks = statements.filter((sql) => /^update .tasks./i.test(sql));
     expect([calls.length, tasks.length], 'the first call alone, then the second call and both ends in one batch').to.deep.equal([2, 1]);
@@ -225,17 +226,17 @@ describe('runs ended in one batch (finishRuns)', () => {
     );
     const answer = (session: { id: string; token: string; asked: number }, text: string, more: Partial<SessionAnswer> = {}) =>
       line.answer({ claim: session, outcome: { author: 'scribe', text, end: false, errorMessage: null, answeredUpTo: session.asked, noDraft: true, ...more }, at });
-    statements = [];
-    h.db.on('query', count);
-    await Promise.all([
-      // The first goes at once, alone; the rest come while it is written and go together next.
-      answer(first!, 'First answer.'),
-      answer(second!, 'Second answer.'),
-      answer(failed!, 'The scribe could not answer: boom', { author: 'system', errorMessage: 'boom' }),
-      answer(followed!, 'An answer to the first question.'),
-      answer(ended!, 'Goodbye.', { end: true }),
-      answer({ ...lost!, token: randomUUID() }, 'Not mine to give.'),
-    ]).finally(() => h.db.off('query', count));
+    await recording(() =>
+      Promise.all([
+        // The first goes at once, alone; the rest come while it is written and go together next.
+        answer(first!, 'First answer.'),
+        answer(second!, 'Second answer.'),
+        answer(failed!, 'The scribe could not answer: boom', { author: 'system', errorMessage: 'boom' }),
+        answer(followed!, 'An answer to the first question.'),
+        answer(ended!, 'Goodbye.', { end: true }),
+        answer({ ...lost!, token: randomUUID() }, 'Not mine to give.'),
+      ]),
+    );
     const begins = statements.filter((sql) => /^(begin|BEGIN;)/.test(sql));
     const counts = statements.filter((sql) => /^update .scribes. set .runs_in_flight./i.test(sql));
     // Not SQLite's write that changes nothing (dialect.ts, writeFirst), which the one written alone makes first.

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Knex } from 'knex';
 import pg from 'pg';
 import { openDatabase, type Db } from '../../src/db/knex.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
@@ -192,4 +193,22 @@ export async function tableNames(db: Db): Promise<string[]> {
       ? await db.raw("select name from sqlite_master where type = 'table' and name not like 'knex_%' and name not like 'sqlite_%' order by name")
       : (await db.raw("select table_name as name from information_schema.tables where table_schema = current_schema() and table_name not like 'knex_%' order by table_name")).rows;
   return rows.map((r) => r.name);
+}
+
+/** A statement the database ran, as Knex reported it. */
+export interface RanStatement {
+  sql: string;
+  bindings: Knex.RawBinding[];
+}
+
+/** What `run` resolves to, and the statements `db` ran meanwhile, in order. */
+export async function statementsDuring<T>(db: Db, run: () => Promise<T>): Promise<{ value: T; statements: RanStatement[] }> {
+  const statements: RanStatement[] = [];
+  const listen = (query: { sql: string; bindings?: Knex.RawBinding[] }) => statements.push({ sql: query.sql, bindings: query.bindings ?? [] });
+  db.on('query', listen);
+  try {
+    return { value: await run(), statements };
+  } finally {
+    db.off('query', listen);
+  }
 }

@@ -5,7 +5,7 @@ import { signIn } from '../helpers/console.js';
 import { createTrace, presentTrace, traceTotals } from '../../src/agents/trace.js';
 import { runWrites } from '../../src/runtime/run-writes.js';
 import { groupCommits } from '../../src/db/group-commit.js';
-import { testDatabaseKind } from '../helpers/databases.js';
+import { statementsDuring, testDatabaseKind } from '../helpers/databases.js';
 
 const SCRIBE_KEY = 'sk-scribe-own-key-7f3a9c';
 
@@ -110,24 +110,18 @@ describe('agent traces, usage, per-scribe model settings and limits', function (
 
   it('stores the calls of all runs batch by batch: the first at once, those that come while it is written together next', async () => {
     const other = await h.tenant({ slug: 'grouped-traces' });
-    const inserts: string[] = [];
-    const count = (query: { sql: string }) => {
-      if (/^insert into .agent_calls./i.test(query.sql)) inserts.push(query.sql);
-    };
     const store = runWrites(groupCommits(h.db), async () => []).call;
     const traces = [0, 1, 2, 3].map(() =>
       createTrace(store, h.services.clock, { organizationId: other.organizationId, scribeId: other.scribe.id }, (err) => expect.fail(String(err))),
     );
-    h.db.on('query', count);
-    try {
+    const { statements } = await statementsDuring(h.db, async () => {
       for (const [i, trace] of traces.entries()) {
         trace.record({ kind: 'model', name: `run ${i}, first`, durationMs: 1 });
         trace.record({ kind: 'tool', name: `run ${i}, second`, durationMs: 1 });
       }
       await Promise.all(traces.map((trace) => trace.stored()));
-    } finally {
-      h.db.off('query', count);
-    }
+    });
+    const inserts = statements.filter((statement) => /^insert into .agent_calls./i.test(statement.sql));
     // Eight calls: the first alone, then seven in one INSERT, or on SQLite in INSERTs of four and three (db/rows.ts, `piecesOf`).
     expect(inserts).to.have.length(testDatabaseKind === 'sqlite' ? 3 : 2);
     const rows = await h.db('agent_calls').where({ organization_id: other.organizationId }).orderBy('id').select('name', 'position');
