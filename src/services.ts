@@ -192,7 +192,7 @@ export function createServices({
   const runtimeOptions = { ...defaultRuntimeOptions, concurrency: config.agentConcurrency, ...options.runtime };
   // Runs' small writes (trace calls, drafts, finishes) share commits where that pays (SQLite).
   // Only while runs overlap: a lone run's writes (a quiet install's) wait for no one.
-  const runWrites = groupCommits(db, { gapMs: () => (runtime.running > 1 ? runtime.gapWithin(runtimeOptions.commitGapMs) : 0) });
+  const runWrites = groupCommits(db, { gapMs: () => runtime.commitGapMs() });
   const runtime = createAgentRuntime({
     db,
     claimsDb,

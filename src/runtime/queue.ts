@@ -218,9 +218,11 @@ export function createAgentRuntime({
   // batches join a group commit, and batches not full start no more often than its commits; on
   // PostgreSQL one at a time keeps a run's calls ahead of its end. A lone run's writes wait for no one.
   const sharesCommits = dialectOf(db).sharesCommits;
+  /** The wait before the next batch of runs' writes, or commit of them: none while only one run is in flight. */
+  const commitGapMs = () => (worker.running > 1 ? worker.gapWithin(options.commitGapMs) : 0);
   const line = runWrites(writes, recordEvents, {
     lines: sharesCommits ? options.writeLines : 1,
-    gapMs: () => (sharesCommits && worker.running > 1 ? worker.gapWithin(options.commitGapMs) : 0),
+    gapMs: () => (sharesCommits ? commitGapMs() : 0),
   });
 
   /** What moves a task out of in_progress (releasing the claim), or fails it, with its webhook event, if the claim is still ours. */
@@ -334,7 +336,8 @@ export function createAgentRuntime({
     tidy: () => dialectOf(db).tidyAfterDrain(db, ['tasks', 'sessions', 'scribes']),
   };
   const worker = workQueue(queue, { clock, logger, wakeups });
-  return worker;
+  // The group commit that the runs' writes go through (services.ts) waits the same gap.
+  return Object.assign(worker, { commitGapMs });
 }
 
 /** A trace that records nothing once `signal` aborted: work cancelled or handed back leaves no trace of its last, aborted call. */
