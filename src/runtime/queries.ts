@@ -42,8 +42,8 @@ export interface ClaimedRuns {
  * 1. takes over runs whose lease ran out (a dead process's), oldest lease first, from the
  *    indexes of claimed rows by lease end; they are counted in flight already (those of a
  *    scribe powered off meanwhile are let go, to wait unclaimed);
- * 2. reads the scribes that have a turn (`run_turn_at`), longest waiting first, and locks
- *    them, passing over those another transaction holds (waiting for the first when all
+ * 2. reads the scribes that have a turn (`run_turn_at`), those with nothing in flight first,
+ *    then the rest, each longest waiting first, and locks them, passing over those another transaction holds (waiting for the first when all
  *    are held); with the rows locked (on SQLite, with the one write lock) it reads how
  *    many runs each may still start;
  * 3. shares the free slots among them (`shareOut`), and claims each one's share of its
@@ -72,9 +72,7 @@ export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number }, s
     const free = terms.slots - runs.length;
     if (free <= 0) return { runs, passed: 0, skipped: 0, more: 0 };
 
-    // scribes_run_turns: (run_turn_at, id) where run_turn_at is not null. Work is due from the
-    // moment it exists, so a turn is never for later: one set by another process's clock, a little ahead, counts at once.
-    const due: string[] = await trx('scribes').whereNotNull('run_turn_at').orderBy(['run_turn_at', 'id']).limit(free).pluck('id');
+    const due = await turnsDue(trx, free);
     const held = new Set(await dialect.holdRows(trx, 'scribes', due, { skipLocked: true }));
     // All held by others (a busy scribe's runs finishing, each a short write to its row): wait
     // for the first rather than find nothing. Holding no other scribe meanwhile, this claim
@@ -113,6 +111,20 @@ export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number }, s
     await passTurns(trx, passes);
     return { runs, passed: passes.length, skipped: due.length - held.size, more: passes.filter((pass) => pass.next !== null).length };
   });
+}
+
+/**
+ * Up to `n` scribes whose turn has come, in turn: first those with nothing in flight
+ * (scribes_idle_turns), then any (scribes_run_turns). Work is due from the moment it exists,
+ * so a turn is never for later: one set by another process's clock, a little ahead, counts at once.
+ */
+async function turnsDue(trx: Db, n: number): Promise<string[]> {
+  const inTurn = (index: string) => dialectOf(trx).fromIndex(trx, 'scribes', index).whereNotNull('run_turn_at').orderBy(['run_turn_at', 'id']).limit(n);
+  // A literal, as the index's own condition: SQLite reads a partial index only for a query that implies it.
+  const idle: string[] = await inTurn('scribes_idle_turns').whereRaw('runs_in_flight = 0').pluck('id');
+  if (idle.length === n) return idle;
+  const any: string[] = await inTurn('scribes_run_turns').pluck('id');
+  return [...new Set([...idle, ...any])].slice(0, n);
 }
 
 /** Counts what each scribe got (`n`) into its runs in flight and sets its next turn, for all of them in one statement. */

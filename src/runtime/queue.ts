@@ -59,6 +59,14 @@ export const defaultRuntimeOptions: RuntimeOptions = {
   writeLines: 16,
 };
 
+/**
+ * Of a process's slots, the share that scribes with runs in flight leave free: under a
+ * backlog that would hold every slot for as long as a run takes (runs started together end
+ * together), a scribe with nothing in flight still starts its first run at the next claim.
+ * None below a hundred slots.
+ */
+const RESERVED_SHARE = 1 / 100;
+
 export const messages = {
   sessionFailed: (reason: string) => `The scribe could not answer: ${reason}`,
   taskFailed: (reason: string) => `The scribe could not finish this task: ${reason}. Give input to try again.`,
@@ -145,12 +153,17 @@ export function createAgentRuntime({
    * nothing while another claim held a scribe whose turn had come proves nothing: that
    * claim's process takes the scribe's work, and this one may find more after it.
    */
-  async function claim({ token, now, leaseUntil, limit }: ClaimTerms): Promise<Claimed<Work>> {
+  async function claim({ token, now, leaseUntil, limit, open }: ClaimTerms): Promise<Claimed<Work>> {
     for (;;) {
-      const claimed = await queries.claimRuns(claimsDb, { token, now: now.toISOString(), leaseUntil, slots: limit }, (turns) => shareOut(limit, turns));
+      let heldBack = false;
+      const claimed = await queries.claimRuns(claimsDb, { token, now: now.toISOString(), leaseUntil, slots: limit }, (turns) => {
+        const shared = shareOut(limit, open, turns);
+        heldBack = shared.heldBack;
+        return shared.shares;
+      });
       if (claimed.runs.length === 0 && claimed.passed > 0) continue;
-      // A scribe given its whole share may have more due: a next claim shares out what is left.
-      return { items: await withScribes(claimed.runs), inconclusive: claimed.skipped > 0 || claimed.more > 0 };
+      // A scribe given its whole share may have more due, as may one held back for the reserve: a next claim shares out what is left.
+      return { items: await withScribes(claimed.runs), inconclusive: claimed.skipped > 0 || claimed.more > 0 || heldBack };
     }
   }
 
@@ -188,8 +201,27 @@ export function createAgentRuntime({
     });
   }
 
-  /** The free slots shared among the scribes whose turn it is: as many each, within what each may still start. */
-  const shareOut = (free: number, turns: readonly queries.Turn[]) => shareSlots(free, turns, (turn) => turn.room).map(([turn, n]) => [turn.id, n] as [string, number]);
+  const reserved = Math.floor(options.concurrency * RESERVED_SHARE);
+
+  /**
+   * `limit` slots shared among the scribes whose turn it is, as many each within what each
+   * may still start: first among those with nothing in flight, then among the rest, who
+   * leave `reserved` of the process's `open` slots free for the next scribe with nothing in
+   * flight. `heldBack`: scribes waited for the reserve's sake.
+   */
+  function shareOut(limit: number, open: number, turns: readonly queries.Turn[]) {
+    const room = (turn: queries.Turn) => turn.room;
+    const idle = shareSlots(
+      limit,
+      turns.filter((turn) => turn.runs_in_flight === 0),
+      room,
+    );
+    const left = limit - idle.reduce((sum, [, n]) => sum + n, 0);
+    const kept = Math.min(left, Math.max(0, reserved - (open - limit)));
+    const busy = turns.filter((turn) => turn.runs_in_flight > 0);
+    const shares = [...idle, ...shareSlots(left - kept, busy, room)].map(([turn, n]) => [turn.id, n] as [string, number]);
+    return { shares, heldBack: kept > 0 && busy.length > 0 };
+  }
 
   /** What records a session's answer or its failure, with the answer's webhook event, if the claim is still ours. */
   function sessionAnswers(work: Work & { kind: 'session' }, claim: ClaimRef, scribe: ScribeRow | undefined) {

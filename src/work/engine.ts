@@ -82,6 +82,8 @@ export interface ClaimTerms {
   leaseUntil: string;
   /** How many items to take at most. */
   limit: number;
+  /** The slots free in this process now: `limit`, or more when the pace of growth asks for fewer. */
+  open: number;
   /** By kind of key, those at their cap here: pass them over. */
   full: Readonly<Record<string, readonly string[]>>;
   /** How many more items with `key` (of `kind`) may start here now. */
@@ -279,7 +281,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     );
   }
 
-  async function claim(limit = options.batchSize ?? options.slots, passOver = full()): Promise<Claim<Item> & { inconclusive?: boolean }> {
+  async function claim(limit = options.batchSize ?? options.slots, passOver = full(), open = limit): Promise<Claim<Item> & { inconclusive?: boolean }> {
     const now = clock();
     const token = randomUUID();
     const terms: ClaimTerms = {
@@ -287,6 +289,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
       now,
       leaseUntil: new Date(now.getTime() + options.leaseMs).toISOString(),
       limit,
+      open,
       full: passOver,
       room: (kind, key) => (queue.caps?.[kind] ?? Infinity) - running(kind, key),
     };
@@ -299,14 +302,14 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
    * counted already, and whether the claim took all there was (it found fewer than it asked
    * for, and could reach all due work).
    */
-  async function claimOnce(free: number): Promise<{ units: Array<Claim<Item>>; allTaken: boolean }> {
+  async function claimOnce(free: number, open: number): Promise<{ units: Array<Claim<Item>>; allTaken: boolean }> {
     if (free <= 0 || closing) return { units: [], allTaken: true };
     const passOver = full();
     const asked = JSON.stringify(passOver);
     if (foundEmpty.has(asked)) return { units: [], allTaken: true };
     const look = looks;
     const limit = options.batchSize ?? free;
-    const claimed = await claim(limit, passOver);
+    const claimed = await claim(limit, passOver, open);
     claimedSinceTidy += claimed.items.length;
     const allTaken = claimed.items.length < limit && !claimed.inconclusive;
     // Nothing is left for what this claim passed over, as if a next claim had found nothing.
@@ -330,7 +333,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     const free = Math.min(open, ended + mayGrow);
     try {
       for (;;) {
-        const { units, allTaken } = await claimOnce(free - taken.length);
+        const { units, allTaken } = await claimOnce(free - taken.length, open - taken.length);
         taken.push(...units);
         if (units.length === 0 || allTaken) break;
       }

@@ -22,10 +22,11 @@ describe('agent runs at scale', function () {
     fake = await startFakeOpenAi();
   });
   after(async () => {
-    await Promise.all(harnesses.map((h) => h.close()));
     await fake.close();
   });
-  afterEach(() => {
+  // A test's runs end with it: none left working would take the next test's scripted answers.
+  afterEach(async () => {
+    await Promise.all(harnesses.splice(0).map((h) => h.close()));
     fake.clear();
   });
 
@@ -121,6 +122,27 @@ describe('agent runs at scale', function () {
     expect(ahead).to.be.at.most(4);
     await eventually(async () => ((await answered(h, [newcomer.id])) === 1 ? true : undefined));
     expect(await answered(h, backlog), 'answered before the backlog was worked through').to.be.below(backlog.length);
+  });
+
+  it('keeps a slot in a hundred for a scribe with nothing in flight: its first run starts while a backlog holds every other slot', async () => {
+    const h = await harness({ env: { AGENT_CONCURRENCY: '100' }, options: { runOnNewWork: true, dispatchOnAccept: false } });
+    const t = await h.tenant({ slug: 'hoarder' });
+    const a = await openAiScribe(h, t, 'hoarder', 'model-hoarder');
+    const b = await openAiScribe(h, t, 'first-run', 'model-first-run');
+    // Were the backlog to take the hundredth slot, its call would take the answer meant for the newcomer.
+    fake.script(...Array.from({ length: 99 }, () => ({ hang: true as const })), { reply: 'Hello there' });
+    for (let i = 0; i < 120; i++) await chat(h, a as never, `Backlog ${i}`);
+    await eventually(async () => (fake.openCalls('model-hoarder') === 99 ? true : undefined), 10_000);
+    // Claims that come after (the poll's) leave the reserved slot alone.
+    h.services.runtime.fill();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(h.services.runtime.running).to.equal(99);
+    expect((await countRunsInFlight(h.db, [a.id]))[0]).to.deep.include({ counted: 99, claimed: 99 });
+
+    const first = await chat(h, b as never, 'Me too');
+    await eventually(async () => ((await answered(h, [first.id])) === 1 ? true : undefined), 10_000);
+    expect(fake.openCalls('model-hoarder')).to.equal(99);
+    expect(fake.seen.filter((call) => call.body.model === 'model-hoarder')).to.have.length(99);
   });
 
   it('lets go of a lapsed run of a scribe powered off meanwhile: it waits unclaimed, counted out, and runs once the scribe is on', async () => {
