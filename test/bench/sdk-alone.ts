@@ -1,8 +1,10 @@
 /**
  * The floor under the agent bench's rows: its model calls made by the OpenAI SDK alone, over
  * the product's lean fetch (net/lean-fetch.ts), streamed and read to the end as the openai
- * agent reads them (agents/completion-stream.ts), with nothing claimed, traced or recorded. Run as a process of its own by agents.ts: MODEL_URL, CALLS
- * and AT_ONCE in its environment; prints the drain's seconds and its CPU milliseconds as JSON.
+ * agent reads them (agents/completion-stream.ts), with nothing claimed, traced or recorded.
+ * Run as a process of its own by agents.ts: MODEL_URL, WARM_UP, CALLS and AT_ONCE in its
+ * environment; makes WARM_UP calls, then CALLS, and prints the second drain's seconds and
+ * the CPU milliseconds of each as JSON.
  */
 import OpenAI from 'openai';
 import { Agent } from 'undici';
@@ -10,6 +12,7 @@ import { readCompletionChunks } from '../../src/agents/completion-stream.js';
 import { type FetchAnswer, leanFetch } from '../../src/net/lean-fetch.js';
 
 const calls = Number(process.env.CALLS);
+const warmUp = Number(process.env.WARM_UP);
 const atOnce = Number(process.env.AT_ONCE);
 const fetch = leanFetch(new Agent());
 const client = new OpenAI({ apiKey: 'bench', baseURL: process.env.MODEL_URL, fetch: fetch as unknown as typeof globalThis.fetch, maxRetries: 0 });
@@ -29,13 +32,22 @@ async function call(): Promise<void> {
   if (!reply) throw new Error('an empty reply');
 }
 
-const cpuBefore = process.cpuUsage();
+/** Makes `n` calls, `atOnce` at a time; its CPU milliseconds. */
+async function drain(n: number): Promise<number> {
+  const cpuBefore = process.cpuUsage();
+  made = 0;
+  await Promise.all(
+    Array.from({ length: atOnce }, async () => {
+      while (made < n) await call();
+    }),
+  );
+  const cpu = process.cpuUsage(cpuBefore);
+  return (cpu.user + cpu.system) / 1000;
+}
+
+// Cold: the first calls of a fresh process, as the workers' first tasks are (agents.ts).
+const coldCpuMs = await drain(warmUp);
 const started = performance.now();
-await Promise.all(
-  Array.from({ length: atOnce }, async () => {
-    while (made < calls) await call();
-  }),
-);
-const cpu = process.cpuUsage(cpuBefore);
-console.log(JSON.stringify({ seconds: (performance.now() - started) / 1000, cpuMs: (cpu.user + cpu.system) / 1000 }));
+const cpuMs = await drain(calls);
+console.log(JSON.stringify({ seconds: (performance.now() - started) / 1000, cpuMs, coldCpuMs }));
 await fetch.close();
