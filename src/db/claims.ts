@@ -74,6 +74,13 @@ export async function claimDueInShares<Row extends object>(
   return dialectOf(db).claimRows(db, queue.table, picks, (claim) => queue.due(claim, now), set) as Promise<Row[]>;
 }
 
+/** Whether any row of the queue is due at `now`, as a subquery (for `exists`): one index seek. */
+export function anyDue(db: Db, queue: Queue, now: string): Knex.QueryBuilder {
+  const query = dialectOf(db).fromIndex(db, queue.table, queue.index).select(db.raw('1')).limit(1);
+  queue.due(query, now);
+  return query;
+}
+
 /** A claim's token, when it is made and when its lease ends unless renewed. */
 export interface LeaseTerms {
   token: string;

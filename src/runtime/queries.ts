@@ -3,8 +3,8 @@ import { renewLeases, type LeaseTerms } from '../db/claims.js';
 import { dialectOf } from '../db/dialect.js';
 import { caseById } from '../db/rows.js';
 import { runEnded } from '../scribes/queries.js';
-import { claimSessions, type SessionRow } from '../sessions/queries.js';
-import { claimTasks, type WorkedTaskRow } from '../tasks/queries.js';
+import { claimSessions, type SessionRow, sessionsWaiting } from '../sessions/queries.js';
+import { claimTasks, tasksWaiting, type WorkedTaskRow } from '../tasks/queries.js';
 
 /** A claim: exclusive until `leaseUntil` unless renewed, after which another worker may take the work over. */
 export type ClaimTerms = LeaseTerms;
@@ -41,14 +41,16 @@ export interface ClaimedRuns {
  *
  * 1. takes over runs whose lease ran out (a dead process's), oldest lease first, from the
  *    indexes of claimed rows by lease end; they are counted in flight already (those of a
- *    scribe powered off meanwhile are let go, to wait unclaimed);
+ *    scribe powered off meanwhile are let go, to wait unclaimed). Leases run out only when
+ *    a process dies, so the runtime asks for this step now and then (`lapsed`), not at
+ *    every claim;
  * 2. reads the scribes that have a turn (`run_turn_at`), those with nothing in flight first,
  *    then the rest, each longest waiting first, and locks them, passing over those another transaction holds (waiting for the first when all
  *    are held); with the rows locked (on SQLite, with the one write lock) it reads how
  *    many runs each may still start;
  * 3. shares the free slots among them (`shareOut`), and claims each one's share of its
- *    oldest unclaimed sessions, then tasks, from the indexes that hold only unclaimed due
- *    rows: no claim reads past work in flight or finished work;
+ *    oldest unclaimed sessions, then tasks (of a kind any wait for), from the indexes that
+ *    hold only unclaimed due rows: no claim reads past work in flight or finished work;
  * 4. counts what each scribe got into `runs_in_flight`, and passes its turn on: to the back of
  *    the line (now) when it got its whole share; null when it got less (nothing of it is
  *    waiting: new work brings the turn back), when it is at its cap (a run that ends brings
@@ -59,16 +61,18 @@ export interface ClaimedRuns {
  * however long any backlog is.
  */
 
-/** One claim of up to `slots` runs (see "Slots and turns"). */
-export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number }, shareOut: ShareOut): Promise<ClaimedRuns> {
+/** One claim of up to `slots` runs (see "Slots and turns"); `lapsed: false` leaves out step 1. */
+export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number; lapsed?: boolean }, shareOut: ShareOut): Promise<ClaimedRuns> {
   return db.transaction(async (trx) => {
     const dialect = dialectOf(trx);
     await dialect.writeFirst(trx, 'scribes', 'run_turn_at');
     const runs: Run[] = [];
     const add = (kind: Run['kind'], rows: Array<SessionRow | WorkedTaskRow>) => runs.push(...rows.map((row) => ({ kind, row }) as Run));
-    add('session', await claimSessions(trx, terms, { lapsed: terms.slots }));
-    add('task', await claimTasks(trx, terms, { lapsed: terms.slots - runs.length }));
-    if (runs.length > 0) await letGoOfPoweredOff(trx, runs, terms);
+    if (terms.lapsed !== false) {
+      add('session', await claimSessions(trx, terms, { lapsed: terms.slots }));
+      add('task', await claimTasks(trx, terms, { lapsed: terms.slots - runs.length }));
+      if (runs.length > 0) await letGoOfPoweredOff(trx, runs, terms);
+    }
     const free = terms.slots - runs.length;
     if (free <= 0) return { runs, passed: 0, skipped: 0, more: 0 };
 
@@ -93,9 +97,11 @@ export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number }, s
         return { id, max_concurrency: row.max_concurrency, runs_in_flight: row.runs_in_flight, room };
       });
     const shares = new Map(shareOut(turns.filter((turn) => turn.room > 0)));
-    const sessions = await claimSessions(trx, terms, { shares: [...shares] });
+    const waiting = shares.size > 0 ? await kindsWaiting(trx, terms.now) : { sessions: false, tasks: false };
+    const sessions = waiting.sessions ? await claimSessions(trx, terms, { shares: [...shares] }) : [];
     const got = countBy(sessions);
-    const tasks = await claimTasks(trx, terms, { shares: [...shares].map(([id, share]) => [id, share - (got.get(id) ?? 0)] as const).filter(([, left]) => left > 0) });
+    const tasksLeft = [...shares].map(([id, share]) => [id, share - (got.get(id) ?? 0)] as const).filter(([, left]) => left > 0);
+    const tasks = waiting.tasks ? await claimTasks(trx, terms, { shares: tasksLeft }) : [];
     for (const [id, n] of countBy(tasks)) got.set(id, (got.get(id) ?? 0) + n);
     add('session', sessions);
     add('task', tasks);
@@ -125,6 +131,16 @@ async function turnsDue(trx: Db, n: number): Promise<string[]> {
   if (idle.length === n) return idle;
   const any: string[] = await inTurn('scribes_run_turns').pluck('id');
   return [...new Set([...idle, ...any])].slice(0, n);
+}
+
+/**
+ * Whether any session and any task waits unclaimed, in one statement of an index seek each:
+ * a claim by shares costs a seek per scribe, and a kind of work that none waits for is
+ * spared it (an install that only chats, or only works tasks).
+ */
+async function kindsWaiting(trx: Db, now: string): Promise<{ sessions: boolean; tasks: boolean }> {
+  const row = await trx.first(trx.raw('exists ? as sessions', [sessionsWaiting(trx, now)]), trx.raw('exists ? as tasks', [tasksWaiting(trx, now)]));
+  return { sessions: Boolean(row.sessions), tasks: Boolean(row.tasks) };
 }
 
 /** Counts what each scribe got (`n`) into its runs in flight and sets its next turn, for all of them in one statement. */

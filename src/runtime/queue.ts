@@ -41,6 +41,12 @@ export interface RuntimeOptions {
   growthPerSecond: number;
   /** Batches of runs' writes under way at once where they share commits (SQLite): they join one group rather than wait for each other's commits (run-writes.ts). */
   writeLines: number;
+  /**
+   * From how long runs typically take the reserve of slots for scribes with nothing in flight
+   * is kept (RESERVED_SHARE). A first run waits for a slot at most about as long as a run
+   * takes; below this that wait is short enough, and the reserve would cost throughput for nothing.
+   */
+  reserveForRunsOfMs: number;
 }
 
 export const defaultRuntimeOptions: RuntimeOptions = {
@@ -57,13 +63,14 @@ export const defaultRuntimeOptions: RuntimeOptions = {
   // About what one process starts and finishes in a second at a millisecond of CPU a run.
   growthPerSecond: 1000,
   writeLines: 16,
+  reserveForRunsOfMs: 2_000,
 };
 
 /**
- * Of a process's slots, the share that scribes with runs in flight leave free: under a
- * backlog that would hold every slot for as long as a run takes (runs started together end
- * together), a scribe with nothing in flight still starts its first run at the next claim.
- * None below a hundred slots.
+ * Of a process's slots, the share that scribes with runs in flight leave free while runs
+ * take long (`reserveForRunsOfMs`): under a backlog that holds every slot (runs started
+ * together end together), a scribe with nothing in flight then still starts its first run
+ * at the next claim, rather than when a run of the backlog ends. None below a hundred slots.
  */
 const RESERVED_SHARE = 1 / 100;
 
@@ -153,17 +160,17 @@ export function createAgentRuntime({
    * nothing while another claim held a scribe whose turn had come proves nothing: that
    * claim's process takes the scribe's work, and this one may find more after it.
    */
-  async function claim({ token, now, leaseUntil, limit, open }: ClaimTerms): Promise<Claimed<Work>> {
+  async function claim({ token, now, leaseUntil, limit, open, refillOnly }: ClaimTerms): Promise<Claimed<Work>> {
     for (;;) {
-      let heldBack = false;
-      const claimed = await queries.claimRuns(claimsDb, { token, now: now.toISOString(), leaseUntil, slots: limit }, (turns) => {
+      let kept = 0;
+      const claimed = await queries.claimRuns(claimsDb, { token, now: now.toISOString(), leaseUntil, slots: limit, lapsed: !refillOnly }, (turns) => {
         const shared = shareOut(limit, open, turns);
-        heldBack = shared.heldBack;
+        kept = shared.kept;
         return shared.shares;
       });
       if (claimed.runs.length === 0 && claimed.passed > 0) continue;
       // A scribe given its whole share may have more due, as may one held back for the reserve: a next claim shares out what is left.
-      return { items: await withScribes(claimed.runs), inconclusive: claimed.skipped > 0 || claimed.more > 0 || heldBack };
+      return { items: await withScribes(claimed.runs), inconclusive: claimed.skipped > 0 || claimed.more > 0 || kept > 0, kept };
     }
   }
 
@@ -204,23 +211,21 @@ export function createAgentRuntime({
   const reserved = Math.floor(options.concurrency * RESERVED_SHARE);
 
   /**
-   * `limit` slots shared among the scribes whose turn it is, as many each within what each
-   * may still start: first among those with nothing in flight, then among the rest, who
-   * leave `reserved` of the process's `open` slots free for the next scribe with nothing in
-   * flight. `heldBack`: scribes waited for the reserve's sake.
+   * `limit` slots shared among the scribes whose turn it is: first one each to those with
+   * nothing in flight, then as many each as there are to the rest, within what each may
+   * still start, who leave `reserved` of the process's `open` slots free for the next scribe
+   * with nothing in flight while runs take long. One run is enough to put a scribe among the rest (it keeps its
+   * turn, and the claim that follows gives it its share); a larger first share would hold
+   * slots out of this claim that the scribe may not use. `kept`: the slots held back for the reserve.
    */
   function shareOut(limit: number, open: number, turns: readonly queries.Turn[]) {
-    const room = (turn: queries.Turn) => turn.room;
-    const idle = shareSlots(
-      limit,
-      turns.filter((turn) => turn.runs_in_flight === 0),
-      room,
-    );
-    const left = limit - idle.reduce((sum, [, n]) => sum + n, 0);
-    const kept = Math.min(left, Math.max(0, reserved - (open - limit)));
+    const idle = turns.filter((turn) => turn.runs_in_flight === 0).slice(0, limit);
+    const left = limit - idle.length;
+    const reserving = (worker.typicalRunMs ?? 0) >= options.reserveForRunsOfMs;
+    const kept = reserving ? Math.min(left, Math.max(0, reserved - (open - limit))) : 0;
     const busy = turns.filter((turn) => turn.runs_in_flight > 0);
-    const shares = [...idle, ...shareSlots(left - kept, busy, room)].map(([turn, n]) => [turn.id, n] as [string, number]);
-    return { shares, heldBack: kept > 0 && busy.length > 0 };
+    const shares = [...idle.map((turn) => [turn, 1] as const), ...shareSlots(left - kept, busy, (turn) => turn.room)].map(([turn, n]) => [turn.id, n] as [string, number]);
+    return { shares, kept: busy.length > 0 ? kept : 0 };
   }
 
   /** What records a session's answer or its failure, with the answer's webhook event, if the claim is still ours. */

@@ -2,7 +2,7 @@ import type { Db } from '../db/knex.js';
 import { atomically } from '../db/group-commit.js';
 import { dialectOf } from '../db/dialect.js';
 import { appendDelta, appendStatusEvents, appendStreamEvent, appendStreamEvents, appendStreamEventsOf, deltaOf, insertedId, type StreamEventData } from '../streams/queries.js';
-import { claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
+import { anyDue, claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
 import { bringRunTurnsForward, lapsed, runEnded, runsEnded } from '../scribes/queries.js';
 import { caseById, insertRowsReturning, piecesOf } from '../db/rows.js';
 import type { Knex } from 'knex';
@@ -184,6 +184,9 @@ const unclaimedSessions: Queue = {
 };
 /** Claimed sessions whose lease ran out. */
 const lapsedSessions: Queue = { table: 'sessions', index: 'sessions_claimed', due: lapsed('sessions'), order: ['lease_until', 'id'], leaseColumn: 'lease_until' };
+
+/** Whether any session waits unclaimed (a subquery for `exists`). */
+export const sessionsWaiting = (db: Db, now: string) => anyDue(db, unclaimedSessions, now);
 
 /** Claims the sessions `pick` names for answers (runtime/queries.ts), in the caller's transaction: `running`, unless one was ended at once (it stays `completed`). */
 export async function claimSessions(trx: Db, terms: LeaseTerms, pick: ClaimPick): Promise<SessionRow[]> {

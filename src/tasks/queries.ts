@@ -4,7 +4,7 @@ import { atomically } from '../db/group-commit.js';
 import { appendDelta, appendFirstStatusEvents, appendStatusEvents, appendStreamEventsOf, deltaOf, insertedId, type StreamEventData } from '../streams/queries.js';
 import { caseById, insertRows, insertRowsReturning, piecesOf } from '../db/rows.js';
 import type { Position } from '../http/cursor.js';
-import { claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
+import { anyDue, claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
 import { atOrAfter } from '../lib/clock.js';
 import { groupBy } from '../lib/group-by.js';
 import { bringRunTurnsForward, lapsed, runEnded, runsEnded } from '../scribes/queries.js';
@@ -369,6 +369,9 @@ const unclaimedTasks: Queue = {
 };
 /** Claimed tasks whose lease ran out. */
 const lapsedTasks: Queue = { table: 'tasks', index: 'tasks_claimed', due: lapsed('tasks'), order: ['lease_until', 'id'], leaseColumn: 'lease_until' };
+
+/** Whether any task waits unclaimed (a subquery for `exists`). */
+export const tasksWaiting = (db: Db, now: string) => anyDue(db, unclaimedTasks, now);
 
 /**
  * Claims the tasks `pick` names for runs (runtime/queries.ts), in the caller's transaction:

@@ -84,6 +84,12 @@ export interface ClaimTerms {
   limit: number;
   /** The slots free in this process now: `limit`, or more when the pace of growth asks for fewer. */
   open: number;
+  /**
+   * Nothing asked to look for due work since the last claim (no tick, poll, nudge or look
+   * anew): this one only refills slots of units that ended, and may leave out what only the
+   * passing of time makes due, such as leases that ran out (the poll looks every second).
+   */
+  refillOnly: boolean;
   /** By kind of key, those at their cap here: pass them over. */
   full: Readonly<Record<string, readonly string[]>>;
   /** How many more items with `key` (of `kind`) may start here now. */
@@ -106,6 +112,8 @@ export type Claimed<Item> =
        * and taking fewer items than asked for does not prove that nothing more is due.
        */
       inconclusive?: boolean;
+      /** Of the slots the claim was asked to fill, how many it left free on purpose (a reserve): the claims that follow it in one round stop once no more are left. */
+      kept?: number;
     };
 
 /** What a run gets: its claim's token, and a signal that aborts when it is cancelled or the engine stops. */
@@ -239,6 +247,8 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
   let loopTurned = true;
   /** Counts the looks anew, so that a claim that started before one does not mark its finding as still current. */
   let looks = 0;
+  /** Whether there was a look anew since the last claim began (`ClaimTerms.refillOnly`). */
+  let lookedSinceClaim = true;
   /**
    * The growth of the units in flight that `growthPerSecond` allows, as of `growthAt` (at
    * first as after a quiet spell: all that builds up); and the units that ended since the last
@@ -281,8 +291,10 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     );
   }
 
-  async function claim(limit = options.batchSize ?? options.slots, passOver = full(), open = limit): Promise<Claim<Item> & { inconclusive?: boolean }> {
+  async function claim(limit = options.batchSize ?? options.slots, passOver = full(), open = limit): Promise<Claim<Item> & { inconclusive?: boolean; kept?: number }> {
     const now = clock();
+    const refillOnly = !lookedSinceClaim;
+    lookedSinceClaim = false;
     const token = randomUUID();
     const terms: ClaimTerms = {
       token,
@@ -290,11 +302,12 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
       leaseUntil: new Date(now.getTime() + options.leaseMs).toISOString(),
       limit,
       open,
+      refillOnly,
       full: passOver,
       room: (kind, key) => (queue.caps?.[kind] ?? Infinity) - running(kind, key),
     };
     const claimed = await queue.claim(terms);
-    return Array.isArray(claimed) ? { token, items: claimed } : { token, items: claimed.items, inconclusive: claimed.inconclusive };
+    return Array.isArray(claimed) ? { token, items: claimed } : { token, ...claimed };
   }
 
   /**
@@ -302,11 +315,11 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
    * counted already, and whether the claim took all there was (it found fewer than it asked
    * for, and could reach all due work).
    */
-  async function claimOnce(free: number, open: number): Promise<{ units: Array<Claim<Item>>; allTaken: boolean }> {
-    if (free <= 0 || closing) return { units: [], allTaken: true };
+  async function claimOnce(free: number, open: number): Promise<{ units: Array<Claim<Item>>; allTaken: boolean; kept: number }> {
+    if (free <= 0 || closing) return { units: [], allTaken: true, kept: 0 };
     const passOver = full();
     const asked = JSON.stringify(passOver);
-    if (foundEmpty.has(asked)) return { units: [], allTaken: true };
+    if (foundEmpty.has(asked)) return { units: [], allTaken: true, kept: 0 };
     const look = looks;
     const limit = options.batchSize ?? free;
     const claimed = await claim(limit, passOver, open);
@@ -314,9 +327,10 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     const allTaken = claimed.items.length < limit && !claimed.inconclusive;
     // Nothing is left for what this claim passed over, as if a next claim had found nothing.
     if (allTaken && look === looks) foundEmpty.add(asked);
-    if (claimed.items.length === 0) return { units: [], allTaken };
+    const kept = claimed.kept ?? 0;
+    if (claimed.items.length === 0) return { units: [], allTaken, kept };
     for (const item of claimed.items) countKeys(item, 1);
-    return { units: options.batchSize ? [claimed] : claimed.items.map((item) => ({ token: claimed.token, items: [item] })), allTaken };
+    return { units: options.batchSize ? [claimed] : claimed.items.map((item) => ({ token: claimed.token, items: [item] })), allTaken, kept };
   }
 
   /**
@@ -333,9 +347,9 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     const free = Math.min(open, ended + mayGrow);
     try {
       for (;;) {
-        const { units, allTaken } = await claimOnce(free - taken.length, open - taken.length);
+        const { units, allTaken, kept } = await claimOnce(free - taken.length, open - taken.length);
         taken.push(...units);
-        if (units.length === 0 || allTaken) break;
+        if (units.length === 0 || allTaken || free - taken.length <= kept) break;
       }
     } catch (err) {
       logger.error({ err, queue: queue.name }, 'could not claim background work');
@@ -567,6 +581,7 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
   /** Forgets what earlier claims found nothing for: new work arrived, or the poll. */
   function lookAnew(): void {
     looks++;
+    lookedSinceClaim = true;
     foundEmpty.clear();
   }
 
@@ -606,6 +621,10 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
       return runs.size;
     },
     gapWithin,
+    /** What a unit typically takes, from its start to its end or its `released` (ms); undefined until one has ended. */
+    get typicalRunMs(): number | undefined {
+      return typicalRunMs;
+    },
     // Exposed so tests can leave work claimed, as a crashed process would, and finish it late.
     claim: () => claim(),
     work: (claimed: Claim<Item>) => {

@@ -124,8 +124,9 @@ describe('agent runs at scale', function () {
     expect(await answered(h, backlog), 'answered before the backlog was worked through').to.be.below(backlog.length);
   });
 
-  it('keeps a slot in a hundred for a scribe with nothing in flight: its first run starts while a backlog holds every other slot', async () => {
-    const h = await harness({ env: { AGENT_CONCURRENCY: '100' }, options: { runOnNewWork: true, dispatchOnAccept: false } });
+  it('keeps a slot in a hundred for a scribe with nothing in flight while runs take long: its first run starts while a backlog holds every other slot', async () => {
+    // Runs count as long from the first (reserveForRunsOfMs 0): these hold until the test ends.
+    const h = await harness({ env: { AGENT_CONCURRENCY: '100' }, options: { runOnNewWork: true, dispatchOnAccept: false, runtime: { reserveForRunsOfMs: 0 } } });
     const t = await h.tenant({ slug: 'hoarder' });
     const a = await openAiScribe(h, t, 'hoarder', 'model-hoarder');
     const b = await openAiScribe(h, t, 'first-run', 'model-first-run');
@@ -143,6 +144,16 @@ describe('agent runs at scale', function () {
     await eventually(async () => ((await answered(h, [first.id])) === 1 ? true : undefined), 10_000);
     expect(fake.openCalls('model-hoarder')).to.equal(99);
     expect(fake.seen.filter((call) => call.body.model === 'model-hoarder')).to.have.length(99);
+  });
+
+  it('keeps no slot back until runs are known to take long (reserveForRunsOfMs): a backlog takes all of them', async () => {
+    const h = await harness({ env: { AGENT_CONCURRENCY: '100' }, options: { runOnNewWork: true, dispatchOnAccept: false } });
+    const t = await h.tenant({ slug: 'quick-hoarder' });
+    const a = await openAiScribe(h, t, 'quick-hoarder', 'model-quick-hoarder');
+    fake.script(...Array.from({ length: 100 }, () => ({ hang: true as const })));
+    for (let i = 0; i < 110; i++) await chat(h, a as never, `Backlog ${i}`);
+    await eventually(async () => (fake.openCalls('model-quick-hoarder') === 100 ? true : undefined), 10_000);
+    expect(h.services.runtime.running).to.equal(100);
   });
 
   it('lets go of a lapsed run of a scribe powered off meanwhile: it waits unclaimed, counted out, and runs once the scribe is on', async () => {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createLogger } from '../../src/logger.js';
-import { shareSlots, workQueue, type Queue, type QueueOptions } from '../../src/work/engine.js';
+import { shareSlots, workQueue, type ClaimTerms, type Queue, type QueueOptions } from '../../src/work/engine.js';
 
 type Outcome = 'done' | 'retried' | 'failed';
 
@@ -30,6 +30,8 @@ function memoryQueue(
   let claims = 0;
   /** How many items each claim took. */
   const sizes: number[] = [];
+  /** What each claim was told besides its token. */
+  const asked: Array<Pick<ClaimTerms, 'limit' | 'open' | 'refillOnly'>> = [];
   /** Holds the next claim until released, with what it will find fixed at its start. */
   let gate: Promise<void> | undefined;
   const queue: Queue<Item, Outcome> = {
@@ -38,8 +40,9 @@ function memoryQueue(
     outcomes: ['done', 'retried', 'failed'],
     ...declared,
     keysOf: (item) => ({ key: item.key }),
-    async claim({ limit, full, room }) {
+    async claim({ limit, open, refillOnly, full, room }) {
       claims++;
+      asked.push({ limit, open, refillOnly });
       const taken: Item[] = [];
       for (const item of due.filter((d) => !(full.key ?? []).includes(d.key))) {
         if (taken.length < limit && taken.filter((t) => t.key === item.key).length < room('key', item.key)) taken.push(item);
@@ -72,6 +75,7 @@ function memoryQueue(
       return claims;
     },
     sizes,
+    asked,
     hold() {
       let release!: () => void;
       gate = new Promise((resolve) => (release = resolve));
@@ -186,6 +190,30 @@ describe('the work engine', () => {
     // The first end, long after the first claim, refills at once; the three that end within
     // the gap after that claim (40 ms, under a twentieth of the runs' 1,000) share the next.
     expect(q.sizes.slice(0, 3)).to.deep.equal([4, 1, 3]);
+  });
+
+  it('tells a claim how many slots are open beside how many it may take, and whether it only refills slots of units that ended', async () => {
+    const q = memoryQueue(
+      async () => {
+        await later(1);
+        return 'done';
+      },
+      { options: { slots: 3, growthPerSecond: 10 } },
+    );
+    for (let i = 0; i < 2; i++) q.add(`item ${i}`, `key ${i}`);
+    q.worker.fill();
+    // From idle, the pace of growth lets one start of the three open slots.
+    await until(() => q.asked.length > 0);
+    expect(q.asked[0]).to.deep.equal({ limit: 1, open: 3, refillOnly: false });
+    await until(() => q.due.length === 0 && q.worker.running === 0);
+    // What came after only refilled the slot of the unit that ended, or the pace held back.
+    const after = q.asked.slice(1);
+    expect(after).to.have.length.above(0);
+    expect(after.filter((terms) => !terms.refillOnly)).to.deep.equal([]);
+    q.add('item 2', 'key 2');
+    q.worker.nudge();
+    await until(() => q.due.length === 0);
+    expect(q.asked.at(-1)).to.include({ refillOnly: false });
   });
 
   it('waits at most a twentieth of what runs typically take for more slots to free, whatever claimGapMs', async () => {
