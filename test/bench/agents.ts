@@ -1,6 +1,6 @@
 /**
  * The agent runtime against a model that answers every call in a second: 10,000 tasks over
- * 20 scribes drained by worker processes warmed up by 2,000 more, each drain beside its limit
+ * 20 scribes drained by worker processes warmed up by 2,000 more each, each drain beside its limit
  * by Little's law (tasks × model calls × model time ÷ slots), the workers' CPU per model call
  * (and while they warmed up), memory per run in flight, and how soon a scribe with no
  * backlog starts its first run meanwhile; and beside them, the floor: the same calls made by
@@ -24,9 +24,9 @@ import { startBenchModel, type BenchModel } from './model.js';
 const TASKS = Number(process.env.BENCH_AGENT_TASKS ?? 10_000);
 const SCRIBES = 20;
 /**
- * Tasks (or sessions) worked by a fresh worker before the measured drain, whose CPU is its
- * cold figure: V8 compiles the hot code of a process in its first seconds of work, a cost
- * paid once per process start and not per call. BENCH_AGENT_WARM_UP: another number.
+ * Tasks (or sessions) worked by each fresh worker process before the measured drain, whose
+ * CPU is its cold figure: V8 compiles the hot code of a process in its first seconds of
+ * work, a cost paid once per process start and not per call. BENCH_AGENT_WARM_UP: another number.
  */
 const WARM_UP = Number(process.env.BENCH_AGENT_WARM_UP ?? 2_000);
 const MODEL_MS = 1000;
@@ -59,7 +59,7 @@ interface Result {
   seconds: number;
   limit: number;
   cpuMsPerCall: number;
-  /** The same while the workers worked their first WARM_UP tasks. */
+  /** The same while the workers worked their first WARM_UP tasks each. */
   coldCpuMsPerCall: number;
   rssPerRunKb: number;
   peak: number;
@@ -106,11 +106,12 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
     };
     // Cold: the first work of fresh workers.
     const coldBefore = cpuOf();
-    await insertBacklog(WARM_UP);
+    const warmUp = WARM_UP * scenario.processes;
+    await insertBacklog(warmUp);
     await until(async () => (await open(db)) === 0);
     const coldCpu = cpuOf() - coldBefore;
     const coldCalls = model.stats.calls;
-    console.log(`${scenario.name}: ${WARM_UP} to warm up, ${((coldCpu * 1000) / coldCalls).toFixed(2)} ms CPU per call`);
+    console.log(`${scenario.name}: ${warmUp} to warm up, ${((coldCpu * 1000) / coldCalls).toFixed(2)} ms CPU per call`);
     model.reset();
     const cpuBefore = cpuOf();
     await insertBacklog(TASKS);
@@ -137,9 +138,9 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
     const task = await db('tasks').where({ request_id: receipt.id }).first('created_at');
     const newcomerMs = model.firstSeenAt(marker)! - Date.parse(task.created_at);
     if (scenario.work === 'sessions') {
-      await checkAnsweredOnce(db, TASKS + WARM_UP);
+      await checkAnsweredOnce(db, TASKS + warmUp);
       await checkOnce(db, 1);
-    } else await checkOnce(db, TASKS + WARM_UP + 1);
+    } else await checkOnce(db, TASKS + warmUp + 1);
     const calls = model.stats.calls;
     if (calls !== (TASKS + 1) * (scenario.toolRounds + 1)) throw new Error(`${scenario.name}: ${calls} model calls for ${TASKS + 1} tasks`);
     const slots = scenario.slots * scenario.processes;
@@ -278,7 +279,7 @@ export async function benchAgents(dataDir: string): Promise<void> {
     `${TASKS.toLocaleString('en')} tasks over ${SCRIBES} scribes (accepted receipts, dispatched by the workers) are worked by worker processes`,
     "(`PROCESS_ROLE=worker`) with `AGENT_CONCURRENCY` slots each. The limit is Little's law: tasks × model calls per task × 1 s ÷ slots.",
     '',
-    `| scenario | slots | drain | limit | of limit | most calls at once | CPU per model call | the first ${WARM_UP.toLocaleString('en')}: CPU per call | memory per run in flight | new scribe's first run starts |`,
+    `| scenario | slots | drain | limit | of limit | most calls at once | CPU per model call | each process's first ${WARM_UP.toLocaleString('en')}: CPU per call | memory per run in flight | new scribe's first run starts |`,
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...(sdkAlone
       ? [
@@ -292,9 +293,9 @@ export async function benchAgents(dataDir: string): Promise<void> {
     '',
     "Targets: drain within 1.25× the limit; CPU ≤ 0.5 ms per model call (the workers' user and system time, claims and",
     "recording included, divided by model calls); a new scribe's first run within 1.5 s of its task being made. The workers",
-    `first work ${WARM_UP.toLocaleString('en')} tasks (sessions in the chat rows) of the same scribes, then the measured ${TASKS.toLocaleString('en')}: in a fresh`,
+    `first work ${WARM_UP.toLocaleString('en')} tasks each (sessions in the chat rows) of the same scribes, then the measured ${TASKS.toLocaleString('en')}: in a fresh`,
     'process V8 spends its first seconds of work compiling the hot code on background threads, once per process start. The',
-    `column "the first ${WARM_UP.toLocaleString('en')}" is that warm-up's CPU per call, compilation included; the floor is measured the same way. Every`,
+    `column "each process's first ${WARM_UP.toLocaleString('en')}" is that warm-up's CPU per call, compilation included; the floor is measured the same way. Every`,
     'receipt was checked to have made one task, recorded done exactly once. Drain: from the first model call to the last',
     "task recorded done. The model server and the database share the 2 cores with the workers. The new scribe's receipt is",
     'inserted 3 s into the backlog and, on PostgreSQL, announced with NOTIFY as a web process that accepted it would.',
