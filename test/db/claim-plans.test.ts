@@ -24,6 +24,9 @@ onlyOn('sqlite')('the indexes claims read (SQLite)', function () {
     return statements.filter((statement) => /^update\b/i.test(statement.sql) && /\bin \(select\b.*\border by\b.*\blimit\b/is.test(statement.sql));
   }
 
+  /** The indexes of the database with a WHERE: partial ones. */
+  const partialIndexes = async () => new Set<string>(await h.db('sqlite_master').where({ type: 'index' }).whereLike('sql', '% where %').pluck('name'));
+
   /** The indexes each step of the statement's plan searches. */
   async function indexesSearched(statement: RanStatement): Promise<string[]> {
     const plan: Array<{ detail: string }> = await h.db.raw(`explain query plan ${statement.sql}`, statement.bindings);
@@ -51,7 +54,7 @@ onlyOn('sqlite')('the indexes claims read (SQLite)', function () {
     // Sessions and tasks: those whose lease ran out, then those waiting.
     expect(tables.sort()).to.deep.equal(['requests', 'sessions', 'sessions', 'tasks', 'tasks']);
 
-    const partial = new Set<string>(await h.db('sqlite_master').where({ type: 'index' }).whereLike('sql', '% where %').pluck('name'));
+    const partial = await partialIndexes();
     for (const claim of claims) {
       const searched = await indexesSearched(claim);
       const table = /^update [`"](\w+)[`"]/i.exec(claim.sql)![1]!;
@@ -63,6 +66,31 @@ onlyOn('sqlite')('the indexes claims read (SQLite)', function () {
         searched.some((index) => partial.has(index)),
         `${table} reads its queue's partial index`,
       ).to.equal(true);
+    }
+  });
+  it("reads only partial indexes in a claim's other looks: whether any session or task waits, and whose turn it is", async () => {
+    const t = await h.tenant({ slug: 'looks' });
+    expect(
+      (
+        await h.api
+          .post(`/api/v1/scribes/${t.scribe.slug}/requests`)
+          .set(t.headers)
+          .send({ task: { summary: 'Tidy the files' } })
+      ).status,
+    ).to.equal(202);
+    await h.services.dispatcher.tick();
+    const { statements } = await statementsDuring(h.db, () => h.services.runtime.tick());
+    const looks = statements.filter((statement) => /^select\b/i.test(statement.sql) && /\bindexed by\b/i.test(statement.sql));
+    const named = looks.flatMap((look) => [...look.sql.matchAll(/indexed by [`"](\w+)[`"]/gi)].map((m) => m[1]!)).sort();
+    expect(named).to.include.members(['scribes_idle_turns', 'scribes_run_turns', 'sessions_unclaimed_by_scribe', 'tasks_unclaimed_by_scribe']);
+    const partial = await partialIndexes();
+    for (const look of looks) {
+      const searched = await indexesSearched(look);
+      expect(
+        searched.filter((index) => !partial.has(index)),
+        look.sql,
+      ).to.deep.equal([]);
+      expect(searched, look.sql).to.not.deep.equal([]);
     }
   });
 });
