@@ -89,6 +89,12 @@ function memoryQueue(
 
 const later = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A run that ends done after `ms`. */
+const doneAfter = (ms: number) => async () => {
+  await later(ms);
+  return 'done' as const;
+};
+
 /** Resolves once `check()` holds, looking every millisecond; fails after two seconds. */
 async function until(check: () => boolean): Promise<void> {
   for (const started = Date.now(); !check(); await later(1)) if (Date.now() - started > 2000) expect.fail('not in two seconds');
@@ -193,13 +199,7 @@ describe('the work engine', () => {
   });
 
   it('tells a claim how many slots are open beside how many it may take, and whether it only refills slots of units that ended', async () => {
-    const q = memoryQueue(
-      async () => {
-        await later(1);
-        return 'done';
-      },
-      { options: { slots: 3, growthPerSecond: 10 } },
-    );
+    const q = memoryQueue(doneAfter(1), { options: { slots: 3, growthPerSecond: 10 } });
     for (let i = 0; i < 2; i++) q.add(`item ${i}`, `key ${i}`);
     q.worker.fill();
     // From idle, the pace of growth lets one start of the three open slots.
@@ -217,13 +217,7 @@ describe('the work engine', () => {
   });
 
   it('waits at most a twentieth of what runs typically take for more slots to free, whatever claimGapMs', async () => {
-    const q = memoryQueue(
-      async () => {
-        await later(2);
-        return 'done';
-      },
-      { options: { slots: 2, claimGapMs: 60_000 } },
-    );
+    const q = memoryQueue(doneAfter(2), { options: { slots: 2, claimGapMs: 60_000 } });
     for (let i = 0; i < 8; i++) q.add(`item ${i}`, `key ${i}`);
     // Runs of 2 ms: a claim gap of a minute would hold the tick for minutes.
     expect(await q.worker.tick()).to.deep.equal({ done: 8, retried: 0, failed: 0 });
@@ -374,22 +368,16 @@ describe('the work engine', () => {
     const tidies: string[] = [];
     let gate: Promise<void> | undefined;
     let failing = false;
-    const q = memoryQueue(
-      async () => {
-        await later(2);
-        return 'done';
+    const q = memoryQueue(doneAfter(2), {
+      options: { tidyAfter: 3 },
+      async tidy() {
+        tidies.push(`began: ${q.due.length} due, ${q.worker.running} running`);
+        await gate;
+        await later(10);
+        if (failing) throw new Error('vacuum refused');
+        tidies.push('ended');
       },
-      {
-        options: { tidyAfter: 3 },
-        async tidy() {
-          tidies.push(`began: ${q.due.length} due, ${q.worker.running} running`);
-          await gate;
-          await later(10);
-          if (failing) throw new Error('vacuum refused');
-          tidies.push('ended');
-        },
-      },
-    );
+    });
     q.add('a');
     q.add('b');
     await q.worker.tick();
