@@ -45,9 +45,9 @@ export interface ClaimedRuns {
  *    a process dies, so the runtime asks for this step now and then (`lapsed`), not at
  *    every claim;
  * 2. reads the scribes that have a turn (`run_turn_at`), those with nothing in flight first,
- *    then the rest, each longest waiting first, and locks them, passing over those another transaction holds (waiting for the first when all
- *    are held); with the rows locked (on SQLite, with the one write lock) it reads how
- *    many runs each may still start;
+ *    then the rest, each longest waiting first, and locks them, passing over those another
+ *    transaction holds (waiting for the first when all are held); with the rows locked (on
+ *    SQLite, with the one write lock) it reads how many runs each may still start;
  * 3. shares the free slots among them (`shareOut`), and claims each one's share of its
  *    oldest unclaimed sessions, then tasks (of a kind any wait for), from the indexes that
  *    hold only unclaimed due rows: no claim reads past work in flight or finished work;

@@ -213,10 +213,11 @@ export function createAgentRuntime({
   /**
    * `limit` slots shared among the scribes whose turn it is: first one each to those with
    * nothing in flight, then as many each as there are to the rest, within what each may
-   * still start, who leave `reserved` of the process's `open` slots free for the next scribe
-   * with nothing in flight while runs take long. One run is enough to put a scribe among the rest (it keeps its
-   * turn, and the claim that follows gives it its share); a larger first share would hold
-   * slots out of this claim that the scribe may not use. `kept`: the slots held back for the reserve.
+   * still start, who leave `reserved` of the process's `open` slots free for the next
+   * scribe with nothing in flight while runs take long. One run is enough to put a scribe
+   * among the rest (it keeps its turn, and the claim that follows gives it its share); a
+   * larger first share would hold slots out of this claim that the scribe may not use.
+   * `kept`: the slots held back for the reserve.
    */
   function shareOut(limit: number, open: number, turns: readonly queries.Turn[]) {
     const idle = turns.filter((turn) => turn.runs_in_flight === 0).slice(0, limit);
