@@ -103,7 +103,7 @@ export function createOpenAiAgent(
   }
 
   /** Runs the conversation until a terminal tool call or plain text ends it, tracing every call. */
-  async function converse<T>(input: AgentInput, conversation: ChatCompletionMessageParam[], tools: Array<ToolSpec<T>>, fromText: (text: string) => T): Promise<T> {
+  async function converse<T>(input: AgentInput, conversation: ChatCompletionMessageParam[], tools: Toolset<T>, fromText: (text: string) => T): Promise<T> {
     const { scribe, trace } = input;
     const model = scribe.model ?? config.model;
     if (!model) throw new AgentError(messages.notConfigured);
@@ -120,10 +120,9 @@ export function createOpenAiAgent(
     try {
       const servers = connectMcp ? await input.mcpServers() : [];
       mcp = connectMcp && servers.length > 0 ? await connectMcp(servers, trace) : undefined;
-      const offered = [...tools, ...(mcp?.tools ?? []).map((tool) => mcpToolSpec<T>(tool))];
-      const byName = new Map(offered.map((t) => [t.definition.function.name, t]));
+      const { definitions, byName } = mcp && mcp.tools.length > 0 ? toolset([...tools.specs, ...mcp.tools.map((tool) => mcpToolSpec<T>(tool))]) : tools;
       for (let round = 0; round < maxRounds; round++) {
-        const request = () => complete(client, endpoint, { model, messages: conversation, tools: offered.map((t) => t.definition) }, signal, input.draft);
+        const request = () => complete(client, endpoint, { model, messages: conversation, tools: definitions }, signal, input.draft);
         const { completion, started } = await modelCall(endpoint, model, request, trace, signal, input.signal);
         const usage = { input: completion.usage?.prompt_tokens ?? null, output: completion.usage?.completion_tokens ?? null };
         trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, inputTokens: usage.input, outputTokens: usage.output });
@@ -288,7 +287,7 @@ export function createOpenAiAgent(
           return [{ role: 'user', content: m.author === 'staff' ? `[staff] ${m.text}` : m.text }];
         }),
       ];
-      return converse(input, conversation, [...dataTools<SessionOutcome>(), replyTool], (text) => ({ reply: text }));
+      return converse(input, conversation, sessionTools, (text) => ({ reply: text }));
     },
 
     async work(input): Promise<TaskOutcome> {
@@ -312,7 +311,7 @@ export function createOpenAiAgent(
                 ],
         },
       ];
-      return converse(input, conversation, [...dataTools<TaskOutcome>(), completeTaskTool, askForInputTool], (text) => ({ status: 'done', result: text }));
+      return converse(input, conversation, taskTools, (text) => ({ status: 'done', result: text }));
     },
   };
 }
@@ -386,48 +385,46 @@ const flag = (args: Record<string, unknown>, key: string) => (typeof args[key] =
 const object = (args: Record<string, unknown>, key: string) =>
   typeof args[key] === 'object' && args[key] !== null && !Array.isArray(args[key]) ? (args[key] as Record<string, unknown>) : undefined;
 
-/** The organization's data, as both kinds of work may use it. */
-function dataTools<T>(): Array<ToolSpec<T>> {
-  return [
-    {
-      definition: fn(TOOL_NAMES.entryTypes, 'The entry types of the organization and their fields.', {}),
-      run: async (_args, tools) => ({ result: await tools.entryTypes() }),
-    },
-    {
-      definition: fn(
-        TOOL_NAMES.searchEntries,
-        'Find entries. The query uses the search language: words, field:value, field>number, relationship:<name>, && and ||.',
-        { query: str('The search query'), entry_type: str('Name of one entry type to search; all when omitted') },
-        ['query'],
-      ),
-      run: async (args, tools) => ({ result: await tools.searchEntries({ q: text(args, 'query'), entryType: text(args, 'entry_type') || undefined }) }),
-    },
-    {
-      definition: fn(
-        TOOL_NAMES.createEntry,
-        'Create an entry. fields is an object keyed by field name; relationship fields take a list of entry ids.',
-        { entry_type: str('Entry type name'), fields: { type: 'object', description: 'Field values by field name' }, draft: bool('Create as a draft') },
-        ['entry_type', 'fields'],
-      ),
-      run: async (args, tools) => ({ result: await tools.createEntry({ entryType: text(args, 'entry_type'), fields: object(args, 'fields') ?? {}, draft: flag(args, 'draft') }) }),
-    },
-    {
-      definition: fn(
-        TOOL_NAMES.updateEntry,
-        'Change an entry: the fields given (null clears one), its draft or archived flag.',
-        { id: str('Entry id'), fields: { type: 'object', description: 'Field values to change' }, draft: bool('Draft flag'), archived: bool('Archived flag') },
-        ['id'],
-      ),
-      run: async (args, tools) => ({
-        result: await tools.updateEntry({ id: text(args, 'id'), fields: object(args, 'fields'), draft: flag(args, 'draft'), archived: flag(args, 'archived') }),
-      }),
-    },
-    {
-      definition: fn(TOOL_NAMES.workload, 'Your tasks: how many in each status and the unfinished ones.', {}),
-      run: async (_args, tools) => ({ result: await tools.workload() }),
-    },
-  ];
-}
+/** The organization's data, as both kinds of work may use it: they return results, never end the work. */
+const dataTools: ReadonlyArray<ToolSpec<never>> = [
+  {
+    definition: fn(TOOL_NAMES.entryTypes, 'The entry types of the organization and their fields.', {}),
+    run: async (_args, tools) => ({ result: await tools.entryTypes() }),
+  },
+  {
+    definition: fn(
+      TOOL_NAMES.searchEntries,
+      'Find entries. The query uses the search language: words, field:value, field>number, relationship:<name>, && and ||.',
+      { query: str('The search query'), entry_type: str('Name of one entry type to search; all when omitted') },
+      ['query'],
+    ),
+    run: async (args, tools) => ({ result: await tools.searchEntries({ q: text(args, 'query'), entryType: text(args, 'entry_type') || undefined }) }),
+  },
+  {
+    definition: fn(
+      TOOL_NAMES.createEntry,
+      'Create an entry. fields is an object keyed by field name; relationship fields take a list of entry ids.',
+      { entry_type: str('Entry type name'), fields: { type: 'object', description: 'Field values by field name' }, draft: bool('Create as a draft') },
+      ['entry_type', 'fields'],
+    ),
+    run: async (args, tools) => ({ result: await tools.createEntry({ entryType: text(args, 'entry_type'), fields: object(args, 'fields') ?? {}, draft: flag(args, 'draft') }) }),
+  },
+  {
+    definition: fn(
+      TOOL_NAMES.updateEntry,
+      'Change an entry: the fields given (null clears one), its draft or archived flag.',
+      { id: str('Entry id'), fields: { type: 'object', description: 'Field values to change' }, draft: bool('Draft flag'), archived: bool('Archived flag') },
+      ['id'],
+    ),
+    run: async (args, tools) => ({
+      result: await tools.updateEntry({ id: text(args, 'id'), fields: object(args, 'fields'), draft: flag(args, 'draft'), archived: flag(args, 'archived') }),
+    }),
+  },
+  {
+    definition: fn(TOOL_NAMES.workload, 'Your tasks: how many in each status and the unfinished ones.', {}),
+    run: async (_args, tools) => ({ result: await tools.workload() }),
+  },
+];
 
 const replyTool: ToolSpec<SessionOutcome> = {
   definition: fn('reply', 'Send your reply to the user.', { text: str('The reply'), end_session: bool('True when the conversation is over') }, ['text']),
@@ -443,6 +440,21 @@ const askForInputTool: ToolSpec<TaskOutcome> = {
   definition: fn('ask_for_input', 'Put the task on hold with a question for staff.', { question: str('The question') }, ['question']),
   run: async (args) => ({ final: { status: 'waiting', question: text(args, 'question') } }),
 };
+
+/** Tools offered to the model, as each call sends them and as its tool calls are looked up. */
+interface Toolset<T> {
+  specs: ReadonlyArray<ToolSpec<T>>;
+  definitions: ChatCompletionTool[];
+  byName: ReadonlyMap<string, ToolSpec<T>>;
+}
+
+function toolset<T>(specs: ReadonlyArray<ToolSpec<T>>): Toolset<T> {
+  return { specs, definitions: specs.map((spec) => spec.definition), byName: new Map(specs.map((spec) => [spec.definition.function.name, spec])) };
+}
+
+// The same for every run: made once, not per run (a scribe's MCP tools are added per run, in `converse`).
+const sessionTools = toolset<SessionOutcome>([...dataTools, replyTool]);
+const taskTools = toolset<TaskOutcome>([...dataTools, completeTaskTool, askForInputTool]);
 
 /**
  * An abort of its own that `signal` aborts too, until `release()`: a listener, removed when the

@@ -78,7 +78,15 @@ describe('tools over MCP', function () {
     fake.script({ reply: 'I answer without tools.' });
     const id = await chat('Hello');
     expect((await h.db('sessions').where({ id }).first()).state).to.equal('waiting');
-    expect(fake.seen[0]!.body.tools!.map((tool) => tool.function.name).some((name) => name.startsWith('mcp'))).to.equal(false);
+    // Exactly the scribe's own: none of the last run's MCP tools stayed among those every run is offered.
+    expect(fake.seen[0]!.body.tools!.map((tool) => tool.function.name)).to.deep.equal([
+      'list_entry_types',
+      'search_entries',
+      'create_entry',
+      'update_entry',
+      'list_tasks',
+      'reply',
+    ]);
     const [note] = await h.services.traces.of({ sessionId: id });
     expect(note).to.deep.include({ kind: 'tool', name: 'mcp_list_tools' });
     expect(note!.error).to.equal(`MCP server ${url} is unavailable (connection refused); its tools were not offered`);
