@@ -1,8 +1,8 @@
 /**
  * The agent runtime against a model that answers every call in a second: 10,000 tasks over
- * 20 scribes drained by worker processes warmed up by 2,000 more each, each drain beside its limit
+ * 20 scribes drained by worker processes warmed up by 10,000 more each, each drain beside its limit
  * by Little's law (tasks × model calls × model time ÷ slots), the workers' CPU per model call
- * (and while they warmed up), memory per run in flight, and how soon a scribe with no
+ * (and over their first 2,000), memory per run in flight, and how soon a scribe with no
  * backlog starts its first run meanwhile; and beside them, the floor: the same calls made by
  * the OpenAI SDK alone (sdk-alone.ts).
  */
@@ -24,11 +24,19 @@ import { startBenchModel, type BenchModel } from './model.js';
 const TASKS = Number(process.env.BENCH_AGENT_TASKS ?? 10_000);
 const SCRIBES = 20;
 /**
- * Tasks (or sessions) worked by each fresh worker process before the measured drain, whose
- * CPU is its cold figure: V8 compiles the hot code of a process in its first seconds of
- * work, a cost paid once per process start and not per call. BENCH_AGENT_WARM_UP: another number.
+ * Tasks (or sessions) each fresh worker process works first, whose CPU is its cold figure:
+ * V8 compiles the hot code of a process in its first seconds of work, a cost paid once per
+ * process start and not per call. BENCH_AGENT_WARM_UP: another number.
  */
 const WARM_UP = Number(process.env.BENCH_AGENT_WARM_UP ?? 2_000);
+/**
+ * Tasks each worker process then works unmeasured before the measured drain. After its first
+ * 2,000, a process still spent a tenth of its CPU compiling over the next 10,000 (the more so
+ * in each of two processes, each of which compiles the same code for half the calls); after
+ * 10,000 it is warm as a worker that has run for a while is (docs/performance.md, "Warm
+ * enough"). BENCH_AGENT_SETTLE: another number.
+ */
+const SETTLE = Number(process.env.BENCH_AGENT_SETTLE ?? 8_000);
 const MODEL_MS = 1000;
 /** How long after the first model call the newcomer's one task arrives: well inside the backlog. */
 const NEWCOMER_AFTER_MS = 3000;
@@ -112,6 +120,12 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
     const coldCpu = cpuOf() - coldBefore;
     const coldCalls = model.stats.calls;
     console.log(`${scenario.name}: ${warmUp} to warm up, ${((coldCpu * 1000) / coldCalls).toFixed(2)} ms CPU per call`);
+    const settle = SETTLE * scenario.processes;
+    if (settle > 0) {
+      await insertBacklog(settle);
+      await until(async () => (await open(db)) === 0);
+      console.log(`${scenario.name}: ${settle} more to settle`);
+    }
     model.reset();
     const cpuBefore = cpuOf();
     await insertBacklog(TASKS);
@@ -138,9 +152,9 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
     const task = await db('tasks').where({ request_id: receipt.id }).first('created_at');
     const newcomerMs = model.firstSeenAt(marker)! - Date.parse(task.created_at);
     if (scenario.work === 'sessions') {
-      await checkAnsweredOnce(db, TASKS + warmUp);
+      await checkAnsweredOnce(db, TASKS + warmUp + settle);
       await checkOnce(db, 1);
-    } else await checkOnce(db, TASKS + warmUp + 1);
+    } else await checkOnce(db, TASKS + warmUp + settle + 1);
     const calls = model.stats.calls;
     if (calls !== (TASKS + 1) * (scenario.toolRounds + 1)) throw new Error(`${scenario.name}: ${calls} model calls for ${TASKS + 1} tasks`);
     const slots = scenario.slots * scenario.processes;
@@ -171,15 +185,15 @@ const FLOOR_SLOTS = 1000;
 
 /** The floor (sdk-alone.ts): the same model calls made by the SDK alone, nothing recorded. */
 async function floor(model: BenchModel): Promise<Omit<Result, 'scenario' | 'rssPerRunKb' | 'newcomerMs'>> {
-  console.log(`${FLOOR}: ${TASKS} calls after ${WARM_UP} to warm up, ${FLOOR_SLOTS} at once`);
+  console.log(`${FLOOR}: ${TASKS} calls after ${WARM_UP + SETTLE} to warm up, ${FLOOR_SLOTS} at once`);
   model.reset();
   const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'test/bench/sdk-alone.ts'], {
-    env: { PATH: process.env.PATH ?? '', MODEL_URL: model.url, CALLS: String(TASKS), WARM_UP: String(WARM_UP), AT_ONCE: String(FLOOR_SLOTS) },
+    env: { PATH: process.env.PATH ?? '', MODEL_URL: model.url, CALLS: String(TASKS), WARM_UP: String(WARM_UP), SETTLE: String(SETTLE), AT_ONCE: String(FLOOR_SLOTS) },
   });
   const { seconds, cpuMs, coldCpuMs } = JSON.parse(stdout) as { seconds: number; cpuMs: number; coldCpuMs: number };
   const { peak } = model.stats;
-  const calls = model.stats.calls - WARM_UP;
-  if (calls !== TASKS) throw new Error(`${FLOOR}: ${calls} model calls for ${TASKS} after ${WARM_UP} to warm up`);
+  const calls = model.stats.calls - WARM_UP - SETTLE;
+  if (calls !== TASKS) throw new Error(`${FLOOR}: ${calls} model calls for ${TASKS} after ${WARM_UP + SETTLE} to warm up`);
   const limit = (TASKS * MODEL_MS) / 1000 / FLOOR_SLOTS;
   console.log(`${FLOOR}: ${calls} calls in ${seconds.toFixed(2)} s (${(seconds / limit).toFixed(2)}×), ${(cpuMs / calls).toFixed(2)} ms CPU per call`);
   return { seconds, limit, cpuMsPerCall: cpuMs / calls, coldCpuMsPerCall: coldCpuMs / WARM_UP, peak, calls };
@@ -293,9 +307,10 @@ export async function benchAgents(dataDir: string): Promise<void> {
     '',
     "Targets: drain within 1.25× the limit; CPU ≤ 0.5 ms per model call (the workers' user and system time, claims and",
     "recording included, divided by model calls); a new scribe's first run within 1.5 s of its task being made. The workers",
-    `first work ${WARM_UP.toLocaleString('en')} tasks each (sessions in the chat rows) of the same scribes, then the measured ${TASKS.toLocaleString('en')}: in a fresh`,
-    'process V8 spends its first seconds of work compiling the hot code on background threads, once per process start. The',
-    `column "each process's first ${WARM_UP.toLocaleString('en')}" is that warm-up's CPU per call, compilation included; the floor is measured the same way. Every`,
+    `first work ${(WARM_UP + SETTLE).toLocaleString('en')} tasks each (sessions in the chat rows) of the same scribes, then the measured ${TASKS.toLocaleString('en')}: in a fresh`,
+    'process V8 spends its first seconds of work compiling the hot code on background threads, once per process start, and',
+    `goes on compiling less and less for some ${(WARM_UP + SETTLE).toLocaleString('en')} tasks. The column "each process's first ${WARM_UP.toLocaleString('en')}" is the CPU per call of`,
+    'the first of them, compilation included; the floor is measured the same way. Every',
     'receipt was checked to have made one task, recorded done exactly once. Drain: from the first model call to the last',
     "task recorded done. The model server and the database share the 2 cores with the workers. The new scribe's receipt is",
     'inserted 3 s into the backlog and, on PostgreSQL, announced with NOTIFY as a web process that accepted it would.',

@@ -2,9 +2,9 @@
  * The floor under the agent bench's rows: its model calls made by the OpenAI SDK alone, over
  * the product's lean fetch (net/lean-fetch.ts), streamed and read to the end as the openai
  * agent reads them (agents/completion-stream.ts), with nothing claimed, traced or recorded.
- * Run as a process of its own by agents.ts: MODEL_URL, WARM_UP, CALLS and AT_ONCE in its
- * environment; makes WARM_UP calls, then CALLS, and prints the second drain's seconds and
- * the CPU milliseconds of each as JSON.
+ * Run as a process of its own by agents.ts: MODEL_URL, WARM_UP, SETTLE, CALLS and AT_ONCE in
+ * its environment; makes WARM_UP calls, SETTLE more, then CALLS, and prints as JSON the last
+ * drain's seconds, and the CPU milliseconds of the first drain and of the last.
  */
 import OpenAI from 'openai';
 import { Agent } from 'undici';
@@ -13,6 +13,7 @@ import { type FetchAnswer, leanFetch } from '../../src/net/lean-fetch.js';
 
 const calls = Number(process.env.CALLS);
 const warmUp = Number(process.env.WARM_UP);
+const settle = Number(process.env.SETTLE ?? 0);
 const atOnce = Number(process.env.AT_ONCE);
 const fetch = leanFetch(new Agent());
 const client = new OpenAI({ apiKey: 'bench', baseURL: process.env.MODEL_URL, fetch: fetch as unknown as typeof globalThis.fetch, maxRetries: 0 });
@@ -47,6 +48,7 @@ async function drain(n: number): Promise<number> {
 
 // Cold: the first calls of a fresh process, as the workers' first tasks are (agents.ts).
 const coldCpuMs = await drain(warmUp);
+await drain(settle);
 const started = performance.now();
 const cpuMs = await drain(calls);
 console.log(JSON.stringify({ seconds: (performance.now() - started) / 1000, cpuMs, coldCpuMs }));
