@@ -112,18 +112,20 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
     const insertBacklog = async (n: number) => {
       for (const scribe of scribes) await (scenario.work === 'sessions' ? insertSessions : insertAccepted)(db, p.organizationId, scribe.id, n / SCRIBES);
     };
+    /** Until no receipt, task or session is left to work. */
+    const drained = () => until(async () => (await open(db)) === 0);
     // Cold: the first work of fresh workers.
     const coldBefore = cpuOf();
     const warmUp = WARM_UP * scenario.processes;
     await insertBacklog(warmUp);
-    await until(async () => (await open(db)) === 0);
+    await drained();
     const coldCpu = cpuOf() - coldBefore;
     const coldCalls = model.stats.calls;
     console.log(`${scenario.name}: ${warmUp} to warm up, ${((coldCpu * 1000) / coldCalls).toFixed(2)} ms CPU per call`);
     const settle = SETTLE * scenario.processes;
     if (settle > 0) {
       await insertBacklog(settle);
-      await until(async () => (await open(db)) === 0);
+      await drained();
       console.log(`${scenario.name}: ${settle} more to settle`);
     }
     model.reset();
@@ -142,7 +144,7 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
     await db('requests').insert(receipt);
     // As a web process that accepted it would: on PostgreSQL it tells the workers at once (SQLite's workers poll).
     if (scenario.kind === 'postgres') await db.raw('select pg_notify(?, ?)', ['scribe_requests', receipt.id]);
-    await until(async () => (await open(db)) === 0);
+    await drained();
     clearInterval(sampler);
     const cpu = cpuOf() - cpuBefore;
     const last = await db(scenario.work ?? 'tasks')
