@@ -32,9 +32,9 @@ export interface RuntimeOptions {
   /** The least time between two claims: runs that end meanwhile free slots that one claim fills. */
   claimGapMs: number;
   /**
-   * The least time between two commits of runs' writes on SQLite: writes that come meanwhile
-   * share the next (db/group-commit.ts), as they share a batch (run-writes.ts). Never more
-   * than a twentieth of what a run typically takes (the engine's `gapWithin`), as the claim gap.
+   * The least time between two batches of runs' writes (run-writes.ts), and on SQLite between
+   * two of their commits (db/group-commit.ts): writes that come meanwhile share the next. Never
+   * more than a tenth of what a run typically takes (COMMIT_GAP_SHARE_OF_RUN).
    */
   commitGapMs: number;
   /** How fast the runs in flight may grow from idle: at most this many more a second (runs that end are replaced at once all the same). */
@@ -49,6 +49,14 @@ export interface RuntimeOptions {
   reserveForRunsOfMs: number;
 }
 
+/**
+ * The commit gap's most, as a share of what a run typically takes: twice the claim gap's
+ * (the engine's GAP_SHARE_OF_RUN), since a run waiting for it holds no slot, only the moment
+ * its record can be read; each batch it gathers writes fewer pages a run (SQLite) and fewer
+ * statements a run (both).
+ */
+const COMMIT_GAP_SHARE_OF_RUN = 1 / 10;
+
 export const defaultRuntimeOptions: RuntimeOptions = {
   concurrency: 100,
   leaseMs: 30_000,
@@ -59,7 +67,7 @@ export const defaultRuntimeOptions: RuntimeOptions = {
   claimGapMs: 40,
   // Runs give their slot back before their record is written (the engine's `released`), so
   // this wait delays only when a record can be read, and lets those of runs ending meanwhile share a commit.
-  commitGapMs: 50,
+  commitGapMs: 100,
   // About what one process starts and finishes in a second at a millisecond of CPU a run.
   growthPerSecond: 1000,
   writeLines: 16,
@@ -252,16 +260,13 @@ export function createAgentRuntime({
     };
   }
 
-  // Runs' trace calls, task runs' ends and session answers (run-writes.ts): on SQLite several
-  // batches join a group commit, and batches not full start no more often than its commits; on
+  // Runs' trace calls, task runs' ends and session answers (run-writes.ts): batches not full
+  // start no more often than the commit gap; on SQLite several join a group commit, on
   // PostgreSQL one at a time keeps a run's calls ahead of its end. A lone run's writes wait for no one.
   const sharesCommits = dialectOf(db).sharesCommits;
   /** The wait before the next batch of runs' writes, or commit of them: none while only one run is in flight. */
-  const commitGapMs = () => (worker.running > 1 ? worker.gapWithin(options.commitGapMs) : 0);
-  const line = runWrites(writes, recordEvents, {
-    lines: sharesCommits ? options.writeLines : 1,
-    gapMs: () => (sharesCommits ? commitGapMs() : 0),
-  });
+  const commitGapMs = () => (worker.running > 1 ? worker.gapWithin(options.commitGapMs, COMMIT_GAP_SHARE_OF_RUN) : 0);
+  const line = runWrites(writes, recordEvents, { lines: sharesCommits ? options.writeLines : 1, gapMs: commitGapMs });
 
   /** What moves a task out of in_progress (releasing the claim), or fails it, with its webhook event, if the claim is still ours. */
   function taskMoves(work: Work & { kind: 'task' }, claim: ClaimRef, scribe: ScribeRow | undefined) {

@@ -537,9 +537,9 @@ export function workQueue<Item extends { id: string }, Outcome extends string>(
     return claiming;
   }
 
-  /** `maxMs`, or less: a twentieth of what a unit typically takes, when that is shorter (GAP_SHARE_OF_RUN). */
-  function gapWithin(maxMs: number): number {
-    return typicalRunMs === undefined ? maxMs : Math.min(maxMs, typicalRunMs * GAP_SHARE_OF_RUN);
+  /** `maxMs`, or less: `share` of what a unit typically takes (a twentieth unless given, GAP_SHARE_OF_RUN), when that is shorter. */
+  function gapWithin(maxMs: number, share = GAP_SHARE_OF_RUN): number {
+    return typicalRunMs === undefined ? maxMs : Math.min(maxMs, typicalRunMs * share);
   }
 
   /** Resolves once no claim is running or queued. */
