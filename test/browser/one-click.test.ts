@@ -72,7 +72,11 @@ describe('the console in Chromium: one click away', function () {
     const { page } = await watchedPage(1366);
     await page.goto(`${c.base}/webhooks/new`);
     await page.getByLabel('URL').fill(`${receiver.url}/made-here`);
+    // Said apart, should it fail: the server not answering, answering otherwise, or the page not showing the secret.
+    const answer = page.waitForResponse((r) => r.url() === `${c.base}/webhooks` && r.request().method() === 'POST');
     await page.getByRole('button', { name: /Create/ }).click();
+    expect((await answer).status(), 'POST /webhooks').to.equal(200);
+    await expectText(page.locator('.flash'), 'Endpoint created.');
     const secret = await page.locator('#new-secret').textContent();
     expect(secret).to.match(/^whsec_/);
     await page.getByRole('button', { name: 'Copy the signing secret' }).click();
