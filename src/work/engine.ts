@@ -200,9 +200,10 @@ export function shareSlots<Key>(free: number, keys: readonly Key[], room: (key: 
 const GROWTH_BUILDS_UP_MS = 100;
 
 /**
- * A wait that gathers work ending meanwhile (the claim gap, a commit gap) takes at most this
- * share of a unit's typical time: at most `slots` units end per gap, so a gap this short
- * never holds a queue below twenty times the rate its slots sustain, however quick its work.
+ * A wait that gathers work ending meanwhile while slots stay empty (the claim gap) takes at
+ * most this share of a unit's typical time: at most `slots` units end per gap, so a gap this
+ * short never holds a queue below twenty times the rate its slots sustain, however quick its
+ * work. A wait that holds no slot may take a larger share (`gapWithin`'s `share`).
  */
 const GAP_SHARE_OF_RUN = 1 / 20;
 /** How much each unit's time moves the typical time (a moving average). */
