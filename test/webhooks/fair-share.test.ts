@@ -39,7 +39,10 @@ describe('webhook deliveries shared among organizations and endpoints', function
     receivers.push(r);
     return r;
   }
-  /** A port on loopback where nothing listens: every attempt is refused. */
+  /**
+   * A port on loopback where nothing listens: every attempt is refused. Taken after the test's
+   * receivers are listening, since the system may give the port it frees to the next one.
+   */
   async function closedPort(): Promise<number> {
     const probe = await startWebhookReceiver();
     await probe.close();
@@ -61,10 +64,12 @@ describe('webhook deliveries shared among organizations and endpoints', function
 
   it("delivers another organization's test event within a few seconds while one organization has 24,000 failing deliveries due, and goes on attempting those", async () => {
     const h = await harness({ timeoutMs: 1_000 });
-    const refused = await closedPort();
     const failing = await receiver(() => ({ status: 500, body: 'down' }));
     // Holds each request past the timeout: every attempt takes the whole second.
     const holding = await receiver(() => ({ status: 200, delayMs: 10_000 }));
+    // The quiet organization's, listening before the refused port is freed (it once got that port, and the backlog's deliveries).
+    const healthy = await receiver();
+    const refused = await closedPort();
     const busy = await h.tenant();
     const busyEndpoints = [
       await endpoint(h, busy, `http://127.0.0.1:${refused}/hook`),
@@ -78,7 +83,6 @@ describe('webhook deliveries shared among organizations and endpoints', function
       await eventually(async () => (failing.received.length >= 100 ? true : undefined), 20_000);
 
       const quiet = await h.tenant({ slug: 'quiet' });
-      const healthy = await receiver();
       const quietEndpoint = await endpoint(h, quiet, `${healthy.url}/hook`);
       const before = failing.received.length;
       const sent = Date.now();
