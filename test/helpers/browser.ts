@@ -6,11 +6,13 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { createHarness, type Harness, type HarnessOptions, type Tenant } from './harness.js';
 import { PASSWORD } from './console.js';
+import { createLogger } from '../../src/logger.js';
 import type { EntryInput } from '../../src/entries/entry-service.js';
 
 /** Debian's chromium, installed by .ci/run (`apt-get install -y chromium`). */
 export const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = fileURLToPath(new URL('../../test-artifacts/screenshots/', import.meta.url));
+const LOGS = fileURLToPath(new URL('../../test-artifacts/logs/', import.meta.url));
 
 export interface ConsoleInBrowser {
   h: Harness;
@@ -37,11 +39,32 @@ export interface ConsoleInBrowser {
 export function consoleInBrowser(harness: HarnessOptions = {}): ConsoleInBrowser {
   let server: http.Server | undefined;
   const it = {} as ConsoleInBrowser;
+  // What the app logs during each test (its requests among it), kept for a test that fails: a
+  // wait in the browser that runs out says nothing of what the server did meanwhile.
+  const logged: string[] = [];
+  const logger = createLogger('info', { destination: { write: (line: string) => void logged.push(line) } });
+  beforeEach(() => {
+    logged.length = 0;
+  });
+  afterEach(async function () {
+    const test = this.currentTest;
+    if (test?.state !== 'failed') return;
+    const name = test
+      .fullTitle()
+      .replace(/[^a-z0-9]+/gi, '-')
+      .slice(0, 120);
+    fs.mkdirSync(LOGS, { recursive: true });
+    const file = path.join(LOGS, `${name}.log`);
+    fs.writeFileSync(file, logged.join(''));
+    await it.page?.screenshot({ path: path.join(SCREENSHOTS, `failed-${name}.png`), fullPage: true, timeout: 5000 }).catch(() => {});
+    const last = logged.slice(-20).map((line) => `      ${line.trim()}`);
+    console.error(`    The app's log during this test is in ${file}; its last lines:\n${last.join('\n')}`);
+  });
   before(async function () {
     this.timeout(60_000);
     if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium), as .ci/run does`);
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    it.h = await createHarness({ ...harness, options: { runOnNewWork: false, dispatchOnAccept: false, ...harness.options } });
+    it.h = await createHarness({ logger, ...harness, options: { runOnNewWork: false, dispatchOnAccept: false, ...harness.options } });
     it.t = await it.h.tenant({ slug: 'atlas' });
     await it.h.services.users.create({ organizationId: it.t.organizationId, email: 'admin@example.com', password: PASSWORD, role: 'admin' });
     server = http.createServer(it.h.app);

@@ -7,7 +7,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/knex.js';
 import { createTestDatabase, dropTestDatabase } from './databases.js';
 import type { DatabaseKind } from '../../src/db/dialect.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger, type Logger } from '../../src/logger.js';
 import { createServices, type ServiceOptions, type Services } from '../../src/services.js';
 import { createApp } from '../../src/app.js';
 import type { ScribeRef } from '../../src/scribes/service.js';
@@ -59,16 +59,24 @@ export interface HarnessOptions {
   database?: DatabaseKind;
   /** Another harness's database: this one is a second process on it (its own services, app and feeds); it leaves the database to its owner. */
   sharedDatabaseUrl?: string;
+  /** Where the app logs (silent unless given). */
+  logger?: Logger;
 }
 
 /** The real app on a fresh, migrated database: a SQLite file in a temp folder, or a PostgreSQL database (helpers/databases.ts). */
-export async function createHarness({ env = {}, options = {}, consoleOptions, database, sharedDatabaseUrl }: HarnessOptions = {}): Promise<Harness> {
+export async function createHarness({
+  env = {},
+  options = {},
+  consoleOptions,
+  database,
+  sharedDatabaseUrl,
+  logger = createLogger('silent'),
+}: HarnessOptions = {}): Promise<Harness> {
   const dir = tempDir();
   const databaseUrl = sharedDatabaseUrl ?? (await createTestDatabase(dir, { kind: database }));
   // Limits off unless a test turns them on: suites make thousands of calls with one key.
   const config = loadConfig({ DATA_DIR: dir, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '0', ...env });
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
-  const logger = createLogger('silent');
   const services = createServices({ config, db, logger, options });
   const app = createApp({ config, logger, services, sessionSecret: 'test-session-secret-of-some-length', consoleOptions });
   let tenants = 0;
