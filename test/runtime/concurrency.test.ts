@@ -156,6 +156,33 @@ describe('agent runs at scale', function () {
     expect(h.services.runtime.running).to.equal(100);
   });
 
+  it('records what runs that end within the commit gap of the last batch write together, not a transaction each', async () => {
+    const h = await harness({ options: { runOnNewWork: false, dispatchOnAccept: false, runtime: { concurrency: 8, commitGapMs: 1000 } } });
+    const t = await h.tenant({ slug: 'gapped' });
+    await openAiScribe(h, t, 'gapped', 'model-gapped');
+    const ids: string[] = [];
+    for (let i = 0; i < 8; i++) ids.push((await chat(h, t.scribe as never, `Question ${i}`)).id);
+    // Runs of about 3 s, so the gap is a tenth of that (300 ms), ending 30 ms apart: what the
+    // first writes goes at once, and what the others write waits for the gap and goes together.
+    fake.script(...ids.map((_, i) => ({ reply: `Answer ${i}`, delayMs: 3000 + 30 * i })));
+    // The transactions that wrote a run's model call (its trace) or its answer.
+    const transactions = new Set<unknown>();
+    const written = (query: { sql: string; __knexTxId?: unknown }) => {
+      if (/^insert into [`"](agent_calls|session_messages)[`"]/.test(query.sql)) transactions.add(query.__knexTxId);
+    };
+    h.db.on('query', written);
+    try {
+      h.services.runtime.fill();
+      await eventually(async () => ((await answered(h, ids)) === ids.length ? true : undefined), 15_000);
+    } finally {
+      h.db.off('query', written);
+    }
+    // The first call alone, then the rest in one or two (a timer late on a loaded machine splits
+    // them). With no commit gap this took 11 or 12 transactions on PostgreSQL and 8 on SQLite.
+    expect(transactions.size).to.be.within(2, 4);
+    expect(await h.db('agent_calls').whereIn('session_id', ids).count({ n: '*' }).first()).to.deep.equal({ n: 8 });
+  });
+
   it('lets go of a lapsed run of a scribe powered off meanwhile: it waits unclaimed, counted out, and runs once the scribe is on', async () => {
     const h = await harness({ options: { runOnNewWork: false, dispatchOnAccept: false } });
     const t = await h.tenant({ slug: 'sleeper' });
