@@ -52,7 +52,7 @@ export async function appendStreamEventsOf(trx: Db, subjects: ReadonlyArray<{ su
       return [subjectId, subjectId, k.get(subjectId)!, event.kind, JSON.stringify(event.data), at];
     });
     // Written as SQL, not built by Knex row by row (a Raw for each row's number): a batch of
-    // runs' ends writes three events a run, and Knex took longer to build them than the rest of the batch.
+    // runs' ends writes three events a run, and Knex took longer to build them than any other statement of the batch.
     await notifying(trx, `insert into stream_events (subject_id, seq, kind, data, created_at) values ${piece.map(() => EVENT_ROW).join(', ')}`, bindings);
   }
 }
