@@ -33,18 +33,21 @@ export const FAILING_ENDPOINT = {
   events: ['request.failed', 'task.waiting', 'session.failed'],
 };
 
-/** A clock that runs on from wherever it was last set: the history's moments are lived through in order. */
-export function travelClock() {
+/**
+ * A clock that runs on from wherever it was last set: the history's moments are lived through
+ * in order. `realNow` is the time the history leads up to (tests set it to a chosen hour).
+ */
+export function travelClock(realNow: () => number = Date.now) {
   let offset = 0;
-  const clock = () => new Date(Date.now() + offset);
+  const clock = () => new Date(realNow() + offset);
   return Object.assign(clock, {
     /** From now on the clock reads `ms` and runs on. */
     startAt(ms: number) {
-      offset = ms - Date.now();
+      offset = ms - realNow();
     },
     /** On to `ms`, if the clock has not passed it yet: the history's moments keep their order. */
     moveTo(ms: number) {
-      offset = Math.max(ms, clock().getTime()) - Date.now();
+      offset = Math.max(ms, clock().getTime()) - realNow();
     },
     /** Back to the real time (later than any moment of the history). */
     resume() {
@@ -57,6 +60,7 @@ export type TravelClock = ReturnType<typeof travelClock>;
 /** What the history's moments act with. */
 interface World {
   services: Services;
+  clock: TravelClock;
   organizationId: string;
   /** The demo's console user, and its API key, as the audit log names them. */
   admin: Actor;
@@ -81,7 +85,7 @@ type Random = ReturnType<typeof generator>;
 
 /**
  * Replays the history into a new demo organization, from `now` minus HISTORY_MS to just
- * before `now`, then sets the clock back to the real time. The organization's scribes,
+ * before `now`, then sets the clock back to the real time and does what fell due meanwhile. The organization's scribes,
  * schedules, console user (`admin`) and API key (`api`) exist, made at the history's start.
  */
 export async function replayHistory(
@@ -90,7 +94,7 @@ export async function replayHistory(
   { organizationId, admin, api, now, random }: { organizationId: string; admin: Actor; api: Actor; now: number; random: Random },
 ): Promise<void> {
   const scribes = await services.scribes.list(organizationId);
-  const world: World = { services, organizationId, admin, api, scribes: new Map(scribes.map((s) => [s.slug, s])), receipts: new Map(), failed: [] };
+  const world: World = { services, clock, organizationId, admin, api, scribes: new Map(scribes.map((s) => [s.slug, s])), receipts: new Map(), failed: [] };
   const steps = timeline(now, await services.schedules.list(organizationId), random).sort((a, b) => a.at - b.at);
   for (const step of steps) {
     await deliveriesDue(world, clock, step.at);
@@ -100,6 +104,9 @@ export async function replayHistory(
   // The API records a key's use as it authenticates a call, at most once a minute; here, the last.
   if (world.keyUsedAt) await touchApiKey(services.db, api.id!, world.keyUsedAt);
   clock.resume();
+  // A schedule's fire time in the history's last minutes, too late for a moment of its own, is fired now, as a server's first ticks would.
+  await fire(world);
+  await work(world);
   await deliveriesDue(world, clock, clock().getTime());
 }
 
@@ -170,9 +177,27 @@ function power(at: number, state: 'active' | 'powered_off'): Step {
   };
 }
 
+/**
+ * Moments that must follow each other with nothing between: one step that lives through
+ * each at its time. (Another moment that fell between them, such as a schedule's fire
+ * at that time of day, would otherwise act on what they set up.)
+ */
+function inOrder(steps: Step[]): Step {
+  return {
+    at: steps[0]!.at,
+    async act(w) {
+      for (const step of steps) {
+        w.clock.moveTo(step.at);
+        await step.act(w);
+      }
+    },
+  };
+}
+
 /** Hermes powered off just as receipts came in: the dispatcher fails them (`Scribe is not active`). */
-function powerOffRace(at: number, scripts: readonly TaskScript[]): Step[] {
-  return [
+function powerOffRace(at: number, scripts: readonly TaskScript[]): Step {
+  // No dispatch may come between the receipts and the power cut.
+  return inOrder([
     ...scripts.map((script, i) => ({ at: at - 200 + i * 40, act: submit('hermes', script) })),
     power(at, 'powered_off'),
     {
@@ -185,7 +210,7 @@ function powerOffRace(at: number, scripts: readonly TaskScript[]): Step[] {
         }
       },
     },
-  ];
+  ]);
 }
 
 /** The demo admin acts on the oldest failure not yet dealt with. */
@@ -288,15 +313,15 @@ function timeline(now: number, schedules: readonly ScheduleRow[], random: Random
     },
     ...asked(start + 2 * HOUR, ATLAS.advisory, 35 * MINUTE, 'Only listed companies with more than 2,000 employees. Six seats.'),
     ...task(now - 60 * HOUR, 'atlas', ATLAS.invoices, 150, 6 * SECOND),
-    ...powerOffRace(now - 52 * HOUR, [HERMES.fix, HERMES.invoice]),
+    powerOffRace(now - 52 * HOUR, [HERMES.fix, HERMES.invoice]),
     power(now - 47 * HOUR, 'active'),
     ...onFailure(now - 47 * HOUR + 4 * MINUTE, 'retry'),
     ...task(now - 30 * HOUR, 'atlas', ATLAS.leadsImport, 90, 5 * SECOND),
-    ...powerOffRace(now - 28 * HOUR, [HERMES.status]),
+    powerOffRace(now - 28 * HOUR, [HERMES.status]),
     ...chat(now - 27 * HOUR, CHATS.acme, random),
     power(now - 22 * HOUR, 'active'),
     ...onFailure(now - 22 * HOUR + 2 * MINUTE, 'discard'),
-    ...powerOffRace(now - 130 * MINUTE, [HERMES.escalation, HERMES.feature]),
+    powerOffRace(now - 130 * MINUTE, [HERMES.escalation, HERMES.feature]),
     ...chat(now - 95 * MINUTE, CHATS.basel, random),
     ...task(now - 40 * MINUTE, 'atlas', ATLAS.invoices, 110, 7 * SECOND),
     ...chat(now - 25 * MINUTE, CHATS.office, random),

@@ -143,10 +143,11 @@ export interface DemoCredentials {
 
 /**
  * Seeds the demo through services that `open` makes with the options given (the demo's
- * clock, which the history sets back, and its agent); stops them when done.
+ * clock, which the history sets back, and its agent); stops them when done. The history
+ * leads up to `realNow` (the real time unless a test chooses the hour).
  */
-export async function seed(open: (options: ServiceOptions) => Services): Promise<DemoCredentials> {
-  const clock = travelClock();
+export async function seed(open: (options: ServiceOptions) => Services, { realNow }: { realNow?: () => number } = {}): Promise<DemoCredentials> {
+  const clock = travelClock(realNow);
   const services = open({
     clock,
     agents: { builtin: demoAgent(createBuiltinAgent()) },
