@@ -132,8 +132,9 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
     const cpuBefore = cpuOf();
     await insertBacklog(TASKS);
     console.log(`${scenario.name}: ${TASKS} ${scenario.work === 'sessions' ? 'chat sessions started' : 'receipts accepted'}`);
+    // The workers may begin while the backlog is still being written (a scribe's part at a time): the drain starts at the model's first call.
     const firstCall = await new Promise<number>((resolve) => {
-      const look = setInterval(() => model.stats.calls > 0 && (clearInterval(look), resolve(Date.now())), 5);
+      const look = setInterval(() => model.stats.firstAt !== undefined && (clearInterval(look), resolve(model.stats.firstAt)), 5);
     });
 
     // A scribe with no backlog gets one task while the others' backlog is worked.

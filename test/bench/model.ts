@@ -22,7 +22,8 @@ const REPLY = 'Done: the task is handled.';
 
 export async function startBenchModel(options: ModelOptions) {
   let inFlight = 0;
-  const stats = { calls: 0, peak: 0, streamed: 0 };
+  /** `firstAt`: when the first call since the last reset came (Date.now()). */
+  const stats: { calls: number; peak: number; streamed: number; firstAt?: number } = { calls: 0, peak: 0, streamed: 0 };
   const firstSeen = new Map<string, number>();
   const watched = new Set<string>();
 
@@ -31,6 +32,7 @@ export async function startBenchModel(options: ModelOptions) {
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (raw += chunk));
     req.on('end', () => {
+      if (stats.calls === 0) stats.firstAt = Date.now();
       stats.calls++;
       inFlight++;
       stats.peak = Math.max(stats.peak, inFlight);
@@ -83,6 +85,7 @@ export async function startBenchModel(options: ModelOptions) {
       stats.calls = 0;
       stats.peak = inFlight;
       stats.streamed = 0;
+      stats.firstAt = undefined;
     },
     async close(): Promise<void> {
       server.closeAllConnections();
