@@ -37,13 +37,15 @@ const TABLES = [
 ];
 
 /**
- * The seed's promises, for a seed that runs at `realNow` (the harness's app reads the same
- * clock). The history's moments are set by time of day (the schedules) as well as back from
- * now, so it is checked at the real time and at the hours where they meet.
+ * The seed's promises, for a seed made at `at` (the real time unless given; the harness's app
+ * reads the same clock). The history's moments are set by time of day (the schedules) as well
+ * as back from now, so it is checked at the real time and at the hours where they meet.
  */
-function describeSeed(title: string, realNow: () => number) {
+function describeSeed(title: string, at?: number) {
   describe(title, function () {
     this.timeout(60_000);
+    let shift = 0;
+    const realNow = () => Date.now() + shift;
     let h: Harness;
     let demo: DemoCredentials;
     let staff: ReturnType<typeof supertest.agent>;
@@ -57,6 +59,8 @@ function describeSeed(title: string, realNow: () => number) {
 
     before(async () => {
       h = await createHarness({ options: { clock: () => new Date(realNow()) } });
+      // The clock reads `at` just as the seed begins, and runs on from there.
+      if (at !== undefined) shift = at - Date.now();
       seededAt = realNow();
       demo = await run();
       // The demo's own console login.
@@ -200,20 +204,11 @@ function describeSeed(title: string, realNow: () => number) {
   });
 }
 
-/** A clock that reads `at` when first read, and runs on from there. */
-function startingAt(at: number): () => number {
-  let shift: number | undefined;
-  return () => {
-    shift ??= at - Date.now();
-    return Date.now() + shift;
-  };
-}
-
 // The morning digest's latest fire time, for the hours where the schedules meet the history's other moments.
 const digest = DEMO.schedules.find((s) => s.title === 'Morning digest')!;
 const digestFired = latestFireAtOrBefore(digest, new Date()).getTime();
 
-describeSeed('the demo seed', Date.now);
-describeSeed("the demo seed, made a minute after the morning digest's fire time (too late in the history for a moment of its own)", startingAt(digestFired + 48_000));
+describeSeed('the demo seed');
+describeSeed("the demo seed, made a minute after the morning digest's fire time (too late in the history for a moment of its own)", digestFired + 48_000);
 // hermes's last power cut is 130 minutes back: its receipts come in 200 ms before it, and the digest's fire (and dispatch) falls between.
-describeSeed("the demo seed, made as hermes's last power cut meets the morning digest's fire", startingAt(digestFired + 130 * MINUTE + 300));
+describeSeed("the demo seed, made as hermes's last power cut meets the morning digest's fire", digestFired + 130 * MINUTE + 300);
