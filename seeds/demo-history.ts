@@ -85,8 +85,9 @@ type Random = ReturnType<typeof generator>;
 
 /**
  * Replays the history into a new demo organization, from `now` minus HISTORY_MS to just
- * before `now`, then sets the clock back to the real time and does what fell due meanwhile. The organization's scribes,
- * schedules, console user (`admin`) and API key (`api`) exist, made at the history's start.
+ * before `now`, then sets the clock back to the real time and does what fell due meanwhile.
+ * The organization's scribes, schedules, console user (`admin`) and API key (`api`) exist,
+ * made at the history's start.
  */
 export async function replayHistory(
   services: Services,

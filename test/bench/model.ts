@@ -32,7 +32,7 @@ export async function startBenchModel(options: ModelOptions) {
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (raw += chunk));
     req.on('end', () => {
-      if (stats.calls === 0) stats.firstAt = Date.now();
+      stats.firstAt ??= Date.now();
       stats.calls++;
       inFlight++;
       stats.peak = Math.max(stats.peak, inFlight);
