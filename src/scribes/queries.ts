@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
 import { atGroupEnd } from '../db/group-commit.js';
+import { dialectOf } from '../db/dialect.js';
 import { caseById } from '../db/rows.js';
 
 export const SCRIBE_STATES = ['active', 'powered_off', 'unprovisioned'] as const;
@@ -104,9 +105,10 @@ export type AgentSettings = Partial<
 /** Work of these scribes became due at `at` (created, reopened, queued, handed back, powered on): their turn comes by then. */
 export async function bringRunTurnsForward(db: Db, scribeIds: readonly string[], at: string): Promise<void> {
   if (scribeIds.length === 0) return;
-  // One UPDATE, which on PostgreSQL waits for a claim that holds the row and then reads the turn it left.
+  const ids = await holdInOrder(db, scribeIds);
+  // On PostgreSQL this waited for a claim that held a row, and then reads the turn it left.
   await db('scribes')
-    .whereIn('id', [...new Set(scribeIds)].sort())
+    .whereIn('id', ids)
     .update({ run_turn_at: db.raw('case when run_turn_at is null or run_turn_at > ? then ? else run_turn_at end', [at, at]) });
 }
 
@@ -120,6 +122,20 @@ export async function runEnded(db: Db, scribeId: string, at: string, { handedBac
   await db('scribes')
     .where({ id: scribeId })
     .update({ runs_in_flight: db.raw('runs_in_flight - 1'), run_turn_at: db.raw('case when run_turn_at is null or run_turn_at > ? then ? else run_turn_at end', [at, at]) });
+}
+
+/**
+ * Locks the rows of several scribes in order of id, waiting for each (PostgreSQL; SQLite has
+ * its one writer), before an UPDATE of them all: the UPDATE alone takes them in the order it
+ * reads the table, which is not the order of its list of ids. A claim takes them in order of id
+ * (runtime/queries.ts), so a batch that took them in another order could hold one the claim
+ * waits for while it waits for one the claim holds: a deadlock, which PostgreSQL ends after a
+ * second by failing one of them. The ids, sorted and without repeats.
+ */
+async function holdInOrder(db: Db, scribeIds: readonly string[]): Promise<string[]> {
+  const ids = [...new Set(scribeIds)].sort();
+  if (ids.length > 1) await dialectOf(db).holdRows(db, 'scribes', ids);
+  return ids;
 }
 
 /** A run that ended at `at`; `due`: its work is due again (a newer message came meanwhile), so its scribe's turn comes whatever its cap. */
@@ -152,7 +168,7 @@ async function countRunsEnded(db: Db, ended: readonly EndedRun[]): Promise<void>
       scribe.due ||= due;
     }
   }
-  const ids = [...byScribe.keys()].sort();
+  const ids = await holdInOrder(db, [...byScribe.keys()]);
   const at = caseById(db, ids, 'varchar(24)', (id) => byScribe.get(id)!.at);
   // Most batches have no work due again: their statement keeps its shorter text.
   const turnComes = [...byScribe.values()].some((scribe) => scribe.due)

@@ -1,0 +1,69 @@
+import { expect } from 'chai';
+import { createHarness, type Harness } from '../helpers/harness.js';
+import { itOnlyOn } from '../helpers/databases.js';
+import { openDatabase, type Db } from '../../src/db/knex.js';
+import { bringRunTurnsForward, runsEnded } from '../../src/scribes/queries.js';
+
+/**
+ * Writes to several scribes' rows take them in order of id, as a claim does: a batch of runs'
+ * ends that took them in the order it read the table deadlocked with another process's claim
+ * (seen in the agents bench with two PostgreSQL processes: PostgreSQL failed the batch after a
+ * second, and that process claimed nothing meanwhile).
+ */
+describe("several scribes' rows written at once", function () {
+  this.timeout(20_000);
+  let h: Harness;
+  let other: Db;
+  /** Two scribes, `low` first by id, stored in the table after `high` (an update writes a row's new version at the end). */
+  let low: string;
+  let high: string;
+
+  before(async () => {
+    h = await createHarness({ options: { runOnNewWork: false, dispatchOnAccept: false } });
+    if (h.config.databaseKind !== 'postgres') return;
+    other = openDatabase(h.config.databaseUrl, { poolSize: 2 });
+    const t = await h.tenant({ slug: 'locks-a' });
+    const second = await h.services.scribes.create({ organizationId: t.organizationId, slug: 'locks-b', name: 'locks-b' });
+    [low, high] = [t.scribe.id, second.id].sort() as [string, string];
+  });
+  after(async () => {
+    await other?.destroy();
+    await h.close();
+  });
+
+  const deadlocks = async () => Number((await h.db.raw('select deadlocks from pg_stat_database where datname = current_database()')).rows[0].deadlocks);
+
+  for (const [name, write] of [
+    [
+      'runs ended (a batch of runs’ ends)',
+      (trx: Db) =>
+        runsEnded(
+          trx,
+          [high, low].map((scribeId) => ({ scribeId, at: '2026-12-01T10:00:00.000Z' })),
+        ),
+    ],
+    ['turns brought forward (a batch of new tasks)', (trx: Db) => bringRunTurnsForward(trx, [high, low], '2026-12-01T10:00:00.000Z')],
+  ] as const) {
+    itOnlyOn('postgres')(`${name}: waits for a claim holding the lower id without holding the higher, so the claim takes it and both commit`, async () => {
+      await h.db('scribes').where({ id: low }).update({ runs_in_flight: 5 });
+      await h.db('scribes').where({ id: high }).update({ runs_in_flight: 5 });
+      await h.db('scribes').where({ id: low }).update({ runs_in_flight: 5 });
+      // The table is read high, then low: an UPDATE of both would lock them in that order.
+      expect(await h.db('scribes').whereIn('id', [low, high]).orderByRaw('ctid').pluck('id')).to.deep.equal([high, low]);
+      const before = await deadlocks();
+
+      const claim = await other.transaction();
+      await claim('scribes').where({ id: low }).forNoKeyUpdate().select('id');
+      const batch = h.db.transaction(async (trx) => write(trx));
+      // The batch is waiting for `low` now; the claim goes on to `high`, as a claim takes its scribes in order of id.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await claim('scribes').where({ id: high }).forNoKeyUpdate().select('id');
+      await claim.commit();
+      await batch;
+
+      expect(await deadlocks()).to.equal(before);
+      const counts = await h.db('scribes').whereIn('id', [low, high]).orderBy('id').pluck('runs_in_flight');
+      expect(counts).to.deep.equal(name.startsWith('runs') ? [4, 4] : [5, 5]);
+    });
+  }
+});
