@@ -150,8 +150,8 @@ export interface EndedRun {
  * down by its runs, and the turn of a capped scribe, or of one whose work is due again,
  * brought to the earliest of their ends. A group of writes (db/group-commit.ts) makes it once
  * at its end, for all its runs. In the runs' batches of writes (runtime/run-writes.ts) it is
- * the only statement that locks scribes' rows, and it takes them in order of id, so that two
- * batches never wait on each other for them (PostgreSQL would end one as a deadlock).
+ * the only write to scribes' rows, and it locks them in order of id first (`holdInOrder`), as
+ * claims do, so that neither two batches nor a batch and a claim wait on each other for them.
  */
 export async function runsEnded(db: Db, ended: readonly EndedRun[]): Promise<void> {
   if (ended.length > 0) await atGroupEnd(db, ended, countRunsEnded);
