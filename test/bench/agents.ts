@@ -73,6 +73,8 @@ interface Result {
   peak: number;
   newcomerMs: number;
   calls: number;
+  /** PostgreSQL's count of deadlocks in the row's database over its whole run (null on SQLite). */
+  deadlocks: number | null;
 }
 
 /** CPU seconds (user + system) a process has used so far. */
@@ -83,6 +85,12 @@ function cpuSeconds(pid: number): number {
 
 function rssKb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+}
+
+/** Transactions PostgreSQL has ended as deadlocks in this database so far. */
+async function deadlocksOf(db: Db): Promise<number> {
+  const { rows } = await db.raw('select deadlocks from pg_stat_database where datname = current_database()');
+  return Number(rows[0].deadlocks);
 }
 
 async function until(check: () => Promise<boolean>, everyMs = 250): Promise<void> {
@@ -102,6 +110,7 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
   console.log(`${scenario.name}: starting ${scenario.processes} worker(s)`);
   const workers = await Promise.all(Array.from({ length: scenario.processes }, () => startWorker(env)));
   const db = openDatabase(p.install.databaseUrl);
+  const deadlocksBefore = scenario.kind === 'postgres' ? await deadlocksOf(db) : null;
   try {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const pids = workers.map((w) => w.child.pid!);
@@ -171,10 +180,12 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
       peak: model.stats.peak,
       newcomerMs,
       calls,
+      deadlocks: deadlocksBefore === null ? null : (await deadlocksOf(db)) - deadlocksBefore,
     };
     console.log(
       `${scenario.name}: ${TASKS} ${scenario.work ?? 'tasks'} in ${seconds.toFixed(2)} s (limit ${result.limit.toFixed(1)} s, ${(seconds / result.limit).toFixed(2)}×), ` +
-        `peak ${result.peak} calls at once, ${result.cpuMsPerCall.toFixed(2)} ms CPU per call, ${Math.round(result.rssPerRunKb)} KiB per run, newcomer started in ${newcomerMs} ms`,
+        `peak ${result.peak} calls at once, ${result.cpuMsPerCall.toFixed(2)} ms CPU per call, ${Math.round(result.rssPerRunKb)} KiB per run, newcomer started in ${newcomerMs} ms` +
+        (result.deadlocks === null ? '' : `, ${result.deadlocks} deadlocks`),
     );
     return result;
   } finally {
@@ -187,7 +198,7 @@ const FLOOR = 'The OpenAI SDK alone, 1 process';
 const FLOOR_SLOTS = 1000;
 
 /** The floor (sdk-alone.ts): the same model calls made by the SDK alone, nothing recorded. */
-async function floor(model: BenchModel): Promise<Omit<Result, 'scenario' | 'rssPerRunKb' | 'newcomerMs'>> {
+async function floor(model: BenchModel): Promise<Omit<Result, 'scenario' | 'rssPerRunKb' | 'newcomerMs' | 'deadlocks'>> {
   console.log(`${FLOOR}: ${TASKS} calls after ${WARM_UP + SETTLE} to warm up, ${FLOOR_SLOTS} at once`);
   model.reset();
   const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'test/bench/sdk-alone.ts'], {
@@ -319,6 +330,12 @@ export async function benchAgents(dataDir: string): Promise<void> {
     'inserted 3 s into the backlog and, on PostgreSQL, announced with NOTIFY as a web process that accepted it would.',
     `The chat rows: ${TASKS.toLocaleString('en')} sessions over the same scribes, each with a first message and owed an answer, each`,
     'checked to have been answered by its scribe exactly once; drain to the last session answered.',
+    `Deadlocks PostgreSQL ended in each PostgreSQL row's database (\`pg_stat_database\`), warm-up included: ${
+      results
+        .filter((r) => r.deadlocks !== null)
+        .map((r) => `${r.scenario.name} ${r.deadlocks}`)
+        .join(', ') || 'no PostgreSQL row run'
+    }.`,
     `The floor: the same calls, ${FLOOR_SLOTS} at once, made by the OpenAI SDK over the workers' fetch, streamed and read to the`,
     'end, in a process that claims, traces and records nothing (test/bench/sdk-alone.ts).',
   ]);
