@@ -14,6 +14,7 @@ import { openDatabase, type Db } from '../../src/db/knex.js';
 import { newId, newRequestId } from '../../src/lib/ids.js';
 import { bringRunTurnsForward } from '../../src/scribes/queries.js';
 import type { DatabaseKind } from '../../src/db/dialect.js';
+import { deadlocksOf } from '../helpers/databases.js';
 import { startPostgresCluster } from '../helpers/postgres-cluster.js';
 import { provision } from '../helpers/provision.js';
 import { insertAccepted } from './api.js';
@@ -85,12 +86,6 @@ function cpuSeconds(pid: number): number {
 
 function rssKb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
-}
-
-/** Transactions PostgreSQL has ended as deadlocks in this database so far. */
-async function deadlocksOf(db: Db): Promise<number> {
-  const { rows } = await db.raw('select deadlocks from pg_stat_database where datname = current_database()');
-  return Number(rows[0].deadlocks);
 }
 
 async function until(check: () => Promise<boolean>, everyMs = 250): Promise<void> {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createHarness, type Harness } from '../helpers/harness.js';
-import { itOnlyOn } from '../helpers/databases.js';
+import { deadlocksOf, itOnlyOn } from '../helpers/databases.js';
 import { openDatabase, type Db } from '../../src/db/knex.js';
 import { bringRunTurnsForward, runsEnded } from '../../src/scribes/queries.js';
 
@@ -31,8 +31,6 @@ describe("several scribes' rows written at once", function () {
     await h.close();
   });
 
-  const deadlocks = async () => Number((await h.db.raw('select deadlocks from pg_stat_database where datname = current_database()')).rows[0].deadlocks);
-
   for (const [name, write] of [
     [
       'runs ended (a batch of runs’ ends)',
@@ -50,7 +48,7 @@ describe("several scribes' rows written at once", function () {
       await h.db('scribes').where({ id: low }).update({ runs_in_flight: 5 });
       // The table is read high, then low: an UPDATE of both would lock them in that order.
       expect(await h.db('scribes').whereIn('id', [low, high]).orderByRaw('ctid').pluck('id')).to.deep.equal([high, low]);
-      const before = await deadlocks();
+      const before = await deadlocksOf(h.db);
 
       const claim = await other.transaction();
       await claim('scribes').where({ id: low }).forNoKeyUpdate().select('id');
@@ -61,7 +59,7 @@ describe("several scribes' rows written at once", function () {
       await claim.commit();
       await batch;
 
-      expect(await deadlocks()).to.equal(before);
+      expect(await deadlocksOf(h.db)).to.equal(before);
       const counts = await h.db('scribes').whereIn('id', [low, high]).orderBy('id').pluck('runs_in_flight');
       expect(counts).to.deep.equal(name.startsWith('runs') ? [4, 4] : [5, 5]);
     });

@@ -195,6 +195,12 @@ export async function tableNames(db: Db): Promise<string[]> {
   return rows.map((r) => r.name);
 }
 
+/** Transactions PostgreSQL has ended as deadlocks in `db`'s database so far (`pg_stat_database`). */
+export async function deadlocksOf(db: Db): Promise<number> {
+  const { rows } = await db.raw('select deadlocks from pg_stat_database where datname = current_database()');
+  return Number(rows[0].deadlocks);
+}
+
 /** A statement the database ran, as Knex reported it. */
 export interface RanStatement {
   sql: string;
