@@ -2,7 +2,7 @@ import type { Db } from '../db/knex.js';
 import { renewLeases, type LeaseTerms } from '../db/claims.js';
 import { dialectOf } from '../db/dialect.js';
 import { caseById } from '../db/rows.js';
-import { runEnded } from '../scribes/queries.js';
+import { holdInOrder, runEnded } from '../scribes/queries.js';
 import { claimSessions, type SessionRow, sessionsWaiting } from '../sessions/queries.js';
 import { claimTasks, tasksWaiting, type WorkedTaskRow } from '../tasks/queries.js';
 
@@ -68,10 +68,12 @@ export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number; lap
     await dialect.writeFirst(trx, 'scribes', 'run_turn_at');
     const runs: Run[] = [];
     const add = (kind: Run['kind'], rows: Array<SessionRow | WorkedTaskRow>) => runs.push(...rows.map((row) => ({ kind, row }) as Run));
+    /** Whether this claim already holds a scribe's row (one it let go of a run of). */
+    let holdsScribes = false;
     if (terms.lapsed !== false) {
       add('session', await claimSessions(trx, terms, { lapsed: terms.slots }));
       add('task', await claimTasks(trx, terms, { lapsed: terms.slots - runs.length }));
-      if (runs.length > 0) await letGoOfPoweredOff(trx, runs, terms);
+      if (runs.length > 0) holdsScribes = await letGoOfPoweredOff(trx, runs, terms);
     }
     const free = terms.slots - runs.length;
     if (free <= 0) return { runs, passed: 0, skipped: 0, more: 0 };
@@ -79,9 +81,9 @@ export async function claimRuns(db: Db, terms: ClaimTerms & { slots: number; lap
     const due = await turnsDue(trx, free);
     const held = new Set(await dialect.holdRows(trx, 'scribes', due, { skipLocked: true }));
     // All held by others (a busy scribe's runs finishing, each a short write to its row): wait
-    // for the first rather than find nothing. Holding no other scribe meanwhile, this claim
-    // is in no lock cycle with one that holds it.
-    if (held.size === 0 && due.length > 0) for (const id of await dialect.holdRows(trx, 'scribes', due.slice(0, 1))) held.add(id);
+    // for the first rather than find nothing. Only while this claim holds no other scribe: then
+    // it is in no lock cycle with one that holds it.
+    if (held.size === 0 && due.length > 0 && !holdsScribes) for (const id of await dialect.holdRows(trx, 'scribes', due.slice(0, 1))) held.add(id);
     const rows: Array<{ id: string; state: string; max_concurrency: number | null; runs_in_flight: number }> =
       held.size > 0
         ? await trx('scribes')
@@ -160,20 +162,26 @@ async function passTurns(trx: Db, passes: ReadonlyArray<{ id: string; n: number;
  * Of lapsed runs just taken over, lets go of those whose scribe was powered off meanwhile
  * (removing them from `runs`): they wait unclaimed, as handed-back work does, until the
  * scribe is powered on. Taking them over first keeps them from piling up where every
- * claim looks for lapsed leases.
+ * claim looks for lapsed leases. Those scribes' rows are locked in order of id before any is
+ * written, as every write to several of them is (scribes/queries.ts, `holdInOrder`): one at a
+ * time in the runs' order could wait for a batch of runs' ends that waits for this claim.
+ * Whether it let go of any (and so holds their scribes' rows).
  */
-async function letGoOfPoweredOff(trx: Db, runs: Run[], terms: ClaimTerms): Promise<void> {
+async function letGoOfPoweredOff(trx: Db, runs: Run[], terms: ClaimTerms): Promise<boolean> {
   const off = new Set<string>(
     await trx('scribes')
       .whereIn('id', [...new Set(runs.map((run) => run.row.scribe_id))])
       .whereNot('state', 'active')
       .pluck('id'),
   );
+  if (off.size === 0) return false;
+  await holdInOrder(trx, [...off]);
   for (const run of runs.filter((r) => off.has(r.row.scribe_id))) {
     // This claim was no attempt at the work: the attempt the dead process made stays counted.
     await clearClaim(trx, run.kind === 'session' ? 'sessions' : 'tasks', { id: run.row.id, token: terms.token }, terms.now, { attempts: trx.raw('attempts - 1') });
     runs.splice(runs.indexOf(run), 1);
   }
+  return true;
 }
 
 /**

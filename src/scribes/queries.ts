@@ -132,7 +132,7 @@ export async function runEnded(db: Db, scribeId: string, at: string, { handedBac
  * waits for while it waits for one the claim holds: a deadlock, which PostgreSQL ends after a
  * second by failing one of them. The ids, sorted and without repeats.
  */
-async function holdInOrder(db: Db, scribeIds: readonly string[]): Promise<string[]> {
+export async function holdInOrder(db: Db, scribeIds: readonly string[]): Promise<string[]> {
   const ids = [...new Set(scribeIds)].sort();
   if (ids.length > 1) await dialectOf(db).holdRows(db, 'scribes', ids);
   return ids;
