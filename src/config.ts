@@ -17,8 +17,13 @@ const envSchema = z.object({
   PORT: z.coerce.number({ error: 'must be a port number' }).int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATA_DIR: z.string().min(1).default('./data'),
-  // A SQLite file (the default: <DATA_DIR>/scribe.sqlite) or a postgres:// URL.
-  DATABASE_URL: z.string().min(1).optional(),
+  // A SQLite file (the default: <DATA_DIR>/scribe.sqlite) or a postgres:// URL. Anything else
+  // with a scheme (mysql://, file:, a mistyped postgres:/) is refused, not made a file of that name.
+  DATABASE_URL: z
+    .string()
+    .min(1)
+    .refine((value) => databaseKindOf(value) === 'postgres' || !/^[a-z][a-z0-9+.-]+:/i.test(value), 'must be a SQLite file path or a postgres:// URL')
+    .optional(),
   // Connections each process keeps to PostgreSQL (docs/deploy.md); SQLite uses one.
   DATABASE_POOL_SIZE: z.coerce.number({ error: 'must be a whole number' }).int().min(1).max(1000).default(DEFAULT_POOL_SIZE),
   // Server processes `npm start` runs, sharing PORT; and what each process does.

@@ -111,6 +111,16 @@ describe('loadConfig()', () => {
     }
   });
 
+  it('refuses a DATABASE_URL with a scheme other than postgres:// or postgresql://, rather than making a SQLite file of that name', () => {
+    for (const url of ['mysql://scribe@db.internal/scribe', 'file:/var/lib/scribe/scribe.sqlite', 'sqlite:scribe.sqlite', 'postgres:/scribe@db.internal/scribe', 'redis://cache']) {
+      expect(() => loadConfig({ DATABASE_URL: url }), url).to.throw('Invalid configuration: DATABASE_URL must be a SQLite file path or a postgres:// URL');
+    }
+    // Paths, relative or absolute (a drive letter included), are SQLite files.
+    for (const file of ['./data/other.sqlite', '/var/lib/scribe/scribe.sqlite', 'C:\\scribe\\scribe.sqlite', 'scribe.sqlite']) {
+      expect(loadConfig({ DATABASE_URL: file }), file).to.include({ databaseKind: 'sqlite' });
+    }
+  });
+
   it('refuses a PROCESS_ROLE other than all, web or worker, and a WEB_CONCURRENCY below 1', () => {
     expect(() => loadConfig({ PROCESS_ROLE: 'cron' })).to.throw('Invalid configuration: PROCESS_ROLE must be one of all, web, worker');
     expect(() => loadConfig({ WEB_CONCURRENCY: '0' })).to.throw(/^Invalid configuration: WEB_CONCURRENCY /);
