@@ -106,7 +106,7 @@ export type AgentSettings = Partial<
 export async function bringRunTurnsForward(db: Db, scribeIds: readonly string[], at: string): Promise<void> {
   if (scribeIds.length === 0) return;
   const ids = await holdInOrder(db, scribeIds);
-  // On PostgreSQL `holdInOrder` waited for a claim that held a row: the UPDATE reads the turn it left.
+  // On PostgreSQL a claim that held a row was waited for (by `holdInOrder`, or for one row by the UPDATE itself): the UPDATE reads the turn it left.
   await db('scribes')
     .whereIn('id', ids)
     .update({ run_turn_at: db.raw('case when run_turn_at is null or run_turn_at > ? then ? else run_turn_at end', [at, at]) });
