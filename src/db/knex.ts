@@ -22,6 +22,9 @@ function applyPragmas(conn: BetterSqlite3.Database): void {
   conn.pragma('foreign_keys = ON');
   // Durable at every checkpoint and safe against corruption in WAL mode; fsync per commit is not needed.
   conn.pragma('synchronous = NORMAL');
+  // Statement journals (kept while a statement in a transaction changes many pages) and
+  // other temporary files in memory: on disk each is a new file in /var/tmp, written and unlinked.
+  conn.pragma('temp_store = MEMORY');
 }
 
 /** Patterns kept compiled per connection for `regexp`; queries make few distinct ones. */

@@ -166,12 +166,14 @@ describe('migrations', () => {
     }
   });
 
-  itOnlyOn('sqlite')('set WAL, foreign keys and a busy timeout on the SQLite connection', async () => {
+  itOnlyOn('sqlite')('set WAL, foreign keys, a busy timeout, NORMAL sync and temporary files in memory on the SQLite connection', async () => {
     const db = openDatabase(path.join(tempDir(), 'p.sqlite'));
     try {
       expect((await db.raw('pragma journal_mode'))[0].journal_mode).to.equal('wal');
       expect((await db.raw('pragma foreign_keys'))[0].foreign_keys).to.equal(1);
       expect((await db.raw('pragma busy_timeout'))[0].timeout).to.equal(5000);
+      expect((await db.raw('pragma synchronous'))[0].synchronous).to.equal(1);
+      expect((await db.raw('pragma temp_store'))[0].temp_store).to.equal(2);
     } finally {
       await db.destroy();
     }
