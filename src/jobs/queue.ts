@@ -32,12 +32,14 @@ const KEEP_RUNS_MS = 7 * DAY_MS;
  * running work drain, and no longer.
  */
 export function createJobs({ db, clock, logger, jobs }: { db: Db; clock: Clock; logger: Logger; jobs: readonly Job[] }) {
-  /** Each job's latest fire time this process has seen. */
-  const seen = new Map<string, number>();
-  const latestFire = (job: Job, now: Date) =>
-    CronExpressionParser.parse(job.schedule, { tz: 'UTC', currentDate: new Date(now.getTime() + 1) })
-      .prev()
-      .getTime();
+  /** Each job's latest fire time this process has seen, and the one after it. */
+  const seen = new Map<string, { latest: number; next: number }>();
+  /** The latest fire time at or before `now`, and the first after it. */
+  const firesAround = (job: Job, now: Date) => {
+    const fires = CronExpressionParser.parse(job.schedule, { tz: 'UTC', currentDate: new Date(now.getTime() + 1) });
+    const latest = fires.prev().getTime();
+    return { latest, next: fires.next().getTime() };
+  };
 
   const queue: Queue<JobFire, never> = {
     name: 'jobs',
@@ -49,10 +51,13 @@ export function createJobs({ db, clock, logger, jobs }: { db: Db; clock: Clock; 
     async claim({ now, full }) {
       const won: JobFire[] = [];
       for (const job of jobs) {
-        const fireAt = latestFire(job, now);
         const last = seen.get(job.name);
-        seen.set(job.name, fireAt);
-        if (last === undefined || fireAt <= last || full.job!.includes(job.name)) continue;
+        // No fire since the last look: the expression is read again only when one has come.
+        if (last !== undefined && now.getTime() < last.next) continue;
+        const fires = firesAround(job, now);
+        seen.set(job.name, fires);
+        const fireAt = fires.latest;
+        if (last === undefined || fireAt <= last.latest || full.job!.includes(job.name)) continue;
         const slot = new Date(fireAt).toISOString();
         if (!(await recordJobRun(db, { job: job.name, slot, started_at: now.toISOString() }))) continue;
         await pruneJobRuns(db, new Date(now.getTime() - KEEP_RUNS_MS).toISOString());

@@ -12,8 +12,8 @@ describe('maintenance jobs', () => {
   after(() => h.close());
 
   /** Jobs polled as a process polls them, with a poll shorter than a second so that no fire is missed. */
-  async function started(jobs: Job[]) {
-    const runner = createJobs({ db: h.db, clock: () => new Date(), logger: createLogger('silent'), jobs });
+  async function started(jobs: Job[], clock = () => new Date()) {
+    const runner = createJobs({ db: h.db, clock, logger: createLogger('silent'), jobs });
     const background = createBackground({ runners: [runner], wakeups: h.services.wakeups, pollMs: 100 });
     await background.start();
     return background;
@@ -64,5 +64,28 @@ describe('maintenance jobs', () => {
     await sleep(1200);
     expect(hung).to.equal(true);
     await stuck.stop({ drainMs: 100 });
+  });
+
+  it('runs a daily job once when its time comes, and not at the looks before or after it', async () => {
+    let now = new Date('2026-11-29T02:59:58.000Z');
+    let runs = 0;
+    const background = await started([{ name: 'daily', schedule: '0 0 3 * * *', run: async () => void runs++ }], () => now);
+    try {
+      await sleep(350);
+      expect(runs, 'before its time').to.equal(0);
+      now = new Date('2026-11-29T03:00:00.500Z');
+      await sleep(350);
+      expect(runs, 'at its time').to.equal(1);
+      now = new Date('2026-11-29T03:00:07.000Z');
+      await sleep(350);
+      expect(runs, 'later that day').to.equal(1);
+      now = new Date('2026-11-30T03:00:00.200Z');
+      await sleep(350);
+      expect(runs, 'the next day').to.equal(2);
+    } finally {
+      await background.stop();
+    }
+    const recorded = await h.db('job_runs').where({ job: 'daily' }).orderBy('slot').pluck('slot');
+    expect(recorded).to.deep.equal(['2026-11-29T03:00:00.000Z', '2026-11-30T03:00:00.000Z']);
   });
 });
