@@ -22,8 +22,10 @@ function applyPragmas(conn: BetterSqlite3.Database): void {
   conn.pragma('foreign_keys = ON');
   // Durable at every checkpoint and safe against corruption in WAL mode; fsync per commit is not needed.
   conn.pragma('synchronous = NORMAL');
-  // Statement journals (kept while a statement in a transaction changes many pages) and
-  // other temporary files in memory: on disk each is a new file in /var/tmp, written and unlinked.
+  // Temporary files in memory: the statement journal a statement keeps while it changes many
+  // pages inside a transaction (a batch's multi-row UPDATE) was a new file in /var/tmp, written
+  // and unlinked, several times a second. It holds the old content of the pages the statement
+  // changes, so a migration that rewrites a large table holds that much memory until it ends.
   conn.pragma('temp_store = MEMORY');
 }
 
