@@ -171,7 +171,10 @@ const sqlite: Dialect = {
   claimConnections: 0,
   /**
    * An exclusive SQLite lock on a sidecar file next to the database. The operating system
-   * releases it when its process dies, so a crash never leaves it behind.
+   * releases it when its process dies, so a crash never leaves it behind. Under it, the
+   * process's connection keeps its temporary files on disk: a migration may rewrite a whole
+   * table in one statement, whose statement journal would otherwise hold that table's pages
+   * in memory (knex.ts, `applyPragmas`).
    */
   async withMigrationLock(db, fn) {
     const filename = (db.client.config.connection as { filename: string }).filename;
@@ -180,8 +183,10 @@ const sqlite: Dialect = {
     try {
       lock.pragma(`busy_timeout = ${MIGRATION_LOCK_WAIT_MS}`);
       lock.exec('BEGIN EXCLUSIVE');
+      await db.raw('pragma temp_store = default');
       return await fn();
     } finally {
+      await db.raw('pragma temp_store = memory');
       if (lock.inTransaction) lock.exec('COMMIT');
       lock.close();
     }

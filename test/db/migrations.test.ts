@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { expect } from 'chai';
 import { openDatabase } from '../../src/db/knex.js';
+import { dialectOf } from '../../src/db/dialect.js';
 import { migrateToLatest, migrationConfig } from '../../src/db/migrate.js';
 import { createHarness, tempDir } from '../helpers/harness.js';
 import { createTestInstall, itOnlyOn, stored, tableNames } from '../helpers/databases.js';
@@ -163,6 +164,23 @@ describe('migrations', () => {
     } finally {
       await db.destroy();
       await install.drop();
+    }
+  });
+
+  itOnlyOn('sqlite')('keep temporary files on disk while migrating, and in memory again after', async () => {
+    const db = openDatabase(path.join(tempDir(), 'm.sqlite'));
+    try {
+      const tempStore = async () => (await db.raw('pragma temp_store'))[0].temp_store as number;
+      expect(await dialectOf(db).withMigrationLock(db, tempStore)).to.equal(0);
+      expect(await tempStore()).to.equal(2);
+      await dialectOf(db)
+        .withMigrationLock(db, async () => {
+          throw new Error('a migration failed');
+        })
+        .catch(() => {});
+      expect(await tempStore(), 'after a failed migration').to.equal(2);
+    } finally {
+      await db.destroy();
     }
   });
 
