@@ -25,8 +25,8 @@ function applyPragmas(conn: BetterSqlite3.Database): void {
   // Temporary files in memory: the statement journal a statement keeps while it changes many
   // pages inside a transaction (a batch's multi-row UPDATE) was a new file in /var/tmp, written
   // and unlinked, several times a second. It holds the old content of the pages the statement
-  // changes while the statement runs, so one that rewrites a large table (a migration's) holds
-  // that much memory until it ends.
+  // changes while the statement runs: migrations, which may rewrite whole tables, keep theirs
+  // on disk (dialect.ts, `withMigrationLock`).
   conn.pragma('temp_store = MEMORY');
 }
 
