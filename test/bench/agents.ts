@@ -334,6 +334,6 @@ export async function benchAgents(dataDir: string): Promise<void> {
     `The floor: the same calls, ${FLOOR_SLOTS} at once, made by the OpenAI SDK over the workers' fetch, streamed and read to the`,
     'end, in a process that claims, traces and records nothing (test/bench/sdk-alone.ts). "Against the floor": the CPU per',
     "call over the floor's in the same run: this machine's speed moves both from hour to hour, while what Scribe adds to",
-    "each call moves the ratio.",
+    'each call moves the ratio.',
   ]);
 }
