@@ -186,9 +186,9 @@ const sqlite: Dialect = {
       await db.raw('pragma temp_store = default');
       return await fn();
     } finally {
-      await db.raw('pragma temp_store = memory');
       if (lock.inTransaction) lock.exec('COMMIT');
       lock.close();
+      await db.raw('pragma temp_store = memory');
     }
   },
   /** `PRAGMA optimize` analyzes only the tables that need it, with a bounded effort. */
