@@ -32,8 +32,8 @@ const KEEP_RUNS_MS = 7 * DAY_MS;
  * running work drain, and no longer.
  */
 export function createJobs({ db, clock, logger, jobs }: { db: Db; clock: Clock; logger: Logger; jobs: readonly Job[] }) {
-  /** Each job's latest fire time this process has seen, and the one after it. */
-  const seen = new Map<string, { latest: number; next: number }>();
+  /** Each job's first fire time after the latest this process has seen: nothing is due before it. */
+  const nextFire = new Map<string, number>();
   /** The latest fire time at or before `now`, and the first after it. */
   const firesAround = (job: Job, now: Date) => {
     const fires = CronExpressionParser.parse(job.schedule, { tz: 'UTC', currentDate: new Date(now.getTime() + 1) });
@@ -51,13 +51,13 @@ export function createJobs({ db, clock, logger, jobs }: { db: Db; clock: Clock; 
     async claim({ now, full }) {
       const won: JobFire[] = [];
       for (const job of jobs) {
-        const last = seen.get(job.name);
+        const next = nextFire.get(job.name);
         // No fire since the last look: the expression is read again only when one has come.
-        if (last !== undefined && now.getTime() < last.next) continue;
-        const fires = firesAround(job, now);
-        seen.set(job.name, fires);
-        const fireAt = fires.latest;
-        if (last === undefined || fireAt <= last.latest || full.job!.includes(job.name)) continue;
+        if (next !== undefined && now.getTime() < next) continue;
+        const { latest: fireAt, next: after } = firesAround(job, now);
+        nextFire.set(job.name, after);
+        // The first look only notes where the schedule stands: fires before the process started are not caught up.
+        if (next === undefined || full.job!.includes(job.name)) continue;
         const slot = new Date(fireAt).toISOString();
         if (!(await recordJobRun(db, { job: job.name, slot, started_at: now.toISOString() }))) continue;
         await pruneJobRuns(db, new Date(now.getTime() - KEEP_RUNS_MS).toISOString());
