@@ -173,11 +173,15 @@ describe('migrations', () => {
       const tempStore = async () => (await db.raw('pragma temp_store'))[0].temp_store as number;
       expect(await dialectOf(db).withMigrationLock(db, tempStore)).to.equal(0);
       expect(await tempStore()).to.equal(2);
-      await dialectOf(db)
+      const failed = await dialectOf(db)
         .withMigrationLock(db, async () => {
           throw new Error('a migration failed');
         })
-        .catch(() => {});
+        .then(
+          () => expect.fail('the failure was swallowed'),
+          (err: Error) => err.message,
+        );
+      expect(failed).to.equal('a migration failed');
       expect(await tempStore(), 'after a failed migration').to.equal(2);
     } finally {
       await db.destroy();
