@@ -1,7 +1,7 @@
 import type { Db } from '../db/knex.js';
 import { atomically } from '../db/group-commit.js';
 import { dialectOf } from '../db/dialect.js';
-import { appendDelta, appendStatusEvents, appendStreamEvent, appendStreamEvents, appendStreamEventsOf, deltaOf, insertedId, type StreamEventData } from '../streams/queries.js';
+import { appendDelta, appendStatusEvents, appendStreamEvent, appendStreamEvents, appendStreamEventsOf, insertedId, moveEvents, type StreamEventData } from '../streams/queries.js';
 import { anyDue, claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
 import { bringRunTurnsForward, lapsed, runEnded, runsEnded } from '../scribes/queries.js';
 import { caseById, insertRowsReturning, piecesOf } from '../db/rows.js';
@@ -44,18 +44,24 @@ export interface MessageRow {
 /** A message as it is added: whole. */
 export type NewMessage = Omit<MessageRow, 'id' | 'session_id' | 'partial'>;
 
-/** Adds a message to a transcript, and its event for the API's streams unless it is a system note; its id. */
-/** Adds a message and tells the session's stream; `whole`: the scribe's answer that came with no draft before it, which streams get as one delta too. */
-export async function insertMessage(trx: Db, sessionId: string, message: NewMessage & { partial?: boolean }, { whole = false } = {}): Promise<number> {
+/**
+ * Adds a message to a transcript, and its event for the API's streams unless it is a system
+ * note or a draft (`streamed: false`: the caller tells it, with the move it belongs to); its id.
+ */
+export async function insertMessage(trx: Db, sessionId: string, message: NewMessage & { partial?: boolean }, { streamed = true } = {}): Promise<number> {
   const id = insertedId(
     await trx('session_messages')
       .insert({ ...message, session_id: sessionId })
       .returning('id'),
   );
-  const streamed = message.author !== 'system' && !message.partial;
-  const events: StreamEventData[] = [...(whole ? deltaOf(id, '', message.text) : []), ...(streamed ? [{ kind: 'message', data: { message_id: id } } as const] : [])];
-  await appendStreamEvents(trx, sessionId, events, message.created_at);
+  if (streamed && message.author !== 'system' && !message.partial) await appendStreamEvent(trx, sessionId, { kind: 'message', data: { message_id: id } }, message.created_at);
   return id;
+}
+
+/** An answer's rows for the session's stream (`moveEvents`): its state, with the message unless a system note; `drafted`: what its draft held. */
+function answeredEvents(state: string, outcome: Pick<SessionAnswer, 'author' | 'text'>, messageId: number, drafted = ''): StreamEventData[] {
+  if (outcome.author === 'system') return moveEvents(state);
+  return moveEvents(state, { id: messageId, text: outcome.text, drafted: outcome.author === 'scribe' ? drafted : undefined });
 }
 
 /** The session's state as its stream tells it: recorded after each change of state (and after each answer). */
@@ -294,18 +300,11 @@ export async function recordSessionAnswers(trx: Db, answers: readonly AnswerToRe
       ['id', 'session_id'],
     );
     const messageOf = new Map(messages.map((m) => [m.session_id, Number(m.id)]));
-    // As `insertMessage` (whole) and `recordSessionStatus` write them: the reply as one delta, the message, the state.
     await appendStreamEventsOf(
       trx,
       rows.map((row) => {
         const { outcome, at } = byId.get(row.id)!;
-        const id = messageOf.get(row.id)!;
-        const events: StreamEventData[] = [
-          ...(outcome.author === 'scribe' ? deltaOf(id, '', outcome.text) : []),
-          ...(outcome.author !== 'system' ? [{ kind: 'message', data: { message_id: id } } as const] : []),
-          { kind: 'status', data: { status: row.state } },
-        ];
-        return { subjectId: row.id, events, at };
+        return { subjectId: row.id, events: answeredEvents(row.state, outcome, messageOf.get(row.id)!), at };
       }),
     );
     for (const row of rows) await byId.get(row.id)!.alongside?.(trx, row.state as 'waiting' | 'completed' | 'failed');
@@ -360,16 +359,16 @@ async function recordSessionAnswer(trx: Db, { claim, outcome, at, alongside }: A
   // The scribe's answer completes its message under way, if it was written as it came; a failure note replaces it.
   const draft = () => trx('session_messages').where({ session_id: claim.id, partial: true });
   const written = outcome.author === 'scribe' && !outcome.noDraft ? ((await draft().first('id', 'text')) as { id: number; text: string } | undefined) : undefined;
+  let id: number;
   if (written) {
-    // Streams get the rest of the text the last save had not stored, then the message whole.
     await draft().update({ text: outcome.text, partial: false, created_at: at });
-    const id = Number(written.id);
-    await appendStreamEvents(trx, claim.id, [...deltaOf(id, written.text, outcome.text), { kind: 'message', data: { message_id: id } }], at);
+    id = Number(written.id);
   } else {
     if (!outcome.noDraft) await draft().delete();
-    await insertMessage(trx, claim.id, { author: outcome.author, text: outcome.text, created_at: at }, { whole: outcome.author === 'scribe' });
+    id = await insertMessage(trx, claim.id, { author: outcome.author, text: outcome.text, created_at: at }, { streamed: false });
   }
-  await recordSessionStatus(trx, claim.id, at, row.state);
+  // Streams get the rest of the text the last save had not stored, the message whole, then the state.
+  await appendStreamEvents(trx, claim.id, answeredEvents(row.state, outcome, id, written?.text), at);
   await alongside?.(trx, row.state);
   return true;
 }

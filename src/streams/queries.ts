@@ -15,11 +15,58 @@ export interface StreamEventRow {
   created_at: string;
 }
 
-/** What each kind of event records: the status it moved to, the message completed, or text added to a reply under way. */
+/**
+ * What each kind of row records: the status it moved to, the message completed, or text
+ * added to a reply under way. A status may also carry the message its move wrote
+ * (`message_id`), and `delta` when that message is an answer that came whole, which streams
+ * tell first as one delta: one row for what streams tell as up to three events
+ * (`eventsOfRow`), so a run's end writes one row, not three, and its answer is stored once.
+ */
 export type StreamEventData =
-  | { kind: 'status'; data: { status: string } }
+  | { kind: 'status'; data: StatusData }
   | { kind: 'message'; data: { message_id: number } }
   | { kind: 'delta'; data: { message_id: number; text: string } };
+
+export interface StatusData {
+  status: string;
+  message_id?: number;
+  delta?: true;
+}
+
+/** One event as streams send it: its number, and what it tells (a delta that is a whole message's text: `whole`). */
+export type StreamEvent = EventTold & { seq: number };
+type EventTold =
+  | { kind: 'status'; status: string }
+  | { kind: 'message'; messageId: number }
+  | { kind: 'delta'; messageId: number; text: string }
+  | { kind: 'delta'; messageId: number; whole: true };
+
+/** How many events a row stands for: its `seq` is the number of the last of them. */
+function spanOf(event: StreamEventData): number {
+  return event.kind === 'status' ? 1 + (event.data.message_id === undefined ? 0 : 1) + (event.data.delta ? 1 : 0) : 1;
+}
+
+/**
+ * The events a row stands for, numbered up to its `seq`, in the order they happened: an
+ * answer that came whole as a delta, then for a task its status and the message its move
+ * wrote, for a session the message (its answer) and then its status.
+ */
+export function eventsOfRow(row: Pick<StreamEventRow, 'seq' | 'kind' | 'data'>, subject: 'task' | 'session'): StreamEvent[] {
+  const seq = Number(row.seq);
+  const event = { kind: row.kind, data: JSON.parse(row.data) } as StreamEventData;
+  if (event.kind === 'message') return [{ seq, kind: 'message', messageId: Number(event.data.message_id) }];
+  if (event.kind === 'delta') return [{ seq, kind: 'delta', messageId: Number(event.data.message_id), text: event.data.text }];
+  const { status, message_id: messageId, delta } = event.data;
+  const told: EventTold = { kind: 'status', status };
+  const parts: EventTold[] = [];
+  if (messageId === undefined) parts.push(told);
+  else {
+    if (delta) parts.push({ kind: 'delta', messageId, whole: true });
+    if (subject === 'task') parts.push(told, { kind: 'message', messageId });
+    else parts.push({ kind: 'message', messageId }, told);
+  }
+  return parts.map((part, i) => ({ ...part, seq: seq - parts.length + 1 + i }));
+}
 
 /** An event's row in `appendStreamEventsOf`: numbered after its subject's last as the statement starts, by its place among that subject's events in the statement. */
 const EVENT_ROW = '(?, coalesce((select max(e.seq) from stream_events e where e.subject_id = ?), 0) + ?, ?, ?, ?)';
@@ -45,10 +92,10 @@ export async function appendStreamEvents(trx: Db, subjectId: string, events: rea
 export async function appendStreamEventsOf(trx: Db, subjects: ReadonlyArray<{ subjectId: string; events: readonly StreamEventData[]; at: string }>): Promise<void> {
   const events = subjects.flatMap(({ subjectId, events, at }) => events.map((event) => ({ subjectId, event, at })));
   for (const piece of piecesOf(trx, events)) {
-    // Each event's place among its subject's in this statement.
+    // Each row's last event's place among its subject's in this statement.
     const k = new Map<string, number>();
     const bindings = piece.flatMap(({ subjectId, event, at }) => {
-      k.set(subjectId, (k.get(subjectId) ?? 0) + 1);
+      k.set(subjectId, (k.get(subjectId) ?? 0) + spanOf(event));
       return [subjectId, subjectId, k.get(subjectId)!, event.kind, JSON.stringify(event.data), at];
     });
     // Written as SQL, not built by Knex row by row (a Raw for each row's number): a batch of
@@ -138,6 +185,19 @@ export async function appendDelta(trx: Db, subjectId: string, messageId: number,
 /** The delta that takes a message's stored text from `before` to `text`: none when it adds nothing. */
 export function deltaOf(messageId: number, before: string, text: string): StreamEventData[] {
   return text.length > before.length && text.startsWith(before) ? [{ kind: 'delta', data: { message_id: messageId, text: text.slice(before.length) } }] : [];
+}
+
+/**
+ * The rows of a move for streams: its status, with the message it wrote (if streams tell
+ * it). An answer (`drafted`: the text its draft held, '' for none) that came whole is told as
+ * one delta by the status row; the rest of one written as it came is a delta row of its own,
+ * pruned with the draft's deltas (`pruneStreamDeltas`), so an old answer's deltas are all gone.
+ */
+export function moveEvents(status: string, message?: { id: number; text: string; drafted?: string }): StreamEventData[] {
+  if (!message) return [{ kind: 'status', data: { status } }];
+  const whole = message.drafted === '' && message.text !== '';
+  const rest = message.drafted ? deltaOf(message.id, message.drafted, message.text) : [];
+  return [...rest, { kind: 'status', data: whole ? { status, message_id: message.id, delta: true } : { status, message_id: message.id } }];
 }
 
 /** The id of the row just inserted with `returning('id')`, as both databases give it. */

@@ -3,7 +3,7 @@ import type { Db } from '../db/knex.js';
 import type { Logger } from '../logger.js';
 import { callerOf } from '../http/api-key-auth.js';
 import type { SessionService } from '../sessions/service.js';
-import { presentMessages } from '../sessions/api.js';
+import { type ApiMessage, presentMessages } from '../sessions/api.js';
 import type { TaskService } from '../tasks/service.js';
 import type { StreamFeed } from './feed.js';
 import * as queries from './queries.js';
@@ -40,21 +40,28 @@ export function streamRoutes({
 }) {
   const router = Router();
 
-  /** The data an event is sent with. */
-  async function payload(kind: Kind, organizationId: string, id: string, event: queries.StreamEventRow): Promise<unknown> {
-    const data = JSON.parse(event.data) as Record<string, unknown>;
-    if (event.kind === 'delta') return data;
-    if (event.kind === 'status') {
-      const now = kind === 'task' ? await tasks.read(organizationId, id) : await sessions.read(organizationId, id);
-      return { ...now, status: data.status };
-    }
-    const messageId = Number(data.message_id);
+  /** A message of the task or session as streams send it (null when it is gone). */
+  async function messageOf(kind: Kind, id: string, messageId: number): Promise<ApiMessage | null> {
     if (kind === 'session') {
       const row = await db('session_messages').where({ id: messageId, session_id: id }).first();
       return row ? (presentMessages([row])[0] ?? null) : null;
     }
     const row = await db('task_events').where({ id: messageId, task_id: id }).first();
-    return row && { id: Number(row.id), author: row.author, text: row.text ?? '', partial: Boolean(row.partial), created_at: row.created_at };
+    return row ? { id: Number(row.id), author: row.author, text: row.text ?? '', partial: Boolean(row.partial), created_at: row.created_at } : null;
+  }
+
+  /** The data an event is sent with; undefined for a delta of a message that is gone. `message`: reads the event's message, once for a row's events. */
+  async function payload(kind: Kind, organizationId: string, id: string, event: queries.StreamEvent, message: () => Promise<ApiMessage | null>): Promise<unknown> {
+    if (event.kind === 'delta') {
+      if ('text' in event) return { message_id: event.messageId, text: event.text };
+      const whole = await message();
+      return whole ? { message_id: event.messageId, text: whole.text } : undefined;
+    }
+    if (event.kind === 'status') {
+      const now = kind === 'task' ? await tasks.read(organizationId, id) : await sessions.read(organizationId, id);
+      return { ...now, status: event.status };
+    }
+    return message();
   }
 
   /** Whether the stream may end after this status: final, and (a session ended at once) owing no answer. */
@@ -87,13 +94,18 @@ export function streamRoutes({
 
       async function pump(): Promise<void> {
         for (let more = true; more && !closed; ) {
-          const events = await queries.readStreamEvents(db, id, lastSeq, PAGE);
-          more = events.length === PAGE;
-          for (const event of events) {
-            if (closed) return;
-            res.write(`id: ${event.seq}\nevent: ${event.kind}\ndata: ${JSON.stringify(await payload(kind, organizationId, id, event))}\n\n`);
-            lastSeq = event.seq;
-            if (event.kind === 'status' && (await ends(kind, id, (JSON.parse(event.data) as { status: string }).status))) return close();
+          const rows = await queries.readStreamEvents(db, id, lastSeq, PAGE);
+          more = rows.length === PAGE;
+          for (const row of rows) {
+            let read: Promise<ApiMessage | null> | undefined;
+            // A row's events after the last one sent: a client may have had some of them.
+            for (const event of queries.eventsOfRow(row, kind).filter((e) => e.seq > lastSeq)) {
+              if (closed) return;
+              const data = await payload(kind, organizationId, id, event, () => (read ??= 'messageId' in event ? messageOf(kind, id, event.messageId) : Promise.resolve(null)));
+              if (data !== undefined) res.write(`id: ${event.seq}\nevent: ${event.kind}\ndata: ${JSON.stringify(data)}\n\n`);
+              lastSeq = event.seq;
+              if (event.kind === 'status' && (await ends(kind, id, event.status))) return close();
+            }
           }
         }
       }

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
 import { atomically } from '../db/group-commit.js';
-import { appendDelta, appendFirstStatusEvents, appendStatusEvents, appendStreamEventsOf, deltaOf, insertedId, type StreamEventData } from '../streams/queries.js';
+import { appendDelta, appendFirstStatusEvents, appendStatusEvents, appendStreamEventsOf, insertedId, moveEvents } from '../streams/queries.js';
 import { caseById, insertRows, insertRowsReturning, piecesOf } from '../db/rows.js';
 import type { Position } from '../http/cursor.js';
 import { anyDue, claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
@@ -116,15 +116,17 @@ async function recordMoves(trx: Db, moves: readonly MoveRecord[]): Promise<void>
     ['id', 'task_id'],
   );
   const ids = new Map(inserted.map((row) => [row.task_id, Number(row.id)]));
+  // A move's status, with the message it wrote (a system note's text is not streamed) and,
+  // for the scribe's answer, what streams have not had of it as a delta.
   await appendStreamEventsOf(
     trx,
     moves.map(({ event }) => {
       const draft = answers(event) ? drafts.get(event.task_id) : undefined;
-      const id = draft?.id ?? ids.get(event.task_id)!;
-      // A system note: its status is streamed, its text is not.
-      const message: StreamEventData[] = event.text !== null && event.author !== 'system' ? [{ kind: 'message', data: { message_id: id } }] : [];
-      const rest = answers(event) ? deltaOf(id, draft?.text ?? '', event.text ?? '') : [];
-      return { subjectId: event.task_id, events: [...rest, { kind: 'status', data: { status: event.to_status } }, ...message], at: event.created_at };
+      const message =
+        event.text !== null && event.author !== 'system'
+          ? { id: draft?.id ?? ids.get(event.task_id)!, text: event.text, drafted: answers(event) ? (draft?.text ?? '') : undefined }
+          : undefined;
+      return { subjectId: event.task_id, events: moveEvents(event.to_status, message), at: event.created_at };
     }),
   );
 }

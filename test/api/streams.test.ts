@@ -164,6 +164,46 @@ describe('event streams: GET /tasks/:id/events and /sessions/:id/events', functi
     expect(second.services.streams.open, 'nothing held once it ended').to.equal(0);
   });
 
+  it("tells a run's end, stored as one row, as the reply's delta, the message and the status, and resumes within them", async () => {
+    fake.script({ reply: 'Whole at once.' });
+    const id = await chat('A quick one?');
+    await h.services.runtime.tick();
+    await eventually(async () => ((await h.db('sessions').where({ id }).first('state')).state === 'waiting' ? true : undefined));
+    const waiting = (event: Sse) => event.event === 'status' && event.data.status === 'waiting';
+    const whole = await readStream(`${one.url}/api/v1/sessions/${id}/events`, headers(), waiting);
+    const end = whole.events.slice(-3);
+    expect(end.map((e) => e.event)).to.deep.equal(['delta', 'message', 'status']);
+    expect(end[0]!.data).to.deep.equal({ message_id: end[1]!.data.id, text: 'Whole at once.' });
+    expect(end[1]!.data).to.include({ author: 'scribe', text: 'Whole at once.', partial: false });
+    const rows = await h.db('stream_events').where({ subject_id: id }).orderBy('seq').select('seq', 'kind');
+    expect(rows.at(-1), 'the end is one row, numbered as its last event').to.deep.equal({ seq: end[2]!.id, kind: 'status' });
+    expect(rows).to.have.length(whole.events.length - 2);
+    for (const server of [one, two])
+      for (const after of [end[0]!.id, end[1]!.id]) {
+        const rest = await readStream(`${server.url}/api/v1/sessions/${id}/events`, { ...headers(), 'last-event-id': String(after) }, waiting);
+        expect(rest.events.map((e) => [e.id, e.event])).to.deep.equal(whole.events.filter((e) => e.id > after).map((e) => [e.id, e.event]));
+      }
+
+    fake.script({ reply: 'Timetable in one piece.' });
+    const submitted = await h.api
+      .post('/api/v1/scribes/ferry/requests')
+      .set(t.headers)
+      .send({ task: { summary: 'Summarise it at once' } });
+    await h.services.dispatcher.tick();
+    const taskId = (await h.db('requests').where({ id: submitted.body.request.id }).first()).entity_id;
+    await h.services.runtime.tick();
+    await eventually(async () => ((await h.db('tasks').where({ id: taskId }).first('status')).status === 'done' ? true : undefined));
+    const task = await readStream(`${one.url}/api/v1/tasks/${taskId}/events`, headers());
+    expect(task.events.map((e) => [e.id, e.event, e.data.status ?? e.data.text])).to.deep.equal([
+      [1, 'status', 'open'],
+      [2, 'status', 'in_progress'],
+      [3, 'delta', 'Timetable in one piece.'],
+      [4, 'status', 'done'],
+    ]);
+    const resumed = await readStream(`${two.url}/api/v1/tasks/${taskId}/events`, { ...headers(), 'last-event-id': '3' });
+    expect([resumed.ended, resumed.events.map((e) => [e.id, e.event, e.data.status])]).to.deep.equal([true, [[4, 'status', 'done']]]);
+  });
+
   it('sends a keep-alive comment while nothing happens', async () => {
     const id = await chat('Anyone there?');
     const quiet = await createHarness({ env: { DATA_DIR: h.dir }, options: { runOnNewWork: false, streams: { keepAliveMs: 100 } }, sharedDatabaseUrl: h.config.databaseUrl });

@@ -6,6 +6,7 @@ import { finishRuns, saveDraftEvent, type RunFinish } from '../../src/tasks/quer
 import { runWrites, type RunEnd } from '../../src/runtime/run-writes.js';
 import type { SessionAnswer } from '../../src/sessions/queries.js';
 import type { NewAgentCall } from '../../src/agents/queries.js';
+import { eventsOfRow } from '../../src/streams/queries.js';
 
 /** Runs' ends recorded together (tasks/queries.ts, `finishRuns`): what each end writes, in a few statements for all. */
 describe('runs ended in one batch (finishRuns)', () => {
@@ -90,22 +91,32 @@ describe('runs ended in one batch (finishRuns)', () => {
     const failedEvent = await lastEvent(failed!.id);
     expect(failedEvent).to.deep.include(whole({ to_status: 'waiting', author: 'system', text: 'The scribe could not finish this task.' }));
 
-    // Each task's stream goes on from its last event: the answer (whole, or the rest of a draft), the status, the message; a system note's status only.
+    // Each end is one row of its task's stream, numbered after its last event by the events it
+    // stands for: the answer (whole, or the rest of a draft), the status, the message; a system note's status only.
     const added = async (id: string) => (await streamOf(id)).slice(streamsBefore.get(id));
     const next = (id: string) => streamsBefore.get(id)! + 1;
-    expect(await added(done!.id)).to.deep.equal([
-      { seq: next(done!.id), kind: 'delta', data: { message_id: doneEvent.id, text: 'All done.' } },
-      { seq: next(done!.id) + 1, kind: 'status', data: { status: 'done' } },
-      { seq: next(done!.id) + 2, kind: 'message', data: { message_id: doneEvent.id } },
-    ]);
+    expect(await added(done!.id)).to.deep.equal([{ seq: next(done!.id) + 2, kind: 'status', data: { status: 'done', message_id: doneEvent.id, delta: true } }]);
+    // The rest of an answer written as it came is a delta of its own, pruned with the draft's.
     expect(await added(drafted!.id)).to.deep.equal([
       { seq: next(drafted!.id), kind: 'delta', data: { message_id: draftRow.id, text: 'wer, whole.' } },
-      { seq: next(drafted!.id) + 1, kind: 'status', data: { status: 'done' } },
-      { seq: next(drafted!.id) + 2, kind: 'message', data: { message_id: draftRow.id } },
+      { seq: next(drafted!.id) + 2, kind: 'status', data: { status: 'done', message_id: draftRow.id } },
     ]);
-    expect((await added(asked!.id)).map((e) => e.kind)).to.deep.equal(['delta', 'status', 'message']);
+    expect(await added(asked!.id)).to.deep.equal([{ seq: next(asked!.id) + 2, kind: 'status', data: { status: 'waiting', message_id: askedEvent.id, delta: true } }]);
     expect(await added(failed!.id)).to.deep.equal([{ seq: next(failed!.id), kind: 'status', data: { status: 'waiting' } }]);
     expect(await streamOf(takenOver!.id), 'nothing streamed for the end not recorded').to.have.length(1);
+    // As streams tell them.
+    const told = async (id: string) => (await added(id)).flatMap((row) => eventsOfRow({ ...row, data: JSON.stringify(row.data) }, 'task'));
+    expect(await told(done!.id)).to.deep.equal([
+      { seq: next(done!.id), kind: 'delta', messageId: doneEvent.id, whole: true },
+      { seq: next(done!.id) + 1, kind: 'status', status: 'done' },
+      { seq: next(done!.id) + 2, kind: 'message', messageId: doneEvent.id },
+    ]);
+    expect(await told(drafted!.id)).to.deep.equal([
+      { seq: next(drafted!.id), kind: 'delta', messageId: draftRow.id, text: 'wer, whole.' },
+      { seq: next(drafted!.id) + 1, kind: 'status', status: 'done' },
+      { seq: next(drafted!.id) + 2, kind: 'message', messageId: draftRow.id },
+    ]);
+    expect(await told(failed!.id)).to.deep.equal([{ seq: next(failed!.id), kind: 'status', status: 'waiting' }]);
 
     // A few statements for the batch, not a few for each end.
     const of = (pattern: RegExp) => statements.filter((sql) => pattern.test(sql)).length;
@@ -113,7 +124,7 @@ describe('runs ended in one batch (finishRuns)', () => {
     expect(of(/^update .tasks./i), 'tasks').to.equal(testDatabaseKind === 'sqlite' ? 2 : 1);
     expect(of(/^insert into .task_events./i), 'new events').to.equal(1);
     expect(of(/^update .task_events./i), 'the result under way completed').to.equal(1);
-    // Ten stream events: on SQLite in INSERTs of eight and two rows.
+    // Five stream rows: on SQLite in INSERTs of four and one (db/rows.ts, `piecesOf`).
     expect(of(/insert into .?stream_events/i), 'stream events').to.equal(testDatabaseKind === 'sqlite' ? 2 : 1);
     expect(of(/^update .scribes./i), 'runs ended').to.equal(1);
   });
@@ -268,10 +279,13 @@ describe('runs ended in one batch (finishRuns)', () => {
     expect(await last(failed!.id)).to.deep.equal({ author: 'system', text: 'The scribe could not answer: boom' });
     expect(await last(lost!.id)).to.deep.equal({ author: 'user', text: 'Question 5' });
     const message = Number((await h.db('session_messages').where({ session_id: second!.id, author: 'scribe' }).first('id')).id);
-    expect((await streamOf(second!.id)).slice(-3).map((e) => [e.kind, e.data])).to.deep.equal([
-      ['delta', { message_id: message, text: 'Second answer.' }],
-      ['message', { message_id: message }],
-      ['status', { status: 'waiting' }],
+    // One row: as streams tell it, the reply as one delta, the message, the state.
+    const [row] = (await streamOf(second!.id)).slice(-1);
+    expect(row).to.deep.include({ kind: 'status', data: { status: 'waiting', message_id: message, delta: true } });
+    expect(eventsOfRow({ ...row!, data: JSON.stringify(row!.data) }, 'session')).to.deep.equal([
+      { seq: row!.seq - 2, kind: 'delta', messageId: message, whole: true },
+      { seq: row!.seq - 1, kind: 'message', messageId: message },
+      { seq: row!.seq, kind: 'status', status: 'waiting' },
     ]);
     expect((await streamOf(failed!.id)).at(-1)!.data, 'a system note is not streamed as a message').to.deep.equal({ status: 'failed' });
     const note = Number((await h.db('session_messages').where({ session_id: failed!.id, author: 'system' }).first('id')).id);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { createHarness, testClock, type Harness } from '../helpers/harness.js';
-import { appendStreamEvents, readStreamEvents, type StreamEventData } from '../../src/streams/queries.js';
+import { appendStreamEvents, eventsOfRow, moveEvents, readStreamEvents, type StreamEventData } from '../../src/streams/queries.js';
 
 describe('pruning event-stream deltas (maintenance, streams/queries.ts)', function () {
   this.timeout(20_000);
@@ -32,5 +32,18 @@ describe('pruning event-stream deltas (maintenance, streams/queries.ts)', functi
     expect(await kinds(old)).to.deep.equal(['1 status', '4 message', '5 status']);
     expect(await kinds(recent)).to.deep.equal(['1 status', '2 delta', '3 delta', '4 message', '5 status']);
     expect(await h.services.maintenance.pruneStreamDeltas(), 'nothing left to prune').to.equal(0);
+  });
+
+  it("keeps an answer that came whole told as one delta: it is its end's status row, and the answer is stored once", async () => {
+    const whole = randomUUID();
+    await append(whole, [{ kind: 'status', data: { status: 'in_progress' } }, ...moveEvents('done', { id: 9, text: 'Hello', drafted: '' })], '2026-11-19T09:00:00.000Z');
+    expect(await h.services.maintenance.pruneStreamDeltas()).to.equal(0);
+    const told = (await readStreamEvents(h.db, whole, 0, 100)).flatMap((row) => eventsOfRow(row, 'task'));
+    expect(told).to.deep.equal([
+      { seq: 1, kind: 'status', status: 'in_progress' },
+      { seq: 2, kind: 'delta', messageId: 9, whole: true },
+      { seq: 3, kind: 'status', status: 'done' },
+      { seq: 4, kind: 'message', messageId: 9 },
+    ]);
   });
 });
