@@ -182,7 +182,8 @@ const streamDescription = (what: string, final: string) =>
   `Server-sent events, one per change of the ${what}: \`status\` (the whole ${what} object, with the status the event records), ` +
   `\`message\` (a message complete), \`delta\` (\`{"message_id", "text"}\`: text added to a reply or result being written). ` +
   `Each event's \`id:\` is its number within the ${what}, so a client that reconnects with \`Last-Event-ID\` gets every later event exactly once, ` +
-  `from any process. The stream ends after the event that makes the ${what} final (${final}); a comment line every 15 s keeps it open through proxies.`;
+  `from any process. The stream ends after the event that makes the ${what} final (${final}), ` +
+  `and on a ${what} already final once the events after \`Last-Event-ID\` are sent; a comment line every 15 s keeps it open through proxies.`;
 
 export function openApiDocument(): Record<string, unknown> {
   const listQuery = jsonSchema(listRequestsQuery) as { properties: Record<string, object> };

@@ -21,7 +21,8 @@ type Kind = 'task' | 'session';
  * added to a reply or result being written). Each event's `id:` is its number within its
  * task or session, so a client that reconnects with `Last-Event-ID` gets every later event
  * exactly once, from whichever process. The stream ends after the event that leaves its
- * work final. An open stream holds only the number of the last event it sent.
+ * work final, or, on work already final, once the events after `Last-Event-ID` are sent. An
+ * open stream holds only the number of the last event it sent.
  */
 export function streamRoutes({
   auth,
@@ -72,6 +73,12 @@ export function streamRoutes({
     return !row?.reply_due;
   }
 
+  /** Whether the task or session is final now (`ends` of its status as it is). */
+  async function finishedNow(kind: Kind, id: string): Promise<boolean> {
+    const row: { status: string } | undefined = kind === 'task' ? await db('tasks').where({ id }).first('status') : await db('sessions').where({ id }).first('state as status');
+    return row !== undefined && (await ends(kind, id, row.status));
+  }
+
   function serve(kind: Kind): RequestHandler {
     return async (req: Request, res: Response) => {
       const organizationId = callerOf(req).organizationId;
@@ -93,6 +100,9 @@ export function streamRoutes({
       };
 
       async function pump(): Promise<void> {
+        // Read before the events: work final by then has committed all of them, so once they are
+        // sent the stream ends, for a client that reconnected after the final event too.
+        const finished = await finishedNow(kind, id);
         for (let more = true; more && !closed; ) {
           const rows = await queries.readStreamEvents(db, id, lastSeq, PAGE);
           more = rows.length === PAGE;
@@ -108,6 +118,7 @@ export function streamRoutes({
             }
           }
         }
+        if (finished) close();
       }
       /** Looks for new events; a wake-up while a look runs makes one more look after it. */
       function look(): void {

@@ -202,6 +202,12 @@ describe('event streams: GET /tasks/:id/events and /sessions/:id/events', functi
     ]);
     const resumed = await readStream(`${two.url}/api/v1/tasks/${taskId}/events`, { ...headers(), 'last-event-id': '3' });
     expect([resumed.ended, resumed.events.map((e) => [e.id, e.event, e.data.status])]).to.deep.equal([true, [[4, 'status', 'done']]]);
+    // A client that reconnects after the final status (as EventSource does when a stream ends)
+    // gets what is left of the finished work's history, and the stream ends.
+    const after = await readStream(`${one.url}/api/v1/tasks/${taskId}/events`, { ...headers(), 'last-event-id': '4' });
+    expect([after.ended, after.events.map((e) => [e.id, e.event, e.data.text])]).to.deep.equal([true, [[5, 'message', 'Timetable in one piece.']]]);
+    const past = await readStream(`${two.url}/api/v1/tasks/${taskId}/events`, { ...headers(), 'last-event-id': '5' });
+    expect([past.ended, past.events]).to.deep.equal([true, []]);
   });
 
   it('sends a keep-alive comment while nothing happens', async () => {
