@@ -67,6 +67,21 @@ function compilerPath() {
   }
 }
 
+/** The folders tsc compiles into dist/ (tsconfig.build.json's `include`). */
+const COMPILED = ['src', 'migrations', 'seeds'];
+
+/**
+ * Removes what dist/ holds of sources that are gone: tsc never deletes an output, and the
+ * server runs its migrations from dist/, so a migration removed or renamed (a checkout of an
+ * older version, another branch) would otherwise still run.
+ */
+function pruneOrphans() {
+  for (const file of COMPILED.flatMap((folder) => filesUnder(path.posix.join('dist', folder)))) {
+    const source = file.replace(/^dist\//, '').replace(/\.js(\.map)?$/, '.ts');
+    if (source.endsWith('.ts') && !fs.existsSync(path.join(root, source))) fs.rmSync(path.join(root, file), { force: true });
+  }
+}
+
 /** Runs tsc; on success records `hash`, taken before compiling, so an edit made meanwhile rebuilds next time. */
 function build(hash) {
   const tsc = compilerPath();
@@ -78,6 +93,7 @@ function build(hash) {
   fs.rmSync(STAMP, { force: true });
   const { status } = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: ['ignore', 2, 2] });
   if (status !== 0) return status ?? 1;
+  pruneOrphans();
   const temporary = `${STAMP}.${process.pid}`;
   fs.writeFileSync(temporary, `${hash}\n`);
   fs.renameSync(temporary, STAMP);

@@ -1,0 +1,67 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+/**
+ * A project of its own in a temporary folder, built by a copy of src/build.mjs with this
+ * install's TypeScript, so the repository's own dist/ (which other suites run from) is untouched.
+ */
+function project() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scribe-build-'));
+  const write = (file: string, text: string) => {
+    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    fs.writeFileSync(path.join(dir, file), text);
+  };
+  fs.mkdirSync(path.join(dir, 'src'));
+  fs.copyFileSync(path.join(root, 'src/build.mjs'), path.join(dir, 'src/build.mjs'));
+  fs.symlinkSync(path.join(root, 'node_modules'), path.join(dir, 'node_modules'));
+  write(
+    'tsconfig.json',
+    JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', rootDir: '.', outDir: 'dist', sourceMap: true, types: [] } }),
+  );
+  write(
+    'tsconfig.build.json',
+    JSON.stringify({ extends: './tsconfig.json', compilerOptions: { incremental: true, tsBuildInfoFile: 'dist/.tsbuildinfo' }, include: ['src', 'migrations', 'seeds'] }),
+  );
+  write('src/main.ts', 'export const main = 1;\n');
+  const build = (...args: string[]) => spawnSync(process.execPath, ['src/build.mjs', ...args], { cwd: dir, encoding: 'utf8' });
+  const built = () =>
+    fs
+      .readdirSync(path.join(dir, 'dist'), { recursive: true, encoding: 'utf8' })
+      .filter((file) => !file.startsWith('.') && fs.statSync(path.join(dir, 'dist', file)).isFile())
+      .sort();
+  return { dir, write, build, built, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+describe('src/build.mjs', function () {
+  this.timeout(60_000);
+
+  it('removes from dist/ what it compiled of a source that is gone, so a migration removed does not run from dist/', () => {
+    const p = project();
+    try {
+      p.write('migrations/20260101000100_kept.ts', 'export const up = 1;\n');
+      p.write('migrations/20260101000200_dropped.ts', 'export const up = 2;\n');
+      expect(p.build().status).to.equal(0);
+      expect(p.built()).to.deep.equal([
+        'migrations/20260101000100_kept.js',
+        'migrations/20260101000100_kept.js.map',
+        'migrations/20260101000200_dropped.js',
+        'migrations/20260101000200_dropped.js.map',
+        'src/main.js',
+        'src/main.js.map',
+      ]);
+
+      fs.rmSync(path.join(p.dir, 'migrations/20260101000200_dropped.ts'));
+      const again = p.build('--if-stale');
+      expect([again.status, again.stderr.trim()]).to.deep.equal([0, 'Building dist/: the sources changed since the last build.']);
+      expect(p.built()).to.deep.equal(['migrations/20260101000100_kept.js', 'migrations/20260101000100_kept.js.map', 'src/main.js', 'src/main.js.map']);
+    } finally {
+      p.remove();
+    }
+  });
+});
