@@ -73,18 +73,15 @@ export function streamRoutes({
     return !row?.reply_due;
   }
 
-  /** Whether the task or session is final now (`ends` of its status as it is). */
-  async function finishedNow(kind: Kind, id: string): Promise<boolean> {
-    const row: { status: string } | undefined = kind === 'task' ? await db('tasks').where({ id }).first('status') : await db('sessions').where({ id }).first('state as status');
-    return row !== undefined && (await ends(kind, id, row.status));
-  }
-
   function serve(kind: Kind): RequestHandler {
     return async (req: Request, res: Response) => {
       const organizationId = callerOf(req).organizationId;
       const id = String(req.params.id);
-      // An unknown id answers the JSON 404, not a stream.
-      await (kind === 'task' ? tasks.get(organizationId, id) : sessions.get(organizationId, id));
+      // An unknown id answers the JSON 404, not a stream. Read before any event: work final by
+      // then has committed all of its events, so once they are sent the stream ends, for a
+      // client that reconnected after the final event too.
+      const work = kind === 'task' ? await tasks.get(organizationId, id) : await sessions.get(organizationId, id);
+      const finished = (FINAL[kind] as readonly string[]).includes('state' in work ? work.state : work.status) && !('reply_due' in work && work.reply_due);
       let lastSeq = lastEventId(req);
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
       res.flushHeaders();
@@ -100,9 +97,6 @@ export function streamRoutes({
       };
 
       async function pump(): Promise<void> {
-        // Read before the events: work final by then has committed all of them, so once they are
-        // sent the stream ends, for a client that reconnected after the final event too.
-        const finished = await finishedNow(kind, id);
         for (let more = true; more && !closed; ) {
           const rows = await queries.readStreamEvents(db, id, lastSeq, PAGE);
           more = rows.length === PAGE;
