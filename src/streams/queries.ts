@@ -41,31 +41,30 @@ type EventTold =
   | { kind: 'delta'; messageId: number; text: string }
   | { kind: 'delta'; messageId: number; whole: true };
 
-/** How many events a row stands for: its `seq` is the number of the last of them. */
-function spanOf(event: StreamEventData): number {
-  return event.kind === 'status' ? 1 + (event.data.message_id === undefined ? 0 : 1) + (event.data.delta ? 1 : 0) : 1;
-}
-
 /**
- * The events a row stands for, numbered up to its `seq`, in the order they happened: an
- * answer that came whole as a delta, then for a task its status and the message its move
- * wrote, for a session the message (its answer) and then its status.
+ * What a row tells, in the order it happened: an answer that came whole as a delta, then for
+ * a task its status and the message its move wrote, for a session the message (its answer)
+ * and then its status.
  */
-export function eventsOfRow(row: Pick<StreamEventRow, 'seq' | 'kind' | 'data'>, subject: 'task' | 'session'): StreamEvent[] {
-  const seq = Number(row.seq);
-  const event = { kind: row.kind, data: JSON.parse(row.data) } as StreamEventData;
-  if (event.kind === 'message') return [{ seq, kind: 'message', messageId: Number(event.data.message_id) }];
-  if (event.kind === 'delta') return [{ seq, kind: 'delta', messageId: Number(event.data.message_id), text: event.data.text }];
+function toldBy(event: StreamEventData, subject: 'task' | 'session'): EventTold[] {
+  if (event.kind === 'message') return [{ kind: 'message', messageId: Number(event.data.message_id) }];
+  if (event.kind === 'delta') return [{ kind: 'delta', messageId: Number(event.data.message_id), text: event.data.text }];
   const { status, message_id: messageId, delta } = event.data;
   const told: EventTold = { kind: 'status', status };
-  const parts: EventTold[] = [];
-  if (messageId === undefined) parts.push(told);
-  else {
-    if (delta) parts.push({ kind: 'delta', messageId, whole: true });
-    if (subject === 'task') parts.push(told, { kind: 'message', messageId });
-    else parts.push({ kind: 'message', messageId }, told);
-  }
-  return parts.map((part, i) => ({ ...part, seq: seq - parts.length + 1 + i }));
+  if (messageId === undefined) return [told];
+  const message: EventTold = { kind: 'message', messageId };
+  return [...(delta ? [{ kind: 'delta', messageId, whole: true } as const] : []), ...(subject === 'task' ? [told, message] : [message, told])];
+}
+
+/** How many events a row stands for: its `seq` is the number of the last of them. */
+function spanOf(event: StreamEventData): number {
+  return toldBy(event, 'task').length;
+}
+
+/** The events a row stands for (`toldBy`), numbered up to its `seq`. */
+export function eventsOfRow(row: Pick<StreamEventRow, 'seq' | 'kind' | 'data'>, subject: 'task' | 'session'): StreamEvent[] {
+  const parts = toldBy({ kind: row.kind, data: JSON.parse(row.data) } as StreamEventData, subject);
+  return parts.map((part, i) => ({ ...part, seq: Number(row.seq) - parts.length + 1 + i }));
 }
 
 /** An event's row in `appendStreamEventsOf`: numbered after its subject's last as the statement starts, by its place among that subject's events in the statement. */
