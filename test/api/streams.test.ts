@@ -100,6 +100,12 @@ describe('event streams: GET /tasks/:id/events and /sessions/:id/events', functi
     const res = await h.api.post('/api/v1/scribes/ferry/chat').set(t.headers).send({ message });
     return res.body.session_id;
   }
+  /** Submits a task and dispatches its receipt: the task's id. */
+  async function submitTask(summary: string): Promise<string> {
+    const submitted = await h.api.post('/api/v1/scribes/ferry/requests').set(t.headers).send({ task: { summary } });
+    await h.services.dispatcher.tick();
+    return (await h.db('requests').where({ id: submitted.body.request.id }).first()).entity_id;
+  }
 
   it('streams a reply as deltas that add up to it, then the message, then ends after the final status', async () => {
     fake.script({ reply: REPLY, chunks: 6, chunkDelayMs: 150 });
@@ -142,12 +148,7 @@ describe('event streams: GET /tasks/:id/events and /sessions/:id/events', functi
 
   it('follows a task to done from another process than the one working it, and ends there', async () => {
     fake.script({ reply: 'Timetable summarised.', chunks: 3, chunkDelayMs: 30 });
-    const submitted = await h.api
-      .post('/api/v1/scribes/ferry/requests')
-      .set(t.headers)
-      .send({ task: { summary: 'Summarise the timetable' } });
-    await h.services.dispatcher.tick();
-    const taskId = (await h.db('requests').where({ id: submitted.body.request.id }).first()).entity_id;
+    const taskId = await submitTask('Summarise the timetable');
     const reading = readStream(`${two.url}/api/v1/tasks/${taskId}/events`, headers());
     await eventually(async () => (second.services.streams.open === 1 ? true : undefined));
     await h.services.runtime.tick();
@@ -185,12 +186,7 @@ describe('event streams: GET /tasks/:id/events and /sessions/:id/events', functi
       }
 
     fake.script({ reply: 'Timetable in one piece.' });
-    const submitted = await h.api
-      .post('/api/v1/scribes/ferry/requests')
-      .set(t.headers)
-      .send({ task: { summary: 'Summarise it at once' } });
-    await h.services.dispatcher.tick();
-    const taskId = (await h.db('requests').where({ id: submitted.body.request.id }).first()).entity_id;
+    const taskId = await submitTask('Summarise it at once');
     await h.services.runtime.tick();
     await eventually(async () => ((await h.db('tasks').where({ id: taskId }).first('status')).status === 'done' ? true : undefined));
     const task = await readStream(`${one.url}/api/v1/tasks/${taskId}/events`, headers());
