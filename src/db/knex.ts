@@ -84,10 +84,24 @@ const STATEMENT_CACHE_SIZE = 500;
 /** Statements used once: Knex names each savepoint anew (`trxN`). */
 const ONE_OFF = /^(SAVEPOINT|RELEASE SAVEPOINT|ROLLBACK TO SAVEPOINT) trx\d+/i;
 
+/** Knex's bound LIMIT, as it writes it. */
+const BOUND_LIMIT = /\blimit \?/gi;
+
+/**
+ * The text SQLite is given for `sql`: a bound LIMIT as an expression (`limit (? + 0)`).
+ * SQLite plans `limit ?` from the value bound to it, and so marks the statement to be
+ * planned again whenever that parameter is bound anew, which a kept statement is at every
+ * run: each claim, each `first()`. An expression's value is read as the statement runs.
+ */
+export function keptStatementText(sql: string): string {
+  return sql.replace(BOUND_LIMIT, 'limit (? + 0)');
+}
+
 /**
  * Knex's better-sqlite3 dialect prepares every statement anew, which costs more than
  * running it. Statements are reusable (Knex runs each to completion synchronously and
- * SQLite re-prepares by itself after schema changes), so keep the recent ones.
+ * SQLite re-prepares by itself after schema changes), so keep the recent ones, written so
+ * that SQLite plans each once (`keptStatementText`).
  */
 function cacheStatements(conn: BetterSqlite3.Database): void {
   const prepare = conn.prepare.bind(conn);
@@ -97,7 +111,7 @@ function cacheStatements(conn: BetterSqlite3.Database): void {
     if (ONE_OFF.test(sql)) return prepare(sql);
     let statement = cache.get(sql);
     if (!statement) {
-      statement = prepare(sql);
+      statement = prepare(keptStatementText(sql));
       if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
       cache.set(sql, statement);
     }
