@@ -14,6 +14,7 @@ import { createRequestService } from './requests/service.js';
 import { createDispatcher, defaultDispatcherOptions, type DispatcherOptions } from './requests/queue.js';
 import { anyAddress, publicAddressesOnly, type AddressPolicy } from './net/address-policy.js';
 import { createGuardedLeanFetch } from './net/guarded-agent.js';
+import { Agent as UndiciAgent } from 'undici';
 import { followingRedirects, leanFetch } from './net/lean-fetch.js';
 import { claimConnections } from './db/knex.js';
 import { groupBy } from './lib/group-by.js';
@@ -132,7 +133,7 @@ export function createServices({
   const webhookPolicy = options.webhookAddressPolicy ?? (config.webhooksAllowPrivate ? anyAddress : publicAddressesOnly);
   const modelPolicy = options.modelAddressPolicy ?? (config.modelsAllowPrivate ? anyAddress : publicAddressesOnly);
   // Model endpoints get many small calls: both go through undici's request() (net/lean-fetch.ts).
-  const endpointFetch = leanFetch(followingRedirects());
+  const endpointFetch = leanFetch(new UndiciAgent(), followingRedirects());
   const scribeEndpointFetch = createGuardedLeanFetch(modelPolicy);
   const downloader = createDownloader(attachmentPolicy, { ...defaultDownloadLimits, ...options.downloadLimits });
   // Outbound webhooks: events written with the changes they report, sent by the worker.

@@ -32,12 +32,13 @@ const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
  * and a Response around it) costs more CPU per call than the rest of a run's work together.
  * It answers with a `FetchAnswer` over undici's body as it comes. It takes what such
  * an SDK sends: a method, headers, a string or byte body and a signal. It asks for no
- * compression, and a redirect that reaches it is refused
- * as `fetch` with `redirect: 'error'` refuses it: `dispatcher` may follow them first
- * (`followingRedirects`).
+ * compression. A redirect is refused as `fetch` with `redirect: 'error'` refuses it, unless
+ * `redirects` is given: a call answered with one is then sent again through it, a dispatcher
+ * that follows them (`followingRedirects`). Calls that are not redirected, nearly all, so
+ * skip the redirect interceptor, which handles every answer that passes through it.
  */
-export function leanFetch(dispatcher: Dispatcher): ClosableFetch<FetchAnswer> {
-  const send = async (input: string | URL | Request, init: RequestInit = {}): Promise<FetchAnswer> => {
+export function leanFetch(dispatcher: Dispatcher, redirects?: Dispatcher): ClosableFetch<FetchAnswer> {
+  const send = async (via: Dispatcher, input: string | URL | Request, init: RequestInit): Promise<FetchAnswer> => {
     if (input instanceof Request) throw new TypeError('a lean fetch takes a URL, not a Request');
     const body = init.body ?? undefined;
     if (body !== undefined && typeof body !== 'string' && !(body instanceof Uint8Array)) throw new TypeError('a lean fetch sends a string or bytes');
@@ -47,10 +48,11 @@ export function leanFetch(dispatcher: Dispatcher): ClosableFetch<FetchAnswer> {
       headers: init.headers instanceof Headers ? init.headers : new Headers(init.headers),
       body,
       signal: init.signal ?? undefined,
-      dispatcher,
+      dispatcher: via,
     });
     if (answer.statusCode >= 300 && answer.statusCode < 400 && answer.headers.location !== undefined) {
       await answer.body.dump();
+      if (redirects && via !== redirects) return send(redirects, input, init);
       throw new TypeError('fetch failed', { cause: new Error('redirect refused') });
     }
     const headers = new Headers();
@@ -64,7 +66,11 @@ export function leanFetch(dispatcher: Dispatcher): ClosableFetch<FetchAnswer> {
     }
     return new LeanAnswer(String(input), answer.statusCode, headers, answer.body);
   };
-  return Object.assign(send, { close: () => dispatcher.close() });
+  return Object.assign((input: string | URL | Request, init: RequestInit = {}) => send(dispatcher, input, init), {
+    close: async () => {
+      await Promise.all([dispatcher.close(), redirects?.close()]);
+    },
+  });
 }
 
 /** A lean fetch's answer: its body undici's, read as the caller reads it (no web stream), or whole as text or JSON. */
@@ -91,7 +97,7 @@ class LeanAnswer implements FetchAnswer {
   }
 }
 
-/** A dispatcher that follows redirects as `fetch` does by default (for endpoints the operator set). */
+/** A dispatcher that follows redirects as `fetch` does by default: `leanFetch`'s `redirects`, for endpoints the operator set. */
 export function followingRedirects(options: Agent.Options = {}): Dispatcher {
   return new Agent(options).compose(interceptors.redirect({ maxRedirections: 20 }));
 }

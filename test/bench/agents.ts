@@ -189,23 +189,30 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
   }
 }
 
+/** The references under the rows: the same model calls, made by a process that does nothing else (alone.ts). */
 const FLOOR = 'The OpenAI SDK alone, 1 process';
-const FLOOR_SLOTS = 1000;
+const AGENT_ALONE = 'The openai agent alone, 1 process';
+const REFERENCES = [
+  { name: FLOOR, script: 'test/bench/sdk-alone.ts' },
+  { name: AGENT_ALONE, script: 'test/bench/agent-alone.ts' },
+] as const;
+const REFERENCE_SLOTS = 1000;
+type Reference = Omit<Result, 'scenario' | 'rssPerRunKb' | 'newcomerMs' | 'deadlocks'> & { name: string };
 
-/** The floor (sdk-alone.ts): the same model calls made by the SDK alone, nothing recorded. */
-async function floor(model: BenchModel): Promise<Omit<Result, 'scenario' | 'rssPerRunKb' | 'newcomerMs' | 'deadlocks'>> {
-  console.log(`${FLOOR}: ${TASKS} calls after ${WARM_UP + SETTLE} to warm up, ${FLOOR_SLOTS} at once`);
+/** A reference's drain (the floor: sdk-alone.ts; the agent alone: agent-alone.ts). */
+async function reference(model: BenchModel, { name, script }: (typeof REFERENCES)[number]): Promise<Reference> {
+  console.log(`${name}: ${TASKS} calls after ${WARM_UP + SETTLE} to warm up, ${REFERENCE_SLOTS} at once`);
   model.reset();
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'test/bench/sdk-alone.ts'], {
-    env: { PATH: process.env.PATH ?? '', MODEL_URL: model.url, CALLS: String(TASKS), WARM_UP: String(WARM_UP), SETTLE: String(SETTLE), AT_ONCE: String(FLOOR_SLOTS) },
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', script], {
+    env: { PATH: process.env.PATH ?? '', MODEL_URL: model.url, CALLS: String(TASKS), WARM_UP: String(WARM_UP), SETTLE: String(SETTLE), AT_ONCE: String(REFERENCE_SLOTS) },
   });
   const { seconds, cpuMs, coldCpuMs } = JSON.parse(stdout) as { seconds: number; cpuMs: number; coldCpuMs: number };
   const { peak } = model.stats;
   const calls = model.stats.calls - WARM_UP - SETTLE;
-  if (calls !== TASKS) throw new Error(`${FLOOR}: ${calls} model calls for ${TASKS} after ${WARM_UP + SETTLE} to warm up`);
-  const limit = (TASKS * MODEL_MS) / 1000 / FLOOR_SLOTS;
-  console.log(`${FLOOR}: ${calls} calls in ${seconds.toFixed(2)} s (${(seconds / limit).toFixed(2)}×), ${(cpuMs / calls).toFixed(2)} ms CPU per call`);
-  return { seconds, limit, cpuMsPerCall: cpuMs / calls, coldCpuMsPerCall: coldCpuMs / WARM_UP, peak, calls };
+  if (calls !== TASKS) throw new Error(`${name}: ${calls} model calls for ${TASKS} after ${WARM_UP + SETTLE} to warm up`);
+  const limit = (TASKS * MODEL_MS) / 1000 / REFERENCE_SLOTS;
+  console.log(`${name}: ${calls} calls in ${seconds.toFixed(2)} s (${(seconds / limit).toFixed(2)}×), ${(cpuMs / calls).toFixed(2)} ms CPU per call`);
+  return { name, seconds, limit, cpuMsPerCall: cpuMs / calls, coldCpuMsPerCall: coldCpuMs / WARM_UP, peak, calls };
 }
 
 /** An accepted receipt's row, as a submit leaves it (api.ts inserts them in bulk the same way). */
@@ -275,14 +282,14 @@ export async function benchAgents(dataDir: string): Promise<void> {
   const cluster = await startPostgresCluster({ durable: true });
   process.env.TEST_POSTGRES_URL = cluster.url;
   const results: Result[] = [];
-  let sdkAlone: Awaited<ReturnType<typeof floor>> | undefined;
+  const references: Reference[] = [];
   try {
     // BENCH_AGENT_ONLY: the scenario of that name, or those whose name contains it (a quick look at one).
     const only = process.env.BENCH_AGENT_ONLY ?? '';
     const exact = SCENARIOS.some((s) => s.name === only);
-    if (FLOOR.includes(only)) {
+    for (const ref of REFERENCES.filter((r) => r.name.includes(only))) {
       const model = await startBenchModel({ delayMs: MODEL_MS, toolRounds: 0 });
-      sdkAlone = await floor(model).finally(() => model.close());
+      references.push(await reference(model, ref).finally(() => model.close()));
     }
     for (const scenario of SCENARIOS.filter((s) => (exact ? s.name === only : s.name.includes(only)))) {
       const model = await startBenchModel({ delayMs: MODEL_MS, toolRounds: scenario.toolRounds });
@@ -295,6 +302,8 @@ export async function benchAgents(dataDir: string): Promise<void> {
   } finally {
     await cluster.stop();
   }
+  const floorCpu = references.find((r) => r.name === FLOOR)?.cpuMsPerCall;
+  const againstFloor = (r: { cpuMsPerCall: number }) => (floorCpu ? `${(r.cpuMsPerCall / floorCpu).toFixed(1)}×` : '');
   writeSection('agents', [
     '## Agent runtime with a model that answers in a second',
     '',
@@ -304,14 +313,13 @@ export async function benchAgents(dataDir: string): Promise<void> {
     '',
     `| scenario | slots | drain | limit | of limit | most calls at once | CPU per model call | against the floor | each process's first ${WARM_UP.toLocaleString('en')}: CPU per call | memory per run in flight | new scribe's first run starts |`,
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...(sdkAlone
-      ? [
-          `| ${FLOOR}, no database: the floor | ${FLOOR_SLOTS} | ${sdkAlone.seconds.toFixed(1)} s | ${sdkAlone.limit.toFixed(1)} s | ${(sdkAlone.seconds / sdkAlone.limit).toFixed(2)}× | ${sdkAlone.peak} | ${sdkAlone.cpuMsPerCall.toFixed(3)} ms | 1× | ${sdkAlone.coldCpuMsPerCall.toFixed(2)} ms | | |`,
-        ]
-      : []),
+    ...references.map(
+      (r) =>
+        `| ${r.name}, no database${r.name === FLOOR ? ': the floor' : ''} | ${REFERENCE_SLOTS} | ${r.seconds.toFixed(1)} s | ${r.limit.toFixed(1)} s | ${(r.seconds / r.limit).toFixed(2)}× | ${r.peak} | ${r.cpuMsPerCall.toFixed(3)} ms | ${againstFloor(r)} | ${r.coldCpuMsPerCall.toFixed(2)} ms | | |`,
+    ),
     ...results.map(
       (r) =>
-        `| ${r.scenario.name} | ${r.scenario.slots * r.scenario.processes} | ${r.seconds.toFixed(1)} s | ${r.limit.toFixed(1)} s | ${(r.seconds / r.limit).toFixed(2)}× | ${r.peak} | ${r.cpuMsPerCall.toFixed(3)} ms | ${sdkAlone ? `${(r.cpuMsPerCall / sdkAlone.cpuMsPerCall).toFixed(1)}×` : ''} | ${r.coldCpuMsPerCall.toFixed(2)} ms | ${Math.round(r.rssPerRunKb)} KiB | ${r.newcomerMs} ms |`,
+        `| ${r.scenario.name} | ${r.scenario.slots * r.scenario.processes} | ${r.seconds.toFixed(1)} s | ${r.limit.toFixed(1)} s | ${(r.seconds / r.limit).toFixed(2)}× | ${r.peak} | ${r.cpuMsPerCall.toFixed(3)} ms | ${againstFloor(r)} | ${r.coldCpuMsPerCall.toFixed(2)} ms | ${Math.round(r.rssPerRunKb)} KiB | ${r.newcomerMs} ms |`,
     ),
     '',
     "Targets: drain within 1.25× the limit; CPU ≤ 0.5 ms per model call (the workers' user and system time, claims and",
@@ -331,9 +339,12 @@ export async function benchAgents(dataDir: string): Promise<void> {
         .map((r) => `${r.scenario.name} ${r.deadlocks}`)
         .join(', ') || 'no PostgreSQL row run'
     }.`,
-    `The floor: the same calls, ${FLOOR_SLOTS} at once, made by the OpenAI SDK over the workers' fetch, streamed and read to the`,
-    'end, in a process that claims, traces and records nothing (test/bench/sdk-alone.ts). "Against the floor": the CPU per',
-    "call over the floor's in the same run: this machine's speed moves both from hour to hour, while what Scribe adds to",
-    'each call moves the ratio.',
+    `The floor: as many calls, ${REFERENCE_SLOTS} at once, made by the OpenAI SDK over the workers' fetch with a one-line request,`,
+    'streamed and read to the end, in a process that claims, traces and records nothing (test/bench/sdk-alone.ts). The openai',
+    `agent alone: the workers' agent (agents/openai.ts) working tasks like the bench's, ${REFERENCE_SLOTS} at once, so with the request the`,
+    "product sends (a system prompt, the task, the tools' definitions), in a process that claims and records nothing",
+    '(test/bench/agent-alone.ts): the rows over it are what claiming the work, recording it and telling of it add.',
+    '"Against the floor": the CPU per call over the floor\'s in the same run: this machine\'s speed moves both from hour to',
+    'hour, while what Scribe adds to each call moves the ratio.',
   ]);
 }

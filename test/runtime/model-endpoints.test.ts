@@ -116,6 +116,20 @@ describe("scribes' own model endpoints: the address policy and the operator's ke
       expect(operator.hits.count).to.equal(0);
       expect(await sessionOf(h, id)).to.include({ state: 'failed', error_message: 'the model endpoint could not be reached' });
     });
+
+    it("follows a redirect from the environment's endpoint, the operator's, as fetch does, sending the call again to where it leads", async () => {
+      await h.services.scribes.setAgent(t.organizationId, 'oracle', { baseUrl: null, apiKey: null });
+      const moved = { status: 307, text: '', headers: { location: `${listener.baseUrl}/chat/completions` } };
+      // Asked directly first, then again through the dispatcher that follows redirects.
+      operator.script(moved, moved);
+      listener.script({ reply: 'Answered where it led.' });
+      const id = await chat(h, t, 'Follow me');
+      expect(operator.hits.count).to.equal(2);
+      expect(listener.hits.count).to.equal(1);
+      expect(listener.seen[0]!.body.messages.at(-1)).to.deep.include({ role: 'user', content: 'Follow me' });
+      const reply = await h.db('session_messages').where({ session_id: id, author: 'scribe' }).first();
+      expect(reply.text).to.equal('Answered where it led.');
+    });
   });
 
   describe('by default (only public addresses)', () => {

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { Agent, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher, interceptors } from 'undici';
 import { followingRedirects, leanFetch } from '../../src/net/lean-fetch.js';
 import { eventually } from '../helpers/harness.js';
 
@@ -33,8 +33,8 @@ async function server(answer: (req: http.IncomingMessage, res: http.ServerRespon
 
 describe('leanFetch (fetch over undici request, for model endpoints)', () => {
   const fetchers: Array<{ close(): Promise<void> }> = [];
-  const make = (dispatcher: Dispatcher = new Agent()) => {
-    const f = leanFetch(dispatcher);
+  const make = (dispatcher: Dispatcher = new Agent(), redirects?: Dispatcher) => {
+    const f = leanFetch(dispatcher, redirects);
     fetchers.push(f);
     return f;
   };
@@ -138,6 +138,34 @@ describe('leanFetch (fetch over undici request, for model endpoints)', () => {
       expect(followed.status).to.equal(200);
       expect(await followed.text()).to.equal('POST x');
       expect(s.seen.map((r) => r.url)).to.deep.equal(['/moved', '/moved', '/here']);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('sends a redirected call again through `redirects`, which follows it, and every other call only directly', async () => {
+    const s = await server((req, res, body) => {
+      if (req.url === '/moved') return void res.writeHead(308, { location: '/here' }).end();
+      res.writeHead(200).end(`${req.method} ${req.url} ${body}`);
+    });
+    /** The requests that reached the redirect-following dispatcher. */
+    const followedVia: string[] = [];
+    class Counting extends Agent {
+      override dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+        followedVia.push(options.path);
+        return super.dispatch(options, handler);
+      }
+    }
+    try {
+      const f = make(new Agent(), new Counting().compose(interceptors.redirect({ maxRedirections: 5 })));
+      const direct = await f(`${s.url}/here`, { method: 'POST', body: 'a' });
+      expect(await direct.text()).to.equal('POST /here a');
+      expect(followedVia).to.deep.equal([]);
+      const moved = await f(`${s.url}/moved`, { method: 'POST', body: 'b' });
+      expect(moved.status).to.equal(200);
+      expect(await moved.text()).to.equal('POST /here b');
+      expect(followedVia).to.deep.equal(['/moved', '/here']);
+      expect(s.seen.map((r) => `${r.method} ${r.url} ${r.body}`)).to.deep.equal(['POST /here a', 'POST /moved b', 'POST /moved b', 'POST /here b']);
     } finally {
       await s.close();
     }
