@@ -122,7 +122,7 @@ export function createOpenAiAgent(
       mcp = connectMcp && servers.length > 0 ? await connectMcp(servers, trace) : undefined;
       const { definitions, byName } = mcp && mcp.tools.length > 0 ? toolset([...tools.specs, ...mcp.tools.map((tool) => mcpToolSpec<T>(tool))]) : tools;
       for (let round = 0; round < maxRounds; round++) {
-        const request = () => complete(client, endpoint, { model, messages: conversation, tools: definitions }, signal, input.draft);
+        const request = () => complete(client, endpoint, { model, messages: conversation, tools: definitions }, ended, input.draft);
         const { completion, started } = await modelCall(endpoint, model, request, trace, signal, input.signal);
         const usage = { input: completion.usage?.prompt_tokens ?? null, output: completion.usage?.completion_tokens ?? null };
         trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, inputTokens: usage.input, outputTokens: usage.output });
@@ -165,21 +165,22 @@ export function createOpenAiAgent(
   /**
    * One completion: streamed, its text going to `draft` as it comes, until the model starts a
    * tool call (that text was not the answer). An endpoint that refuses the stream (400 or 422)
-   * is asked again plainly, and only plainly from then on if that works.
+   * is asked again plainly, and only plainly from then on if that works. A stream that stalls
+   * ends the conversation (`ended`, the conversation's abort) as a timeout: the call fails, and
+   * the conversation with it.
    */
   async function complete(
     client: OpenAI,
     endpoint: string,
     params: { model: string; messages: ChatCompletionMessageParam[]; tools: ChatCompletionTool[] },
-    signal: AbortSignal,
+    ended: AbortController,
     draft: AnswerDraft | undefined,
   ): Promise<ChatCompletion> {
+    const { signal } = ended;
     if (plainEndpoints.has(endpoint)) return client.chat.completions.create(params, { signal });
     // A call made again (after a wait) writes its answer afresh.
     draft?.discard();
     // The SDK's timeout ends when the answer begins; a stream that then stalls is given as long between its chunks.
-    const ended = following(signal);
-    let stalled = false;
     let heardAt = 0;
     let quiet: NodeJS.Timeout | undefined;
     // One timer for the call, set again only when it fires: not one per chunk.
@@ -187,14 +188,13 @@ export function createOpenAiAgent(
       quiet = setTimeout(() => {
         const silentMs = performance.now() - heardAt;
         if (silentMs < config.timeoutMs) return listen(config.timeoutMs - silentMs);
-        stalled = true;
-        ended.abort();
+        ended.abort(new OpenAI.APIConnectionTimeoutError());
       }, ms);
     };
     try {
       // The SDK makes the call (retries, errors by status); its answer's events are read here (readCompletionChunks).
       const response = (await client.chat.completions
-        .create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal: ended.signal })
+        .create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal })
         .asResponse()) as unknown as FetchAnswer;
       heardAt = performance.now();
       listen(config.timeoutMs);
@@ -212,14 +212,14 @@ export function createOpenAiAgent(
       });
       return answer.completion();
     } catch (err) {
-      if (stalled && !signal.aborted) throw new OpenAI.APIConnectionTimeoutError();
+      // Stalled, unless the run's cancel or the deadline came first (the first reason stays).
+      if (signal.reason instanceof OpenAI.APIConnectionTimeoutError) throw signal.reason;
       if (!(err instanceof OpenAI.APIError && (err.status === 400 || err.status === 422)) || signal.aborted) throw err;
       const completion = await client.chat.completions.create(params, { signal });
       plainEndpoints.add(endpoint);
       return completion;
     } finally {
       clearTimeout(quiet);
-      ended.release();
     }
   }
 
@@ -269,8 +269,9 @@ export function createOpenAiAgent(
       return await request();
     } catch (err) {
       if (stopping.aborted) throw err;
-      if (signal.aborted) throw new AgentError(messages.deadline(deadlineMs));
+      // Before the deadline's check: a stream that stalls aborts the conversation as a timeout (`complete`).
       if (err instanceof OpenAI.APIConnectionTimeoutError) throw new AgentError(messages.timedOut(config.timeoutMs));
+      if (signal.aborted) throw new AgentError(messages.deadline(deadlineMs));
       if (err instanceof OpenAI.APIError && err.status !== undefined) throw new AgentError(messages.httpError(err.status, detailOf(err)), { cause: err });
       if (err instanceof OpenAI.APIConnectionError) throw new AgentError(messages.unreachable(networkFailure(err)));
       throw err;
