@@ -15,6 +15,9 @@ const FINAL = { task: ['done', 'cancelled'], session: ['completed', 'failed', 'c
 
 type Kind = 'task' | 'session';
 
+/** Whether a task or session in `status` is final (a session may still owe an answer: `ends`). */
+const isFinal = (kind: Kind, status: string) => (FINAL[kind] as readonly string[]).includes(status);
+
 /**
  * Server-sent events of one task or session: `status` (the task or session as it is when
  * sent, with the status the event records), `message` (a message complete), `delta` (text
@@ -67,7 +70,7 @@ export function streamRoutes({
 
   /** Whether the stream may end after this status: final, and (a session ended at once) owing no answer. */
   async function ends(kind: Kind, id: string, status: string): Promise<boolean> {
-    if (!(FINAL[kind] as readonly string[]).includes(status)) return false;
+    if (!isFinal(kind, status)) return false;
     if (kind === 'task') return true;
     const row = await db('sessions').where({ id }).first('reply_due');
     return !row?.reply_due;
@@ -81,7 +84,7 @@ export function streamRoutes({
       // then has committed all of its events, so once they are sent the stream ends, for a
       // client that reconnected after the final event too.
       const work = kind === 'task' ? await tasks.get(organizationId, id) : await sessions.get(organizationId, id);
-      const finished = (FINAL[kind] as readonly string[]).includes('state' in work ? work.state : work.status) && !('reply_due' in work && work.reply_due);
+      const finished = isFinal(kind, 'state' in work ? work.state : work.status) && !('reply_due' in work && work.reply_due);
       let lastSeq = lastEventId(req);
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
       res.flushHeaders();
