@@ -200,10 +200,22 @@ export async function claimInTurn(db: Db, terms: ClaimTerms, shareOut: ShareOut)
 }
 
 /**
+ * How far ahead of a claim's `now` a turn still counts as come. A turn put to the back of
+ * the line is the time of the claim that put it there, and claims run at once, in this
+ * process and others (whose clocks may be a little ahead): one that began later may commit
+ * first. Its turns are places in the line, not times to wait for; read as times, the claim
+ * that began earlier would find nothing due and wait for the next poll. A turn that waits
+ * for a delivery's time comes this much early at worst: the look finds nothing due yet
+ * (deliveries are taken at their time exactly) and the turn stays as it was.
+ */
+const TURN_AHEAD_MS = 1000;
+
+/**
  * Up to `limit` organizations whose turn has come, longest waiting first, each with its
  * enabled endpoint whose turn has come, longest waiting first, passing over those skipped.
  */
-async function whoseTurn(db: Db, { now, limit, skipOrganizations, skipEndpoints }: ClaimTerms): Promise<Turn[]> {
+async function whoseTurn(db: Db, { now: claimedAt, limit, skipOrganizations, skipEndpoints }: ClaimTerms): Promise<Turn[]> {
+  const now = new Date(Date.parse(claimedAt) + TURN_AHEAD_MS).toISOString();
   // webhook_endpoints_turns: (organization_id, turn_at, id).
   const endpoint = db('webhook_endpoints as e')
     .select('e.id')

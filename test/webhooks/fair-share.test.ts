@@ -9,6 +9,7 @@ import { openDatabase } from '../../src/db/knex.js';
 import { anyAddress } from '../../src/net/address-policy.js';
 import { createSender } from '../../src/webhooks/send.js';
 import { createWebhookWorker, defaultWebhookWorkerOptions, type WebhookWorkerOptions } from '../../src/webhooks/queue.js';
+import { claimInTurn, type ShareOut } from '../../src/webhooks/queries.js';
 
 /** Each event of the backlog goes to every endpoint, as an event all of them subscribe to does. */
 const BACKLOG_EVENTS = 8_000;
@@ -170,6 +171,32 @@ describe('webhook deliveries shared among organizations and endpoints', function
       [...tries.values()].every((n) => n === 2),
       'each attempted twice: the failure, then the retry',
     ).to.equal(true);
+  });
+
+  it('finds the deliveries of an organization whose turn a claim that began later has just passed on', async () => {
+    const h = await harness({});
+    const r = await receiver();
+    const t = await h.tenant();
+    const at = new Date();
+    const ids = [await endpoint(h, t, `${r.url}/a`), await endpoint(h, t, `${r.url}/b`)];
+    await insertWebhookBacklog(h.db, { organizationId: t.organizationId, endpointIds: ids, events: 3, at });
+    const terms = (now: Date, token: string) => ({
+      now: now.toISOString(),
+      leaseUntil: new Date(now.getTime() + 60_000).toISOString(),
+      token,
+      limit: 1,
+      skipOrganizations: [],
+      skipEndpoints: [],
+    });
+    const oneEach: ShareOut = (turns) => turns.flatMap((turn) => (turn.endpoint_id ? [[turn.endpoint_id, 1] as [string, number]] : []));
+    // Two claims under way at once: the one that began later (its clock 20 ms ahead) commits first and puts the turns it served at its own time.
+    const later = await claimInTurn(h.db, terms(new Date(at.getTime() + 20), 'later'), oneEach);
+    const earlier = await claimInTurn(h.db, terms(new Date(at.getTime() + 10), 'earlier'), oneEach);
+    expect(later).to.have.length(1);
+    expect(earlier, 'a turn a little ahead of this claim is a place in the line, not a time to wait for').to.have.length(1);
+    expect(earlier[0]!.endpoint_id, "the other endpoint's turn").to.not.equal(later[0]!.endpoint_id);
+    const claimed = await h.db('webhook_deliveries').whereIn('endpoint_id', ids).whereNotNull('claim_token').orderBy('claim_token').pluck('claim_token');
+    expect(claimed).to.deep.equal(['earlier', 'later']);
   });
 
   it('attempts each delivery once with two workers sharing several organizations and endpoints', async () => {
