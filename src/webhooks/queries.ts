@@ -214,21 +214,22 @@ const TURN_AHEAD_MS = 1000;
  * Up to `limit` organizations whose turn has come, longest waiting first, each with its
  * enabled endpoint whose turn has come, longest waiting first, passing over those skipped.
  */
-async function whoseTurn(db: Db, { now: claimedAt, limit, skipOrganizations, skipEndpoints }: ClaimTerms): Promise<Turn[]> {
-  const now = new Date(Date.parse(claimedAt) + TURN_AHEAD_MS).toISOString();
+async function whoseTurn(db: Db, { now, limit, skipOrganizations, skipEndpoints }: ClaimTerms): Promise<Turn[]> {
+  /** Turns up to this have come (`TURN_AHEAD_MS`). */
+  const comeBy = new Date(Date.parse(now) + TURN_AHEAD_MS).toISOString();
   // webhook_endpoints_turns: (organization_id, turn_at, id).
   const endpoint = db('webhook_endpoints as e')
     .select('e.id')
     .whereRaw('e.organization_id = o.id')
     .whereRaw('e.enabled')
-    .where('e.turn_at', '<=', now)
+    .where('e.turn_at', '<=', comeBy)
     .whereNotIn('e.id', skipEndpoints)
     .orderBy(['e.turn_at', 'e.id'])
     .limit(1);
   // organizations_webhook_turns: (webhook_turn_at, id) where webhook_turn_at is not null.
   return db('organizations as o')
     .select('o.id as organization_id', endpoint.as('endpoint_id'))
-    .where('o.webhook_turn_at', '<=', now)
+    .where('o.webhook_turn_at', '<=', comeBy)
     .whereNotIn('o.id', skipOrganizations)
     .orderBy(['o.webhook_turn_at', 'o.id'])
     .limit(limit);
