@@ -23,6 +23,8 @@ export interface Dialect {
   whereContains(query: Knex.QueryBuilder, column: string, text: string): void;
   /** The operator for "text matches this regular expression" (SQLite's is backed by JavaScript's RegExp, see knex.ts). */
   readonly regexpOperator: string;
+  /** The rows of a `db.raw` statement that returns some: PostgreSQL's answer holds them, better-sqlite3's is them. */
+  rawRows(answer: unknown): unknown[];
   /**
    * Makes `query` stop by `deadline` (epoch ms). SQLite cannot be interrupted from outside,
    * so its statements check `within_deadline(?)` themselves (`whereWithinDeadline`);
@@ -142,6 +144,7 @@ const sqlite: Dialect = {
     return (err as Error | null)?.name === 'DeadlinePassedError';
   },
   regexpOperator: 'regexp',
+  rawRows: (answer) => answer as unknown[],
   whereContains(query, column, text) {
     query.whereRaw(`?? like ? escape '\\'`, [column, containsPattern(text)]);
   },
@@ -242,6 +245,7 @@ const postgres: Dialect = {
     return (err as Error | null)?.name === 'KnexTimeoutError' || (err as { code?: string } | null)?.code === '57014';
   },
   regexpOperator: '~',
+  rawRows: (answer) => (answer as { rows: unknown[] }).rows,
   whereContains(query, column, text) {
     query.whereRaw(`?? ilike ? escape '\\'`, [column, containsPattern(text)]);
   },

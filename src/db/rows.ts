@@ -46,6 +46,33 @@ export async function insertRowsReturning<T>(db: Db, table: string, rows: readon
 }
 
 /**
+ * One UPDATE of many rows of `table`, each with its own values: `rows` (each `[id, ...]`, in
+ * the order of `names`, whose first is `id`) joined to the table by id, read in `set` and
+ * `where` as `v.<name>`. A CASE of every id in each column (`caseById`) has each row read
+ * through the others' values, and costs Knex as much again to build. The values are
+ * parameters, which PostgreSQL reads as text here: compare them with a column of another type
+ * through a cast. The rows written, with the `returning` columns.
+ */
+export async function updateFromValues<T>(
+  db: Db,
+  table: string,
+  { names, rows, set, where, returning }: { names: readonly string[]; rows: ReadonlyArray<readonly Knex.Value[]>; set: string; where: string; returning: readonly string[] },
+): Promise<T[]> {
+  if (rows.length === 0) return [];
+  if (names[0] !== 'id') throw new Error('updateFromValues: the first value of a row is its id');
+  const row = `(${names.map(() => '?').join(', ')})`;
+  const values = `select ${names.map((name, i) => `column${i + 1} as ${name}`).join(', ')} from (values ${rows.map(() => row).join(', ')}) as listed`;
+  // The ids also as a list, so the rows are found through the primary key.
+  const answer = await db.raw(
+    `update ?? set ${set} from (${values}) as v
+      where ${table}.id in (${rows.map(() => '?').join(', ')}) and cast(${table}.id as varchar(36)) = v.id and ${where}
+      returning ${returning.map((column) => `${table}.${column}`).join(', ')}`,
+    [table, ...rows.flat(), ...rows.map((values) => values[0]!)],
+  );
+  return dialectOf(db).rawRows(answer) as T[];
+}
+
+/**
  * `case id when ? then cast(? as type) … end`: each row's own value, for one UPDATE of many
  * rows (`otherwise`, a column: what a row not in `ids` keeps). The value is typed in the
  * statement, as PostgreSQL reads a bare parameter in a CASE as text.

@@ -4,8 +4,7 @@ import { dialectOf } from '../db/dialect.js';
 import { appendDelta, appendStatusEvents, appendStreamEvent, appendStreamEvents, appendStreamEventsOf, insertedId, moveEvents, type StreamEventData } from '../streams/queries.js';
 import { anyDue, claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
 import { bringRunTurnsForward, lapsed, runEnded, runsEnded } from '../scribes/queries.js';
-import { caseById, insertRowsReturning, piecesOf } from '../db/rows.js';
-import type { Knex } from 'knex';
+import { insertRowsReturning, piecesOf, updateFromValues } from '../db/rows.js';
 import { groupBy } from '../lib/group-by.js';
 
 export const SESSION_STATES = ['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled'] as const;
@@ -270,22 +269,14 @@ export async function recordSessionAnswers(trx: Db, answers: readonly AnswerToRe
   for (const piece of piecesOf(trx, together, ANSWERS_PER_UPDATE)) {
     const byId = new Map(piece.map((a) => [a.claim.id, a]));
     const ids = [...byId.keys()];
-    const each = (type: string, value: (a: AnswerToRecord) => Knex.Value) => caseById(trx, ids, type, (id) => value(byId.get(id)!));
-    const rows: Array<{ id: string; scribe_id: string; state: SessionState }> = await trx('sessions')
-      .whereIn('id', ids)
-      // The token compared as text: a uuid on PostgreSQL, where a CASE's parameters are text.
-      .whereRaw('cast(claim_token as varchar(36)) = ?', [each('varchar(36)', (a) => a.claim.token)])
-      .update({
-        reply_due: false,
-        claim_token: null,
-        lease_until: null,
-        attempts: 0,
-        // A session ended at once stays completed, even if answering it failed.
-        state: trx.raw("case when state = 'completed' then 'completed' else ? end", [each('varchar(16)', (a) => stateAfter(a.outcome))]),
-        error_message: each('text', (a) => a.outcome.errorMessage),
-        updated_at: each('varchar(24)', (a) => a.at),
-      })
-      .returning(['id', 'scribe_id', 'state']);
+    const rows = await updateFromValues<{ id: string; scribe_id: string; state: SessionState }>(trx, 'sessions', {
+      names: ['id', 'claim_token', 'state', 'error_message', 'updated_at'],
+      rows: [...byId.values()].map((a) => [a.claim.id, a.claim.token, stateAfter(a.outcome), a.outcome.errorMessage, a.at]),
+      // A session ended at once stays completed, even if answering it failed. The token is compared as text (a uuid on PostgreSQL).
+      set: "reply_due = false, claim_token = null, lease_until = null, attempts = 0, state = case when sessions.state = 'completed' then 'completed' else v.state end, error_message = v.error_message, updated_at = v.updated_at",
+      where: 'cast(sessions.claim_token as varchar(36)) = v.claim_token',
+      returning: ['id', 'scribe_id', 'state'],
+    });
     await runsEnded(
       trx,
       rows.map((row) => ({ scribeId: row.scribe_id, at: byId.get(row.id)!.at })),
@@ -314,7 +305,7 @@ export async function recordSessionAnswers(trx: Db, answers: readonly AnswerToRe
   return answers.map((a) => recorded.get(a.claim.id)!);
 }
 
-/** Answers moved in one UPDATE at most (its CASEs hold two parameters an answer each). */
+/** Answers moved in one UPDATE at most. */
 const ANSWERS_PER_UPDATE = 64;
 
 /** Of each session, the id of the last whole message from the user or staff. */

@@ -1,8 +1,7 @@
-import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
 import { atomically } from '../db/group-commit.js';
 import { appendDelta, appendFirstStatusEvents, appendStatusEvents, appendStreamEventsOf, insertedId, moveEvents } from '../streams/queries.js';
-import { caseById, insertRows, insertRowsReturning, piecesOf } from '../db/rows.js';
+import { insertRows, insertRowsReturning, piecesOf, updateFromValues } from '../db/rows.js';
 import type { Position } from '../http/cursor.js';
 import { anyDue, claimPicked, type ClaimPick, type LeaseTerms, type Queue } from '../db/claims.js';
 import { atOrAfter } from '../lib/clock.js';
@@ -253,7 +252,7 @@ export interface RunFinish {
   noDraft?: boolean;
 }
 
-/** Runs' ends one UPDATE takes at most: each is a CASE of them all, in several columns. */
+/** Runs' ends one UPDATE takes at most. */
 const FINISHES_PER_UPDATE = 64;
 
 /**
@@ -271,24 +270,14 @@ export async function recordRunEnds(trx: Db, finishes: readonly RunFinish[], alo
   const moved = new Set<string>();
   for (const piece of piecesOf(trx, finishes, FINISHES_PER_UPDATE)) {
     const byId = new Map(piece.map((finish) => [finish.id, finish]));
-    const ids = [...byId.keys()];
-    const each = (type: string, value: (finish: RunFinish) => Knex.Value) => caseById(trx, ids, type, (id) => value(byId.get(id)!));
-    const results = ids.filter((id) => byId.get(id)!.result !== undefined);
-    const rows: Array<{ id: string; scribe_id: string }> = await trx('tasks')
-      .whereIn('id', ids)
-      .where({ status: 'in_progress' })
-      // The token compared as text: a uuid on PostgreSQL, where a CASE's parameters are text.
-      .whereRaw('cast(claim_token as varchar(36)) = ?', [each('varchar(36)', (finish) => finish.claimToken)])
-      .update({
-        status: each('varchar(16)', (finish) => finish.to),
-        result: caseById(trx, results, 'text', (id) => byId.get(id)!.result!, 'result'),
-        last_error: each('text', (finish) => finish.lastError),
-        updated_at: each('varchar(24)', (finish) => finish.at),
-        claim_token: null,
-        lease_until: null,
-        attempts: 0,
-      })
-      .returning(['id', 'scribe_id']);
+    const rows = await updateFromValues<{ id: string; scribe_id: string }>(trx, 'tasks', {
+      names: ['id', 'claim_token', 'status', 'result', 'last_error', 'updated_at'],
+      rows: [...byId.values()].map((finish) => [finish.id, finish.claimToken, finish.to, finish.result ?? null, finish.lastError, finish.at]),
+      // A task left waiting has no result of its own: it keeps the one it had. The token is compared as text (a uuid on PostgreSQL).
+      set: 'status = v.status, result = coalesce(v.result, tasks.result), last_error = v.last_error, updated_at = v.updated_at, claim_token = null, lease_until = null, attempts = 0',
+      where: "tasks.status = 'in_progress' and cast(tasks.claim_token as varchar(36)) = v.claim_token",
+      returning: ['id', 'scribe_id'],
+    });
     await runsEnded(
       trx,
       rows.map((row) => ({ scribeId: row.scribe_id, at: byId.get(row.id)!.at })),
