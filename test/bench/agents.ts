@@ -18,7 +18,7 @@ import { deadlocksOf } from '../helpers/databases.js';
 import { startPostgresCluster } from '../helpers/postgres-cluster.js';
 import { provision } from '../helpers/provision.js';
 import { insertAccepted } from './api.js';
-import { machineLine, startWorker, writeSection } from './lib.js';
+import { machineLine, startWorker, workLeft, writeSection } from './lib.js';
 import { startBenchModel, type BenchModel } from './model.js';
 
 /** BENCH_AGENT_TASKS: fewer for a quick look at the harness. */
@@ -117,7 +117,7 @@ async function run(dataDir: string, scenario: Scenario, model: BenchModel): Prom
       for (const scribe of scribes) await (scenario.work === 'sessions' ? insertSessions : insertAccepted)(db, p.organizationId, scribe.id, n / SCRIBES);
     };
     /** Until no receipt, task or session is left to work. */
-    const drained = () => until(async () => !(await open(db)));
+    const drained = () => until(async () => !(await workLeft(db)));
     // Cold: the first work of fresh workers.
     const coldBefore = cpuOf();
     const warmUp = WARM_UP * scenario.processes;
@@ -230,25 +230,6 @@ function receiptRow(organizationId: string, scribeId: string) {
     created_at: at,
     updated_at: at,
   };
-}
-
-/**
- * Whether any receipt, task or session is left to work. Polled through the drain, so it reads
- * only the work queues' partial indexes: a count of every task not done scanned the whole
- * table, several milliseconds of the database's CPU at each poll, taken from the work measured.
- */
-async function open(db: Db): Promise<boolean> {
-  const left = await db
-    .select(
-      db.raw(
-        `exists (select 1 from requests where status in ('accepted', 'dispatched'))
-          or exists (select 1 from tasks where status in ('open', 'in_progress') and claim_token is null)
-          or exists (select 1 from tasks where claim_token is not null)
-          or exists (select 1 from sessions where reply_due) as "left"`,
-      ),
-    )
-    .first();
-  return Boolean(left.left);
 }
 
 /** `n` chat sessions of the scribe, each with the user's first message and owed an answer, as a burst of chats would leave them. */

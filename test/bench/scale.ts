@@ -10,7 +10,7 @@ import { databaseKindOf, type DatabaseKind } from '../../src/db/dialect.js';
 import { startPostgresCluster } from '../helpers/postgres-cluster.js';
 import { PRODUCTION_SETTINGS, idleDispatchLatency, insertAccepted } from './api.js';
 import { prepareEntries } from './entries.js';
-import { CONNECTIONS, LOAD_LINE, load, machineLine, startServer, startWorker, writeSection, type Row } from './lib.js';
+import { CONNECTIONS, LOAD_LINE, load, machineLine, startServer, startWorker, workLeft, writeSection, type Row } from './lib.js';
 
 const KINDS: DatabaseKind[] = ['sqlite', 'postgres'];
 const LABEL: Record<DatabaseKind, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL' };
@@ -73,14 +73,9 @@ async function measure(install: Install, processes: number): Promise<Row[]> {
   return rows;
 }
 
-/** Resolves once no receipt waits for dispatch and no task for the agent. */
+/** Resolves once no receipt waits for dispatch and no task for the agent (`workLeft`). */
 async function queueEmpty(db: Db): Promise<void> {
-  for (;;) {
-    const open = await db('requests').whereIn('status', ['accepted', 'dispatched']).count({ n: '*' }).first();
-    const working = await db('tasks').whereIn('status', ['open', 'in_progress']).count({ n: '*' }).first();
-    if (Number(open!.n) + Number(working!.n) === 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  while (await workLeft(db)) await new Promise((resolve) => setTimeout(resolve, 200));
 }
 
 async function untilQueueEmpty(databaseUrl: string): Promise<void> {
