@@ -158,8 +158,9 @@ describe('the openai agent, against a local server speaking the protocol', () =>
       toolboxFor: (scribe) => createToolbox(scribe, h.services),
       options: defaultRuntimeOptions,
     });
-    // Ten pieces 150 ms apart: never quiet for the endpoint's 0.3 s, but 1.5 s in all.
-    fake.script({ reply: 'A long answer, written slowly but steadily, piece by piece.', chunks: 10, chunkDelayMs: 150 });
+    // Fifteen pieces 100 ms apart: never quiet for the endpoint's 0.3 s, with room for a busy
+    // machine's late timers (at 150 ms apart one gap passed 0.3 s under a loaded CI run), but 1.5 s in all.
+    fake.script({ reply: 'A long answer, written slowly but steadily, piece by piece.', chunks: 15, chunkDelayMs: 100 });
     const abandoned = fake.hits.abandoned;
     const res = await h.api.post('/api/v1/scribes/oracle/chat').set(t.headers).send({ message: 'Tell me everything.' });
     const started = performance.now();
