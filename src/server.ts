@@ -6,10 +6,10 @@ import { openDatabase } from './db/knex.js';
 import { dialectOf } from './db/dialect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { openSecretBox } from './secrets/keys.js';
-import { createServices, type ServiceOptions } from './services.js';
+import { createServices, type ServiceOptions, type Services } from './services.js';
 import { createApp } from './app.js';
 import { resolveSessionSecret } from './console/session-secret.js';
-import { startSmtpListener, type SmtpListener } from './channels/smtp.js';
+import type { SmtpListener } from './channels/smtp.js';
 
 /** How long in-flight requests get to finish on shutdown before their connections are cut. */
 export const DRAIN_TIMEOUT_MS = 10_000;
@@ -47,17 +47,7 @@ export async function startServer(config: Config, logger: Logger, options: Servi
   let smtp: SmtpListener | undefined;
   try {
     server = serves ? await listen(config, createApp({ config, logger, services, sessionSecret: resolveSessionSecret(config.sessionSecret, config.dataDir) })) : undefined;
-    smtp =
-      serves && config.smtp
-        ? await startSmtpListener({
-            host: config.smtp.host,
-            port: config.smtp.port,
-            limits: { maxConnections: config.smtp.maxConnections },
-            channels: services.channels,
-            store: services.attachmentStore,
-            logger,
-          }).catch((err) => Promise.reject(new ListenError('SMTP_PORT', 'SMTP_HOST', config.smtp!.port, config.smtp!.host, err)))
-        : undefined;
+    smtp = serves && config.smtp ? await startSmtp(config.smtp, services, logger) : undefined;
   } catch (err) {
     if (server) await closeServer(server);
     await services.stop();
@@ -108,6 +98,22 @@ async function listen(config: Config, app: http.RequestListener): Promise<http.S
     server.listen(config.port, config.host, () => resolve());
   });
   return server;
+}
+
+/**
+ * The email channels' SMTP listener. The SMTP server and the MIME parsers load here, only
+ * where SMTP_PORT is set, rather than at every start, of which they are a large share.
+ */
+async function startSmtp(smtp: NonNullable<Config['smtp']>, services: Services, logger: Logger): Promise<SmtpListener> {
+  const { startSmtpListener } = await import('./channels/smtp.js');
+  return startSmtpListener({
+    host: smtp.host,
+    port: smtp.port,
+    limits: { maxConnections: smtp.maxConnections },
+    channels: services.channels,
+    store: services.attachmentStore,
+    logger,
+  }).catch((err) => Promise.reject(new ListenError('SMTP_PORT', 'SMTP_HOST', smtp.port, smtp.host, err)));
 }
 
 /**

@@ -1,5 +1,4 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { AddressPolicy } from '../net/address-policy.js';
 import { createGuardedFetch, networkFailure } from '../net/guarded-agent.js';
 import type { McpServerRow } from './queries.js';
@@ -32,6 +31,18 @@ export interface McpToolset {
 export type McpConnector = (servers: readonly McpServerRow[], trace: Trace) => Promise<McpToolset>;
 
 /**
+ * The SDK's client, loaded at the first connection rather than at every start: with the schema
+ * validators it brings, it is a large share of a process's start, and most installs never use it.
+ */
+let sdk:
+  | Promise<{ Client: typeof Client; StreamableHTTPClientTransport: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport }>
+  | undefined;
+const loadSdk = () =>
+  (sdk ??= Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/streamableHttp.js')]).then(
+    ([{ Client }, { StreamableHTTPClientTransport }]) => ({ Client, StreamableHTTPClientTransport }),
+  ));
+
+/**
  * Connects to a scribe's MCP servers through the official SDK's Streamable HTTP client, for one
  * piece of work. Requests go through the guarded agent, so a server URL obeys the address
  * policy at connect time. A server that cannot be reached or listed gives no tools, and the
@@ -42,6 +53,7 @@ export function createMcpConnector(policy: AddressPolicy, limits: McpLimits = de
 
   async function connectOne(server: McpServerRow, index: number, trace: Trace): Promise<{ client: Client; tools: McpTool[] } | undefined> {
     const started = performance.now();
+    const { Client, StreamableHTTPClientTransport } = await loadSdk();
     const client = new Client({ name: 'scribe', version: '1.0.0' });
     try {
       const transport = new StreamableHTTPClientTransport(new URL(server.url), { fetch: guardedFetch, requestInit: { headers: server.headers } });
