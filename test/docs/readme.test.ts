@@ -6,10 +6,11 @@ import { expect } from 'chai';
 import { eventually, tempDir } from '../helpers/harness.js';
 import { installEnv, openInstall } from '../helpers/databases.js';
 import { markedBlocks } from '../helpers/docs.js';
-import { startProcess } from '../helpers/process.js';
+import { builtEntry, startProcess } from '../helpers/process.js';
 
 const README = fileURLToPath(new URL('../../README.md', import.meta.url));
-const ADMIN = fileURLToPath(new URL('../../src/cli/admin.ts', import.meta.url));
+// What `npm run admin` runs once dist/ is built (the suite builds it first).
+const ADMIN = builtEntry('src/cli/admin.ts');
 
 /** The shell blocks after the README's `<!-- marker` comment, up to its section's end, as written. */
 const exampleBlocks = (marker: string): string[] => markedBlocks(README, marker);
@@ -25,13 +26,13 @@ function expectedStatuses(script: string): string[] {
 /**
  * Runs `script` in bash against a running demo, as a reader would paste it. Each curl call's
  * status is recorded (its body passes on unchanged, also into pipes and $(...)), and
- * `npm run --silent admin -- …` runs the CLI from source on the demo's data.
+ * `npm run --silent admin -- …` runs the built CLI, as npm would, on the demo's data.
  */
 async function runAgainstDemo(script: string, env: Record<string, string>): Promise<{ output: string; statuses: string[] }> {
   const statusFile = path.join(tempDir(), 'statuses');
   const wrapper = [
     'set -euo pipefail',
-    `npm() { shift 4; node --import tsx "$ADMIN" "$@"; }`,
+    `npm() { shift 4; node "$ADMIN" "$@"; }`,
     `curl() { local out; out=$(command curl -w '\\n%{http_code}' "$@"); printf '%s\\n' "\${out##*$'\\n'}" >> "$STATUS_FILE"; printf '%s' "\${out%$'\\n'*}"; }`,
   ].join('\n');
   const output = await new Promise<string>((resolve, reject) => {
