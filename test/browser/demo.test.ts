@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Page } from 'playwright-core';
-import { consoleInBrowser, expectText, overflowsSideways } from '../helpers/browser.js';
+import { consoleInBrowser, expectText, FULL_CHROMIUM, overflowsSideways } from '../helpers/browser.js';
 import { createLogger } from '../../src/logger.js';
 import { createServices } from '../../src/services.js';
 import { DEMO, seed } from '../../seeds/demo.js';
@@ -9,11 +9,12 @@ import { FAILING_ENDPOINT } from '../../seeds/demo-history.js';
 /**
  * The demo as a first start shows it, in Chromium: the seed's three days of history behind
  * the dashboard's charts, its failures, a waiting task, the failing webhook endpoint and a
- * schedule's past fires, signed in as the demo's admin, on a desktop and a phone.
+ * schedule's past fires, signed in as the demo's admin, on a desktop and a phone. In the full
+ * browser, as a reader trying the demo sees it; the other browser tests use the headless shell.
  */
 describe('the demo in Chromium', function () {
   this.timeout(90_000);
-  const c = consoleInBrowser();
+  const c = consoleInBrowser({}, { executablePath: FULL_CHROMIUM });
 
   before(async () => {
     await seed((options) => createServices({ config: c.h.config, db: c.h.db, logger: createLogger('silent'), options }));
