@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { expect } from 'chai';
 import type { openDatabase } from '../../src/db/knex.js';
 import { eventually, tempDir } from '../helpers/harness.js';
-import { stored, installEnv, openInstall, tableNames } from '../helpers/databases.js';
+import { stored, installEnv, itOnlyOn, openInstall, tableNames } from '../helpers/databases.js';
 import { builtEntry, runToExit, startProcess } from '../helpers/process.js';
 import { startFileServer } from '../helpers/file-server.js';
 import { provision } from '../helpers/provision.js';
@@ -244,7 +244,8 @@ describe('the server process', function () {
     });
   });
 
-  it('logs for people with LOG_FORMAT=pretty', async () => {
+  // One database is enough: this process starts on SQLite in either run.
+  itOnlyOn('sqlite')('logs for people with LOG_FORMAT=pretty', async () => {
     const child = spawn(process.execPath, [builtEntry('src/main.ts')], { env: { PATH: process.env.PATH ?? '', DATA_DIR: tempDir(), PORT: '0', LOG_FORMAT: 'pretty' } });
     let output = '';
     child.stdout.on('data', (c) => (output += c));
@@ -291,7 +292,8 @@ describe('the server process', function () {
     }
   });
 
-  it('refuses to start with a bad variable, naming it', async () => {
+  // One database is enough: the variables are refused before any database is opened.
+  itOnlyOn('sqlite')('refuses to start with a bad variable, naming it', async () => {
     for (const [name, value] of [
       ['PORT', 'http'],
       ['LOG_LEVEL', 'loud'],
