@@ -34,13 +34,15 @@ export type McpConnector = (servers: readonly McpServerRow[], trace: Trace) => P
  * The SDK's client, loaded at the first connection rather than at every start: with the schema
  * validators it brings, it is a large share of a process's start, and most installs never use it.
  */
-let sdk:
-  | Promise<{ Client: typeof Client; StreamableHTTPClientTransport: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport }>
-  | undefined;
-const loadSdk = () =>
-  (sdk ??= Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/streamableHttp.js')]).then(
-    ([{ Client }, { StreamableHTTPClientTransport }]) => ({ Client, StreamableHTTPClientTransport }),
-  ));
+async function importSdk() {
+  const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+  ]);
+  return { Client, StreamableHTTPClientTransport };
+}
+let sdk: ReturnType<typeof importSdk> | undefined;
+const loadSdk = () => (sdk ??= importSdk());
 
 /**
  * Connects to a scribe's MCP servers through the official SDK's Streamable HTTP client, for one
