@@ -17,11 +17,14 @@ export interface RunEnd {
 type RunWrite = { call: NewAgentCall } | { end: RunEnd } | { answer: AnswerToRecord };
 
 /**
- * Writes of at most this many items in a batch. Slots come free as their batch commits: a
- * batch of hundreds (a burst of answers) held them all until its last statement, and the claim
- * that refills them, and a new scribe's first run, came after it.
+ * Writes of at most this many items in a batch (a run writes at least two: a call and its
+ * end or answer). A run gives its slot back before its record is written (work/engine.ts,
+ * `released`) unless more runs wait to be written than there are slots: then runs keep
+ * their slots until written, and the pace of this line sets the pace of the work. Smaller
+ * batches were that bottleneck on PostgreSQL, where batches go one at a time
+ * (docs/performance.md); much larger ones only make a failed batch's item-by-item retry longer.
  */
-const WRITES_PER_BATCH = 64;
+const WRITES_PER_BATCH = 192;
 
 /**
  * The calls of all runs' traces, the ends of task runs and the answers of session runs, in
