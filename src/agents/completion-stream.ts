@@ -1,6 +1,6 @@
 import { createParser } from 'eventsource-parser';
-import OpenAI from 'openai';
 import type { FetchAnswer } from '../net/lean-fetch.js';
+import { openAiSdk } from './openai-sdk.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionMessageFunctionToolCall } from 'openai/resources/chat/completions';
 
 /** What one chunk added: text of the answer, or the first sign that the model is calling tools. */
@@ -48,9 +48,9 @@ export function createCompletionAccumulator() {
     },
 
     completion(): ChatCompletion {
-      if (!head) throw new OpenAI.OpenAIError('stream ended without producing a ChatCompletion');
-      if (!finish) throw new OpenAI.OpenAIError('missing finish_reason for choice 0');
-      if (role !== 'assistant') throw new OpenAI.OpenAIError('missing role for choice 0');
+      if (!head) throw new (openAiSdk().OpenAIError)('stream ended without producing a ChatCompletion');
+      if (!finish) throw new (openAiSdk().OpenAIError)('missing finish_reason for choice 0');
+      if (role !== 'assistant') throw new (openAiSdk().OpenAIError)('missing role for choice 0');
       const toolCalls = calls.filter(Boolean);
       return {
         ...head,
@@ -77,7 +77,7 @@ export function createCompletionAccumulator() {
  * generators and a line decoder of its own: per call, more CPU than the parser and a callback.
  */
 export async function readCompletionChunks(answer: Pick<FetchAnswer, 'body' | 'headers'>, onChunk: (chunk: ChatCompletionChunk) => void): Promise<void> {
-  if (!answer.body) throw new OpenAI.OpenAIError('Attempted to iterate over a response with no body');
+  if (!answer.body) throw new (openAiSdk().OpenAIError)('Attempted to iterate over a response with no body');
   let done = false;
   const parser = createParser({
     onEvent({ data }) {
@@ -87,7 +87,7 @@ export async function readCompletionChunks(answer: Pick<FetchAnswer, 'body' | 'h
         return;
       }
       const chunk = JSON.parse(data) as ChatCompletionChunk & { error?: object };
-      if (chunk?.error) throw new OpenAI.APIError(undefined, chunk.error, undefined, answer.headers);
+      if (chunk?.error) throw new (openAiSdk().APIError)(undefined, chunk.error, undefined, answer.headers);
       onChunk(chunk);
     },
   });

@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { OpenAiConfig } from '../config.js';
 import type { Logger } from '../logger.js';
@@ -14,6 +14,7 @@ import type { Trace } from './trace.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 import type { AnswerDraft } from './reply-writer.js';
 import { createCompletionAccumulator, readCompletionChunks } from './completion-stream.js';
+import { loadOpenAiSdk, openAiSdk } from './openai-sdk.js';
 
 /** Model rounds (each possibly with tool calls) before an answer must have come, unless the scribe says otherwise. */
 export const DEFAULT_MAX_ROUNDS = 8;
@@ -74,7 +75,7 @@ export function createOpenAiAgent(
   const gate = createEndpointGate();
   // Endpoints that answered a streamed request plainly, or refused it: asked plainly from then on, for the process.
   const plainEndpoints = new Set<string>();
-  function clientFor(scribe: AgentInput['scribe']): { client: OpenAI; endpoint: string } {
+  function clientFor(scribe: AgentInput['scribe'], sdk: typeof OpenAI): { client: OpenAI; endpoint: string } {
     const own = scribe.model_base_url ?? undefined;
     const scribeKey = scribe.model_api_key ? secrets.open(scribe.model_api_key) : undefined;
     const baseURL = own ?? config.baseUrl;
@@ -82,7 +83,7 @@ export function createOpenAiAgent(
     const id = `${own ? 'scribe' : 'env'}\n${baseURL}\n${apiKey ?? ''}`;
     let entry = clients.get(id);
     if (!entry) {
-      const client = new OpenAI({
+      const client = new sdk({
         baseURL,
         // The SDK insists on a key; with none, the Authorization header is left out (local servers take none).
         apiKey: apiKey ?? 'none',
@@ -107,7 +108,7 @@ export function createOpenAiAgent(
     const { scribe, trace } = input;
     const model = scribe.model ?? config.model;
     if (!model) throw new AgentError(messages.notConfigured);
-    const { client, endpoint } = clientFor(scribe);
+    const { client, endpoint } = clientFor(scribe, await loadOpenAiSdk());
     const maxRounds = scribe.max_tool_rounds ?? DEFAULT_MAX_ROUNDS;
     const budget = scribe.token_budget ?? null;
     let used = 0;
@@ -188,7 +189,7 @@ export function createOpenAiAgent(
       quiet = setTimeout(() => {
         const silentMs = performance.now() - heardAt;
         if (silentMs < config.timeoutMs) return listen(config.timeoutMs - silentMs);
-        ended.abort(new OpenAI.APIConnectionTimeoutError());
+        ended.abort(new (openAiSdk().APIConnectionTimeoutError)());
       }, ms);
     };
     try {
@@ -213,8 +214,9 @@ export function createOpenAiAgent(
       return answer.completion();
     } catch (err) {
       // Stalled, unless the run's cancel or the deadline came first (the first reason stays).
-      if (signal.reason instanceof OpenAI.APIConnectionTimeoutError) throw signal.reason;
-      if (!(err instanceof OpenAI.APIError && (err.status === 400 || err.status === 422)) || signal.aborted) throw err;
+      const sdk = openAiSdk();
+      if (signal.reason instanceof sdk.APIConnectionTimeoutError) throw signal.reason;
+      if (!(err instanceof sdk.APIError && (err.status === 400 || err.status === 422)) || signal.aborted) throw err;
       const completion = await client.chat.completions.create(params, { signal });
       plainEndpoints.add(endpoint);
       return completion;
@@ -246,7 +248,7 @@ export function createOpenAiAgent(
       } catch (err) {
         // `call` words an endpoint's answer as an AgentError whose cause is the SDK's error.
         const cause = (err as { cause?: unknown }).cause;
-        const answered = cause instanceof OpenAI.APIError && cause.status !== undefined ? cause : undefined;
+        const answered = cause instanceof openAiSdk().APIError && cause.status !== undefined ? cause : undefined;
         const pauseMs = answered?.headers ? retryAfterMs(answered.status, answered.headers) : undefined;
         ticket.leave(pauseMs);
         if (!answered || pauseMs === undefined || signal.aborted) {
@@ -270,10 +272,11 @@ export function createOpenAiAgent(
     } catch (err) {
       if (stopping.aborted) throw err;
       // Before the deadline's check: a stream that stalls aborts the conversation as a timeout (`complete`).
-      if (err instanceof OpenAI.APIConnectionTimeoutError) throw new AgentError(messages.timedOut(config.timeoutMs));
+      const sdk = openAiSdk();
+      if (err instanceof sdk.APIConnectionTimeoutError) throw new AgentError(messages.timedOut(config.timeoutMs));
       if (signal.aborted) throw new AgentError(messages.deadline(deadlineMs));
-      if (err instanceof OpenAI.APIError && err.status !== undefined) throw new AgentError(messages.httpError(err.status, detailOf(err)), { cause: err });
-      if (err instanceof OpenAI.APIConnectionError) throw new AgentError(messages.unreachable(networkFailure(err)));
+      if (err instanceof sdk.APIError && err.status !== undefined) throw new AgentError(messages.httpError(err.status, detailOf(err)), { cause: err });
+      if (err instanceof sdk.APIConnectionError) throw new AgentError(messages.unreachable(networkFailure(err)));
       throw err;
     }
   }

@@ -4,13 +4,14 @@
  * agent reads them (agents/completion-stream.ts), with nothing claimed, traced or recorded.
  * A process of its own (alone.ts), run by agents.ts.
  */
-import OpenAI from 'openai';
 import { Agent } from 'undici';
 import { readCompletionChunks } from '../../src/agents/completion-stream.js';
+import { loadOpenAiSdk } from '../../src/agents/openai-sdk.js';
 import { type FetchAnswer, leanFetch } from '../../src/net/lean-fetch.js';
 import { measureAlone, modelUrl } from './alone.js';
 
 const fetch = leanFetch(new Agent());
+const OpenAI = await loadOpenAiSdk();
 const client = new OpenAI({ apiKey: 'bench', baseURL: modelUrl, fetch: fetch as unknown as typeof globalThis.fetch, maxRetries: 0 });
 
 await measureAlone(async (n) => {

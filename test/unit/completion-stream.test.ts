@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
-import OpenAI from 'openai';
+import type OpenAISdk from 'openai';
 import { createCompletionAccumulator, readCompletionChunks } from '../../src/agents/completion-stream.js';
+import { loadOpenAiSdk } from '../../src/agents/openai-sdk.js';
 
 /** A chunk of completion `chatcmpl-1` with one choice's delta, or none (the usage chunk). */
 function chunk(
@@ -20,6 +21,12 @@ function chunk(
 }
 
 describe('a streamed completion put together (agents/completion-stream.ts)', () => {
+  // The SDK as the agent loads it at its first model call (agents/openai-sdk.ts): the classes of the errors it throws.
+  let OpenAI: typeof OpenAISdk;
+  before(async () => {
+    OpenAI = await loadOpenAiSdk();
+  });
+
   it('joins the text of the pieces, with the finish and the usage of the last chunk', () => {
     const answer = createCompletionAccumulator();
     const added = [chunk({ role: 'assistant', content: '' }), chunk({ content: 'High water ' }), chunk({ content: 'at 06:12.' }), chunk({}, 'stop')].map((c) => answer.add(c));
