@@ -37,9 +37,14 @@ function selectedSuites(): Suite[] {
 
 const children = new Set<ChildProcess>();
 
-/** Tests passed and failed so far, from the spec reporter's lines (✔ and "N) "). */
+/**
+ * Tests passed and failed so far, from the spec reporter's lines (✔ and "N) "), up to its
+ * epilogue ("N passing"), which lists each failure again.
+ */
 function tally(output: string): string {
-  const text = stripAnsi(output);
+  const all = stripAnsi(output);
+  const epilogue = all.search(/^\s*\d+ passing\b/m);
+  const text = epilogue === -1 ? all : all.slice(0, epilogue);
   const passed = text.match(/^\s*✔ /gm)?.length ?? 0;
   const failed = text.match(/^\s*\d+\) /gm)?.length ?? 0;
   return `${passed} passed${failed > 0 ? `, ${failed} failed` : ''}`;
