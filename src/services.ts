@@ -7,6 +7,7 @@ import { createOrganizationService } from './organizations/service.js';
 import { createScribeService } from './scribes/service.js';
 import { findScribesByIds } from './scribes/queries.js';
 import { createUserService } from './users/service.js';
+import type { PasswordCost } from './users/passwords.js';
 import { createEntryTypeService } from './entries/entry-type-service.js';
 import { type ReadWorkerOptions, createReadWorkers } from './entries/read-workers.js';
 import { createEntryService } from './entries/entry-service.js';
@@ -98,6 +99,8 @@ export interface ServiceOptions {
   reads?: Partial<ReadWorkerOptions>;
   /** Replaces READ_THREADS: 0 reads entries in this thread (the demo's seed, whose few searches are not worth starting threads for). */
   readThreads?: number;
+  /** Replaces scrypt's cost for passwords set from now on (tests, which set hundreds: one at the real cost is tens of ms of CPU). */
+  passwordCost?: PasswordCost;
 }
 
 export type Services = ReturnType<typeof createServices>;
@@ -254,7 +257,7 @@ export function createServices({
     secrets,
     organizations: createOrganizationService({ db, clock, logger }),
     scribes,
-    users: createUserService({ db, clock, audit, publicUrl: config.publicUrl }),
+    users: createUserService({ db, clock, audit, publicUrl: config.publicUrl, passwordCost: options.passwordCost }),
     entryTypes,
     entries,
     /** Where entry pages are read (undefined: in this thread). */

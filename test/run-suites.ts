@@ -147,7 +147,8 @@ async function main(): Promise<number> {
 
   // Given no mocha arguments, the whole suite, each run in its own order of files.
   const configs = args.length > 0 || interrupted ? [] : wanted.map((_, i) => configInOrder(i % 2 === 1));
-  const runs = interrupted ? [] : wanted.map((suite, i) => runMocha(suite, configs[i] ? ['--config', configs[i]] : args, env));
+  // The console's screenshots in the first run only: every run would write the same files.
+  const runs = interrupted ? [] : wanted.map((suite, i) => runMocha(suite, configs[i] ? ['--config', configs[i]] : args, i === 0 ? env : { ...env, TEST_SCREENSHOTS: '0' }));
   // Each run's output is printed whole at its end; meanwhile a line every 30 s says how far they are.
   const started = Date.now();
   const ticker = setInterval(() => {

@@ -5,16 +5,12 @@ import { type Clock, isoNow } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
 import { HttpError, NotFoundError, ValidationError } from '../http/errors.js';
 import type { Actor, AuditLog } from '../audit/service.js';
-import { hashPassword, verifyPassword } from './passwords.js';
+import { PASSWORD_COST, type PasswordCost, hashPassword as hashAtCost, verifyPassword } from './passwords.js';
 import * as queries from './queries.js';
 import { NO_PASSWORD, USER_ROLES, type PasswordLinkPurpose, type UserListRow, type UserRole, type UserRow } from './queries.js';
 
 export { USER_ROLES };
 export type { PasswordLinkPurpose, UserListRow, UserRole, UserRow };
-
-/** Verified against when the email is unknown, so response time does not tell which emails exist. */
-let dummyHash: Promise<string> | undefined;
-const dummy = () => (dummyHash ??= hashPassword('not a real password'));
 
 /** How long an invitation or a reset link may be used. */
 export const LINK_VALID_MS = 7 * 24 * 3_600_000;
@@ -67,7 +63,25 @@ export type UserService = ReturnType<typeof createUserService>;
  * Console users. Changes staff make are audited with the actor given, and never with a
  * password or a link's token. `publicUrl` (PUBLIC_URL) makes links absolute.
  */
-export function createUserService({ db, clock, audit, publicUrl }: { db: Db; clock: Clock; audit: AuditLog; publicUrl?: string }) {
+export function createUserService({
+  db,
+  clock,
+  audit,
+  publicUrl,
+  passwordCost = PASSWORD_COST,
+}: {
+  db: Db;
+  clock: Clock;
+  audit: AuditLog;
+  publicUrl?: string;
+  /** scrypt's cost for passwords set from now on; each hash records its own, so any stays verifiable. */
+  passwordCost?: PasswordCost;
+}) {
+  const hashPassword = (password: string) => hashAtCost(password, passwordCost);
+  /** Verified against when the email is unknown, so response time does not tell which emails exist. */
+  let dummyHash: Promise<string> | undefined;
+  const dummy = () => (dummyHash ??= hashPassword('not a real password'));
+
   const linkUrl = (token: string) => `${publicUrl ?? ''}/invite/${token}`;
 
   /** The actor's organization's user `id`; 404 otherwise, also for other organizations' users. */

@@ -18,7 +18,7 @@ for (const plan of [
     const all: Array<{ id: string; ms: number; score: number; team: string }> = [];
 
     before(async () => {
-      h = await createHarness({ options: { dispatchOnAccept: false, clock, searchDriveLimit: plan.driveLimit } });
+      h = await createHarness({ env: { READ_THREADS: '2' }, options: { dispatchOnAccept: false, clock, searchDriveLimit: plan.driveLimit } });
       t = await h.tenant();
       fx = await entriesFixture(h, t);
       const acme = await fx.company({ Name: 'Acme' });

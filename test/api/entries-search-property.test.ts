@@ -20,7 +20,7 @@ for (const plan of [
     let t: Tenant;
     let url: string;
     before(async () => {
-      h = await createHarness({ options: { dispatchOnAccept: false, searchDriveLimit: plan.driveLimit } });
+      h = await createHarness({ env: { READ_THREADS: '2' }, options: { dispatchOnAccept: false, searchDriveLimit: plan.driveLimit } });
       t = await h.tenant();
       const fx = await entriesFixture(h, t);
       await fx.company({ Name: 'Acme', City: 'Zurich', Employees: 10, Public: true, Founded: '2000-01-01' });
@@ -85,7 +85,7 @@ describe('entry search with random && / || trees of up to 20 terms on 3,000 entr
   let companies: EntryTypeWithFields;
 
   before(async () => {
-    h = await createHarness({ options: { dispatchOnAccept: false } });
+    h = await createHarness({ env: { READ_THREADS: '2' }, options: { dispatchOnAccept: false } });
     t = await h.tenant();
     const fx = await entriesFixture(h, t);
     companies = await h.services.entryTypes.get(t.organizationId, fx.companies.id);
@@ -180,7 +180,7 @@ onlyOn('postgres')('entry search on SQLite and PostgreSQL, same data and same q 
       draft: i % 97 === 0,
     }));
     for (const database of ['sqlite', 'postgres'] as const) {
-      const h = await createHarness({ database, options: { dispatchOnAccept: false } });
+      const h = await createHarness({ database, env: { READ_THREADS: '2' }, options: { dispatchOnAccept: false } });
       const t = await h.tenant();
       const fx = await entriesFixture(h, t);
       await insertEntriesInBulk(h.db, await h.services.entryTypes.get(t.organizationId, fx.companies.id), entries);

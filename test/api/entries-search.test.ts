@@ -17,7 +17,7 @@ for (const plan of [
     let contactsUrl: string;
 
     before(async () => {
-      h = await createHarness({ options: { dispatchOnAccept: false, clock, searchDriveLimit: plan.driveLimit } });
+      h = await createHarness({ env: { READ_THREADS: '2' }, options: { dispatchOnAccept: false, clock, searchDriveLimit: plan.driveLimit } });
       t = await h.tenant();
       const fx = await entriesFixture(h, t);
       const add = async (make: Promise<{ id: string; fields: Record<string, unknown> }>) => {

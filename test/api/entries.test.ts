@@ -10,7 +10,7 @@ describe('GET /api/v1/entries/:id', () => {
   let t: Tenant;
   let fx: Awaited<ReturnType<typeof entriesFixture>>;
   before(async () => {
-    h = await createHarness({ options: { dispatchOnAccept: false } });
+    h = await createHarness({ env: { READ_THREADS: '2' }, options: { dispatchOnAccept: false } });
     t = await h.tenant();
     fx = await entriesFixture(h, t);
   });
@@ -83,7 +83,7 @@ describe('GET /api/v1/entry_types/:entry_type_id/entries', () => {
   let h: Harness;
   const clock = testClock();
   before(async () => {
-    h = await createHarness({ options: { dispatchOnAccept: false, clock } });
+    h = await createHarness({ env: { READ_THREADS: '2' }, options: { dispatchOnAccept: false, clock } });
   });
   after(() => h.close());
 

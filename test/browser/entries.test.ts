@@ -7,7 +7,7 @@ import { COMPANY_FIELDS } from '../helpers/entries-ui.js';
 /** Entries pages and audit subjects in a real Chromium: the picker's script runs under the console's CSP. */
 describe('entries and audit subjects in Chromium', function () {
   this.timeout(60_000);
-  const c = consoleInBrowser();
+  const c = consoleInBrowser({ env: { READ_THREADS: '2' } });
   let page: Page;
   let companies: EntryTypeWithFields;
   let people: EntryTypeWithFields;

@@ -21,7 +21,7 @@ describe('console: entries pages', () => {
     (await h.services.entries.create(organizationId, type.id, { fields })).id;
 
   before(async () => {
-    h = await createHarness({ options: { runOnNewWork: false, dispatchOnAccept: false } });
+    h = await createHarness({ env: { READ_THREADS: '2' }, options: { runOnNewWork: false, dispatchOnAccept: false } });
     t = await h.tenant();
     admin = await signIn(h, t, 'admin');
     companies = await h.services.entryTypes.create(t.organizationId, { name: 'Companies', fields: COMPANY_FIELDS });

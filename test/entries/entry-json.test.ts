@@ -9,7 +9,7 @@ describe('entries as JSON text from the database (list pages)', () => {
   let type: EntryTypeWithFields;
   let targetId: string;
   before(async () => {
-    h = await createHarness();
+    h = await createHarness({ env: { READ_THREADS: '2' } });
     orgId = (await h.tenant()).organizationId;
     const target = await h.services.entryTypes.create(orgId, { name: 'Targets', fields: [{ name: 'Name', type: 'text', primary: true }] });
     targetId = (await h.services.entries.create(orgId, target.id, { fields: { Name: 'T' } })).id;

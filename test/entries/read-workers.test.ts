@@ -7,7 +7,6 @@ import { createReadWorkers } from '../../src/entries/read-workers.js';
 
 // Read threads serve SQLite, whose reads would block the server's thread; PostgreSQL reads are asynchronous.
 onlyOn('sqlite')('entry pages read in worker threads (entries/read-workers.ts)', () => {
-  // The harness reads pages in worker threads (READ_THREADS defaults to at least 2).
   const suite = entriesSuite();
   const typeOf = () => suite.h.services.entryTypes.get(suite.t.organizationId, suite.fx.companies.id);
   const list = (query: string) => suite.h.api.get(`/api/v1/entry_types/${suite.fx.companies.id}/entries?${query}`).set(suite.t.headers);

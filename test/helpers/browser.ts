@@ -20,6 +20,11 @@ export const CHROMIUM = process.env.TEST_CHROMIUM ?? '/usr/bin/chromium-headless
 /** Debian's full Chromium (`apt-get install -y chromium`), in which the demo's tests show it as a reader's browser does. */
 export const FULL_CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = fileURLToPath(new URL('../../test-artifacts/screenshots/', import.meta.url));
+/**
+ * TEST_SCREENSHOTS=0 takes none but those of failed tests: `npm test` runs the suite once per
+ * database, and each full-page picture costs the browser a few tenths of a second of CPU.
+ */
+const TAKE_SCREENSHOTS = process.env.TEST_SCREENSHOTS !== '0';
 const LOGS = fileURLToPath(new URL('../../test-artifacts/logs/', import.meta.url));
 
 export interface ConsoleInBrowser {
@@ -35,7 +40,7 @@ export interface ConsoleInBrowser {
   newPage(width?: number): Promise<Page>;
   /** A call to the JSON API with the tenant's key. */
   api(method: string, route: string, body?: object): Promise<Record<string, any>>;
-  /** A full-page screenshot in test-artifacts/screenshots/<name>.png. */
+  /** A full-page screenshot in test-artifacts/screenshots/<name>.png, unless TEST_SCREENSHOTS=0. */
   shot(name: string, on?: Page): Promise<unknown>;
 }
 
@@ -99,7 +104,9 @@ export function consoleInBrowser(harness: HarnessOptions = {}, { executablePath 
     fetch(`${it.base}/api/v1${route}`, { method, headers: { 'X-Api-Key': it.t.key, 'Content-Type': 'application/json' }, body: body && JSON.stringify(body) }).then(
       (r) => r.json() as Promise<Record<string, any>>,
     );
-  it.shot = (name, on) => (on ?? it.page).screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  it.shot = async (name, on) => {
+    if (TAKE_SCREENSHOTS) await (on ?? it.page).screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  };
   return it;
 }
 

@@ -45,7 +45,7 @@ export type EntriesFixture = Awaited<ReturnType<typeof entriesFixture>>;
 export function entriesSuite(options: ServiceOptions = {}) {
   const suite = {} as { h: Harness; t: Tenant; fx: EntriesFixture };
   before(async () => {
-    suite.h = await createHarness({ options: { dispatchOnAccept: false, ...options } });
+    suite.h = await createHarness({ env: { READ_THREADS: '2' }, options: { dispatchOnAccept: false, ...options } });
     suite.t = await suite.h.tenant();
     suite.fx = await entriesFixture(suite.h, suite.t);
   });

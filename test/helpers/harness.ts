@@ -63,6 +63,12 @@ export interface HarnessOptions {
   logger?: Logger;
 }
 
+/**
+ * scrypt at a sixteenth of the product's cost for the passwords tests set (hundreds of users
+ * signing in); the hashes record it, and the CLI's test checks the product's own.
+ */
+const TEST_PASSWORD_COST = { N: 1024, r: 8, p: 1 };
+
 /** The real app on a fresh, migrated database: a SQLite file in a temp folder, or a PostgreSQL database (helpers/databases.ts). */
 export async function createHarness({
   env = {},
@@ -75,9 +81,12 @@ export async function createHarness({
   const dir = tempDir();
   const databaseUrl = sharedDatabaseUrl ?? (await createTestDatabase(dir, { kind: database }));
   // Limits off unless a test turns them on: suites make thousands of calls with one key.
-  const config = loadConfig({ DATA_DIR: dir, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '0', ...env });
+  // Entry reads in this thread unless a test of them asks for threads (READ_THREADS: '2',
+  // as on a 2-core machine): a harness's threads each load the app and open the database,
+  // and most tests read a few entries, or none.
+  const config = loadConfig({ DATA_DIR: dir, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '0', READ_THREADS: '0', ...env });
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
-  const services = createServices({ config, db, logger, options });
+  const services = createServices({ config, db, logger, options: { passwordCost: TEST_PASSWORD_COST, ...options } });
   const app = createApp({ config, logger, services, sessionSecret: 'test-session-secret-of-some-length', consoleOptions });
   let tenants = 0;
 
