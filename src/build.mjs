@@ -1,4 +1,4 @@
-// Compiles the TypeScript sources into dist/ and records what it compiled.
+// Compiles the TypeScript sources into dist/, bundles the entry points, and records what it built.
 //
 //   node src/build.mjs              compile (npm run build)
 //   node src/build.mjs --if-stale   compile only when the sources differ from the last
@@ -14,19 +14,54 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 /** What the compiled output depends on: the compiled folders, the compiler settings and the dependency tree. */
 const INPUTS = ['src', 'migrations', 'seeds', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json'];
 const STAMP = path.join(root, 'dist', '.sources-sha256');
+/**
+ * The processes' entry points, each bundled with the code it imports into dist/<name>.js
+ * (shared code in dist/chunks/): a process then starts by reading a few large files rather
+ * than some thousand small ones (lodash's alone, through knex, are 255), which took as much
+ * CPU as everything else the start does.
+ */
+const ENTRY_POINTS = {
+  main: 'dist/src/main.js',
+  demo: 'dist/src/demo.js',
+  admin: 'dist/src/cli/admin.js',
+  'read-worker': 'dist/src/entries/read-worker.js',
+};
+/**
+ * Packages the bundles load from node_modules as they are: native code and the database
+ * drivers knex names but Scribe does not use; packages that start threads from files of their
+ * own (piscina, pino's transports) or load parts of themselves by path (unpdf's PDF.js); and
+ * those loaded only at their first use, which a bundle would not make cheaper.
+ */
+const EXTERNAL = [
+  'better-sqlite3',
+  'pg-native',
+  'mysql',
+  'mysql2',
+  'mariadb',
+  'oracledb',
+  'tedious',
+  'sqlite3',
+  'pg-query-stream',
+  'piscina',
+  'pino',
+  'pino-pretty',
+  'unpdf',
+  'openai',
+  '@modelcontextprotocol/sdk',
+];
 /** A build that stopped half-way leaves no stamp, and one whose entry point is gone is no build. */
-const ENTRY = path.join(root, 'dist', 'src', 'main.js');
+const ENTRY = path.join(root, 'dist', 'main.js');
 
 const messages = {
   building: 'Building dist/: the sources changed since the last build.',
   noCompiler:
-    'Cannot build dist/: TypeScript (a development dependency) is not installed. ' +
+    'Cannot build dist/: TypeScript and esbuild (development dependencies) are not installed. ' +
     'Run `npm ci` to install everything and build, then `npm prune --omit=dev` to drop the build tools again.',
 };
 
@@ -59,12 +94,47 @@ function isFresh(hash) {
   }
 }
 
-function compilerPath() {
+/** A development dependency's module path, or undefined when it is not installed. */
+function devDependency(specifier) {
   try {
-    return createRequire(import.meta.url).resolve('typescript/bin/tsc');
+    return createRequire(import.meta.url).resolve(specifier);
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Bundles ENTRY_POINTS from tsc's output (the code the tests run, source maps carried through).
+ * Bundled CommonJS packages call require() and read __dirname, which an ES module lacks: the
+ * banner defines them, as Node does for a CommonJS file.
+ */
+async function bundle(esbuildPath) {
+  const esbuild = await import(pathToFileURL(esbuildPath).href);
+  fs.rmSync(path.join(root, 'dist', 'chunks'), { recursive: true, force: true });
+  await esbuild.build({
+    absWorkingDir: root,
+    entryPoints: ENTRY_POINTS,
+    outdir: 'dist',
+    chunkNames: 'chunks/[name]-[hash]',
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    external: EXTERNAL.flatMap((name) => [name, `${name}/*`]),
+    sourcemap: true,
+    logLevel: 'warning',
+    banner: {
+      js: [
+        "import { createRequire as __scribeCreateRequire } from 'node:module';",
+        "import { dirname as __scribeDirname } from 'node:path';",
+        "import { fileURLToPath as __scribeFileURLToPath } from 'node:url';",
+        'const require = __scribeCreateRequire(import.meta.url);',
+        'const __filename = __scribeFileURLToPath(import.meta.url);',
+        'const __dirname = __scribeDirname(__filename);',
+      ].join(' '),
+    },
+  });
 }
 
 /** The folders tsc compiles into dist/ (tsconfig.build.json's `include`). */
@@ -82,10 +152,11 @@ function pruneOrphans() {
   }
 }
 
-/** Runs tsc; on success records `hash`, taken before compiling, so an edit made meanwhile rebuilds next time. */
-function build(hash) {
-  const tsc = compilerPath();
-  if (!tsc) {
+/** Runs tsc and bundles its output; on success records `hash`, taken before compiling, so an edit made meanwhile rebuilds next time. */
+async function build(hash) {
+  const tsc = devDependency('typescript/bin/tsc');
+  const esbuild = devDependency('esbuild');
+  if (!tsc || !esbuild) {
     console.error(messages.noCompiler);
     return 1;
   }
@@ -94,6 +165,7 @@ function build(hash) {
   const { status } = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: ['ignore', 2, 2] });
   if (status !== 0) return status ?? 1;
   pruneOrphans();
+  await bundle(esbuild);
   const temporary = `${STAMP}.${process.pid}`;
   fs.writeFileSync(temporary, `${hash}\n`);
   fs.renameSync(temporary, STAMP);
@@ -104,4 +176,4 @@ const ifStale = process.argv.includes('--if-stale');
 const hash = sourcesHash();
 if (ifStale && isFresh(hash)) process.exit(0);
 if (ifStale) console.error(messages.building);
-process.exit(build(hash));
+process.exit(await build(hash));

@@ -1,16 +1,15 @@
 import fs from 'node:fs';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { Knex } from 'knex';
 import type { Db } from './knex.js';
 import { dialectOf } from './dialect.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 import { checkSecretsKey } from '../secrets/keys.js';
+import { FROM_SOURCES, PROJECT_ROOT } from '../lib/paths.js';
 
-/**
- * The migrations folder, whether we run from TypeScript sources (tsx) or from `dist/`:
- * it sits two levels above this file in both layouts.
- */
-const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
+/** The migrations folder: the sources under tsx, tsc's output of them in a build. */
+const MIGRATIONS_DIR = path.join(PROJECT_ROOT, FROM_SOURCES ? 'migrations' : 'dist/migrations', path.sep);
 
 interface MigrationModule {
   up(knex: Knex): Promise<void>;

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ClientClosedRequestError, HttpError } from '../http/errors.js';
@@ -6,6 +7,7 @@ import type { EntryTypeWithFields } from './entry-type-service.js';
 import { type JsonPage, type ListOptions, READ_TIMEOUT_MS, SearchTimedOutError } from './page-reader.js';
 import type { ReadResult, ReadTask } from './read-worker.js';
 import { SearchGate } from './search-gate.js';
+import { FROM_SOURCES, PROJECT_ROOT } from '../lib/paths.js';
 
 export interface ReadWorkerData {
   databaseFile: string;
@@ -21,8 +23,8 @@ export interface ReadWorkerOptions {
 
 export type ReadWorkers = ReturnType<typeof createReadWorkers>;
 
-// read-worker.ts under tsx (tests), read-worker.js once built.
-const WORKER_FILE = new URL(`./read-worker${path.extname(import.meta.url)}`, import.meta.url);
+// read-worker.ts under tsx (tests); once built, its bundle (src/build.mjs).
+const WORKER_FILE = pathToFileURL(path.join(PROJECT_ROOT, FROM_SOURCES ? 'src/entries/read-worker.ts' : 'dist/read-worker.js'));
 
 /**
  * A thread's statements stop themselves at the deadline (within_deadline); one that has still

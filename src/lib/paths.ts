@@ -4,8 +4,8 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * The project folder (the one holding package.json), whether this runs from the
- * TypeScript sources (tsx) or from `dist/`: views and public files are not compiled, so
- * they are found from here in both layouts.
+ * TypeScript sources (tsx), from tsc's output in `dist/src/` or from the bundles in `dist/`
+ * (src/build.mjs): files are found from here, never from where the running code sits.
  */
 function findRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
@@ -20,3 +20,6 @@ function findRoot(): string {
 export const PROJECT_ROOT = findRoot();
 export const VIEWS_DIR = path.join(PROJECT_ROOT, 'views');
 export const PUBLIC_DIR = path.join(PROJECT_ROOT, 'public');
+
+/** Whether this runs from the TypeScript sources (under tsx, as the tests do), not from a build in dist/. */
+export const FROM_SOURCES = import.meta.url.endsWith('.ts');

@@ -142,7 +142,7 @@ export async function benchApi(dataDir: string): Promise<void> {
   await bare.stop();
   rows.push(baseline);
 
-  const server = await startServer(['dist/src/main.js'], { ...install.env, ...PRODUCTION_SETTINGS }, '/healthz', { quiet: true });
+  const server = await startServer(['dist/main.js'], { ...install.env, ...PRODUCTION_SETTINGS }, '/healthz', { quiet: true });
   const headers = { 'x-api-key': key, 'content-type': 'application/json' };
   let latency: Awaited<ReturnType<typeof idleDispatchLatency>>;
   let chatLatency: Awaited<ReturnType<typeof idleChatLatency>>;

@@ -63,7 +63,7 @@ export async function benchConsole(dataDir: string): Promise<void> {
 
 /** Times each page on a server started on the data; appends a table row per page to `rows`. */
 async function measure(dataDir: string, demo: { email: string; password: string }, rows: string[], pages: Array<[string, string]>): Promise<void> {
-  const server = await startServer(['dist/src/main.js'], { DATA_DIR: dataDir, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', SESSION_SECRET: 'bench-session-secret-0123456789' });
+  const server = await startServer(['dist/main.js'], { DATA_DIR: dataDir, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', SESSION_SECRET: 'bench-session-secret-0123456789' });
   try {
     const cookie = await signIn(server.url, demo.email, demo.password);
     for (const [name, path] of pages) {

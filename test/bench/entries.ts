@@ -171,7 +171,7 @@ export async function benchEntries(dataDir: string, n: number): Promise<void> {
   // The search itself: logging at warn and rate limits off, so the rows measure the search
   // and compare with the entries figures in performance.md (the API section measures
   // production settings).
-  const server = await startServer(['dist/src/main.js'], { DATA_DIR: dataDir, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' });
+  const server = await startServer(['dist/main.js'], { DATA_DIR: dataDir, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' });
   const rows: Row[] = [];
   try {
     for (const s of scenarios) {

@@ -115,11 +115,11 @@ loopback with ${CONNECTIONS} connections. Absolute numbers vary between machines
 ratios measured in the same run. Where the time goes: [performance.md](performance.md).
 `;
 
-/** Starts `dist/src/main.js` as a worker (PROCESS_ROLE=worker, no port); ready once it logs its start line. */
+/** Starts `dist/main.js` as a worker (PROCESS_ROLE=worker, no port); ready once it logs its start line. */
 export async function startWorker(env: Record<string, string>): Promise<Pick<Server, 'child' | 'stop'>> {
   // BENCH_WORKER_ARGS: Node options for the workers, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where their CPU goes.
   const nodeArgs = process.env.BENCH_WORKER_ARGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, 'dist/src/main.js'], {
+  const child = spawn(process.execPath, [...nodeArgs, 'dist/main.js'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', ...env, PROCESS_ROLE: 'worker' },
     stdio: ['ignore', 'pipe', 'inherit'],

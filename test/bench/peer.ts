@@ -145,7 +145,7 @@ export async function benchPeer(dataDir: string): Promise<void> {
     const { fresh, aged } = await agedQueues(dataDir, 'postgres');
     const sqlite = await agedQueues(dataDir, 'sqlite');
     const install = await provisionBench(path.join(dataDir, 'scribe'), 'postgres');
-    const server = await startServer(['dist/src/main.js'], { ...install.install.env, LOG_LEVEL: 'warn' }, '/healthz', { quiet: true });
+    const server = await startServer(['dist/main.js'], { ...install.install.env, LOG_LEVEL: 'warn' }, '/healthz', { quiet: true });
     let latency: Awaited<ReturnType<typeof idleDispatchLatency>>;
     try {
       await new Promise((resolve) => setTimeout(resolve, 1000));

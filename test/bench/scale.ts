@@ -42,7 +42,7 @@ async function prepare(dir: string, kind: DatabaseKind, entries: number) {
 type Install = Awaited<ReturnType<typeof prepare>>;
 
 async function measure(install: Install, processes: number): Promise<Row[]> {
-  const server = await startServer(['dist/src/main.js'], { ...install.env, WEB_CONCURRENCY: String(processes) }, '/healthz', { quiet: true });
+  const server = await startServer(['dist/main.js'], { ...install.env, WEB_CONCURRENCY: String(processes) }, '/healthz', { quiet: true });
   // /healthz answers once the first process listens; give the others time to start too.
   await new Promise((resolve) => setTimeout(resolve, 3000));
   const api = `${server.url}/api/v1`;
@@ -93,7 +93,7 @@ async function settle(databaseUrl: string): Promise<void> {
 /** Sequential submits to a web-only process while a worker-only process works them. */
 async function latencyAcrossProcesses(install: Install) {
   const worker = await startWorker(install.env);
-  const web = await startServer(['dist/src/main.js'], { ...install.env, PROCESS_ROLE: 'web' }, '/healthz', { quiet: true });
+  const web = await startServer(['dist/main.js'], { ...install.env, PROCESS_ROLE: 'web' }, '/healthz', { quiet: true });
   try {
     // Idle: the worker first finishes what the load rows left (their submits' tasks), and on
     // PostgreSQL the queues' dead rows are vacuumed, as autovacuum does on an idle server.

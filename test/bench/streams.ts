@@ -54,7 +54,7 @@ export async function benchStreams(dataDir: string): Promise<void> {
   await p.close();
 
   const env = { ...p.env, ...PRODUCTION_SETTINGS, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'bench', OPENAI_MODEL: 'bench-model' };
-  const server = await startServer(['dist/src/main.js'], env, '/healthz', { quiet: true });
+  const server = await startServer(['dist/main.js'], env, '/healthz', { quiet: true });
   const headers = { 'x-api-key': key };
   const api = `${server.url}/api/v1`;
   const rows: Row[] = [];

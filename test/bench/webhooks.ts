@@ -52,7 +52,7 @@ export async function benchWebhooks(dataDir: string): Promise<void> {
   }
 
   // Idle: one submit at a time, 20 ms apart; from the receipt's completed_at to the POST's arrival.
-  const server = await startServer(['dist/src/main.js'], env, '/healthz', { quiet: true });
+  const server = await startServer(['dist/main.js'], env, '/healthz', { quiet: true });
   const ids: string[] = [];
   try {
     // As the API bench does: a second to settle, and warm-up calls not counted (the first

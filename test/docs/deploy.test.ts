@@ -36,7 +36,7 @@ onlyOn('sqlite')('docs/deploy.md configuration files', function () {
       Restart: 'on-failure',
       EnvironmentFile: '/etc/scribe.env',
       KillSignal: 'SIGTERM',
-      ExecStart: '/usr/bin/node dist/src/main.js',
+      ExecStart: '/usr/bin/node dist/main.js',
     });
     // Requests and agent work in flight get their drains (at the same time); the database closes after them: systemd must not cut that short.
     expect(Number(settings.get('TimeoutStopSec')) * 1000).to.be.at.least(Math.max(DRAIN_TIMEOUT_MS, loadConfig({}).shutdownTimeoutMs) + 10_000);

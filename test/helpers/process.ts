@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export interface ServerProcess {
@@ -58,12 +59,13 @@ export async function startWorkerProcess(env: Record<string, string>, timeoutMs 
 }
 
 /**
- * The compiled file of a source entry point (`src/main.ts` → `dist/src/main.js`), which the
- * suite's global setup builds when the sources changed (helpers/global-fixtures.ts). Child
- * processes run what `npm start` runs: from source through tsx, each would spend about a
- * second of CPU compiling before it starts, and the suite starts hundreds.
+ * The bundle of a source entry point (`src/main.ts` → `dist/main.js`, `src/cli/admin.ts` →
+ * `dist/admin.js`; src/build.mjs), which the suite's global setup builds when the sources
+ * changed (helpers/global-fixtures.ts). Child processes run what `npm start` runs: from source
+ * through tsx, each would spend about a second of CPU compiling before it starts, and the
+ * suite starts hundreds.
  */
-export const builtEntry = (entry: string) => fileURLToPath(new URL(`../../dist/${entry.replace(/\.ts$/, '.js')}`, import.meta.url));
+export const builtEntry = (entry: string) => fileURLToPath(new URL(`../../dist/${path.basename(entry, '.ts')}.js`, import.meta.url));
 
 /** Starts a command and waits until its output matches `pattern`. */
 async function startUntil(

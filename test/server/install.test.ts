@@ -59,7 +59,7 @@ onlyOn('sqlite')('a production install as docs/deploy.md writes it', function ()
         expect(output, command).not.to.match(/install-scripts|scarf/i);
       }
       expect(fs.existsSync(path.join(app, 'node_modules/typescript')), 'TypeScript is pruned').to.equal(false);
-      expect(fs.existsSync(path.join(app, 'dist/src/main.js')), 'dist/ is built').to.equal(true);
+      expect(fs.existsSync(path.join(app, 'dist/main.js')), 'dist/ is built').to.equal(true);
 
       const serverEnv = { ...env, HOST: '127.0.0.1', PORT: '0', DATA_DIR: path.join(dir, 'data') };
       const server = await startCommand('npm', ['start'], { cwd: app, env: serverEnv }, 60_000);
@@ -76,7 +76,7 @@ onlyOn('sqlite')('a production install as docs/deploy.md writes it', function ()
       expect(stale.code).to.equal(1);
       expect(stale.output).to.include(
         'Building dist/: the sources changed since the last build.\n' +
-          'Cannot build dist/: TypeScript (a development dependency) is not installed. ' +
+          'Cannot build dist/: TypeScript and esbuild (development dependencies) are not installed. ' +
           'Run `npm ci` to install everything and build, then `npm prune --omit=dev` to drop the build tools again.\n',
       );
       expect(stale.output).not.to.include('"msg":"listening"');

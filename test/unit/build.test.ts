@@ -28,7 +28,11 @@ function project() {
     'tsconfig.build.json',
     JSON.stringify({ extends: './tsconfig.json', compilerOptions: { incremental: true, tsBuildInfoFile: 'dist/.tsbuildinfo' }, include: ['src', 'migrations', 'seeds'] }),
   );
-  write('src/main.ts', 'export const main = 1;\n');
+  // The entry points build.mjs bundles, each importing one shared module.
+  write('src/shared.ts', "export const shared = (name: string) => name + ' started';\n");
+  for (const entry of ['main', 'demo', 'cli/admin', 'entries/read-worker']) {
+    write(`src/${entry}.ts`, `import { shared } from '${'../'.repeat(entry.split('/').length - 1) || './'}shared.js';\nconsole.log(shared('${entry}'));\n`);
+  }
   const build = (...args: string[]) => spawnSync(process.execPath, ['src/build.mjs', ...args], { cwd: dir, encoding: 'utf8' });
   const built = () =>
     fs
@@ -47,19 +51,48 @@ describe('src/build.mjs', function () {
       p.write('migrations/20260101000100_kept.ts', 'export const up = 1;\n');
       p.write('migrations/20260101000200_dropped.ts', 'export const up = 2;\n');
       expect(p.build().status).to.equal(0);
-      expect(p.built()).to.deep.equal([
+      const migrations = () => p.built().filter((file) => file.startsWith('migrations/'));
+      expect(migrations()).to.deep.equal([
         'migrations/20260101000100_kept.js',
         'migrations/20260101000100_kept.js.map',
         'migrations/20260101000200_dropped.js',
         'migrations/20260101000200_dropped.js.map',
-        'src/main.js',
-        'src/main.js.map',
       ]);
 
       fs.rmSync(path.join(p.dir, 'migrations/20260101000200_dropped.ts'));
       const again = p.build('--if-stale');
       expect([again.status, again.stderr.trim()]).to.deep.equal([0, 'Building dist/: the sources changed since the last build.']);
-      expect(p.built()).to.deep.equal(['migrations/20260101000100_kept.js', 'migrations/20260101000100_kept.js.map', 'src/main.js', 'src/main.js.map']);
+      expect(migrations()).to.deep.equal(['migrations/20260101000100_kept.js', 'migrations/20260101000100_kept.js.map']);
+    } finally {
+      p.remove();
+    }
+  });
+
+  it("bundles each entry point into dist/<name>.js, the code they share into dist/chunks/, and the bundles run without tsc's output beside them", () => {
+    const p = project();
+    try {
+      expect(p.build().status).to.equal(0);
+      const bundles = p.built().filter((file) => !file.startsWith('src/') && !file.startsWith('migrations/'));
+      expect(bundles.map((file) => file.replace(/chunk-\w+/, 'chunk-*'))).to.deep.equal([
+        'admin.js',
+        'admin.js.map',
+        'chunks/chunk-*.js',
+        'chunks/chunk-*.js.map',
+        'demo.js',
+        'demo.js.map',
+        'main.js',
+        'main.js.map',
+        'read-worker.js',
+        'read-worker.js.map',
+      ]);
+      fs.rmSync(path.join(p.dir, 'dist/src'), { recursive: true });
+      const runs = ['main', 'demo', 'admin', 'read-worker'].map((name) => spawnSync(process.execPath, [`dist/${name}.js`], { cwd: p.dir, encoding: 'utf8' }));
+      expect(runs.map((run) => [run.status, run.stdout])).to.deep.equal([
+        [0, 'main started\n'],
+        [0, 'demo started\n'],
+        [0, 'cli/admin started\n'],
+        [0, 'entries/read-worker started\n'],
+      ]);
     } finally {
       p.remove();
     }
