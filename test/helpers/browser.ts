@@ -44,6 +44,28 @@ export interface ConsoleInBrowser {
   shot(name: string, on?: Page): Promise<unknown>;
 }
 
+const browsers = new Map<string, Promise<Browser>>();
+
+/**
+ * One browser per executable for the whole mocha run, launched at its first use: each suite
+ * opens pages in contexts of their own (cookies, storage and cache apart) and closes them,
+ * and a launch and close cost the browser about a second of CPU. Playwright closes the
+ * browsers it launched when this process exits.
+ */
+function sharedBrowser(executablePath: string): Promise<Browser> {
+  let browser = browsers.get(executablePath);
+  if (!browser) {
+    browser = chromium.launch({
+      executablePath,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    browsers.set(executablePath, browser);
+    // A launch that failed is tried again by the next suite, not handed to it.
+    browser.catch(() => browsers.delete(executablePath));
+  }
+  return browser;
+}
+
 /**
  * The console in a real Chromium against the real app on loopback, opened in the calling
  * `describe`'s `before` hook and closed in its `after`. Background work does not run on its
@@ -84,10 +106,7 @@ export function consoleInBrowser(harness: HarnessOptions = {}, { executablePath 
     server = http.createServer(it.h.app);
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
     it.base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    it.browser = await chromium.launch({
-      executablePath,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    it.browser = await sharedBrowser(executablePath);
     it.newPage = async (width = 1280) => {
       const page = await it.browser.newPage({ viewport: { width, height: 900 } });
       await signInPage(page, it.base);
@@ -96,7 +115,8 @@ export function consoleInBrowser(harness: HarnessOptions = {}, { executablePath 
     it.page = await it.newPage();
   });
   after(async () => {
-    await it.browser?.close();
+    // What this suite opened goes; the browser stays for the next suite.
+    await Promise.all(it.browser?.contexts().map((context) => context.close()) ?? []);
     if (server) await new Promise((resolve) => server!.close(resolve));
     await it.h?.close();
   });
