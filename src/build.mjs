@@ -1,11 +1,11 @@
 // Compiles the TypeScript sources into dist/, bundles the entry points, and records what it built.
 //
-//   node src/build.mjs              compile (npm run build)
-//   node src/build.mjs --if-stale   compile only when the sources differ from the last
+//   node src/build.mjs              compile and bundle (npm run build)
+//   node src/build.mjs --if-stale   build only when the sources differ from the last
 //                                       build's (npm start, npm run demo, npm run admin, npm ci)
 //
 // Plain JavaScript with no dependencies, so a production install without dev dependencies
-// (no TypeScript) can still tell that its dist/ is current and start. Freshness is a hash of
+// (no TypeScript, no esbuild) can still tell that its dist/ is current and start. Freshness is a hash of
 // the sources' contents, not of their times: a checkout, a copy or a clock change that keeps
 // the contents keeps the build, and any changed byte rebuilds. Everything it prints goes to
 // stderr, so `npm run --silent admin` keeps one JSON object alone on stdout.
@@ -35,8 +35,9 @@ const ENTRY_POINTS = {
 /**
  * Packages the bundles load from node_modules as they are: native code and the database
  * drivers knex names but Scribe does not use; packages that start threads from files of their
- * own (piscina, pino's transports) or load parts of themselves by path (unpdf's PDF.js); and
- * those loaded only at their first use, which a bundle would not make cheaper.
+ * own (piscina; pino, whose transport threads load pino-pretty by name) or load parts of
+ * themselves by path (unpdf's PDF.js); and those loaded only at their first use, which a
+ * bundle would not make cheaper.
  */
 const EXTERNAL = [
   'better-sqlite3',
@@ -50,7 +51,6 @@ const EXTERNAL = [
   'pg-query-stream',
   'piscina',
   'pino',
-  'pino-pretty',
   'unpdf',
   'openai',
   '@modelcontextprotocol/sdk',
