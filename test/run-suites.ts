@@ -80,13 +80,20 @@ function runMocha(suite: Suite, args: string[], env: NodeJS.ProcessEnv): Run {
 }
 
 /**
- * The whole suite's mocha config (.mocharc.json) with its test files listed, in name order or
- * the reverse. The two runs go through the files in opposite orders, so that one run's
- * stretches of CPU (the browser tests) meet the other's stretches of waiting (processes,
- * leases, timers) rather than its own: both runs in name order kept the two cores busy
- * little more than half the time.
+ * Files that run in the first database's run only, because what they check is the same on
+ * either database: the unit tests open none, and the browser tests check what Chromium does
+ * with the console's pages (test/console checks those pages' content on each database).
  */
-function configInOrder(reversed: boolean): string {
+const FIRST_RUN_ONLY = ['test/unit/', 'test/browser/'];
+
+/**
+ * The whole suite's mocha config (.mocharc.json) with its test files listed, in name order or
+ * the reverse, without FIRST_RUN_ONLY's files after the first run. The two runs go through
+ * the files in opposite orders, so that one run's stretches of CPU (the browser tests) meet
+ * the other's stretches of waiting (processes, leases, timers) rather than its own: both runs
+ * in name order kept the two cores busy little more than half the time.
+ */
+function configInOrder(reversed: boolean, first: boolean): string {
   const config = JSON.parse(fs.readFileSync(path.join(root, '.mocharc.json'), 'utf8')) as { spec: string[] };
   // The files the config's spec names; its patterns are folders and endings (test/**/*.test.ts).
   const files = config.spec
@@ -98,6 +105,7 @@ function configInOrder(reversed: boolean): string {
         .filter((file) => file.endsWith(ending))
         .map((file) => path.posix.join(folder, file.split(path.sep).join('/')));
     })
+    .filter((file) => first || !FIRST_RUN_ONLY.some((folder) => file.startsWith(folder)))
     .sort();
   if (reversed) files.reverse();
   const file = path.join(os.tmpdir(), `scribe-mocharc-${process.pid}-${reversed ? 'reversed' : 'sorted'}.json`);
@@ -113,6 +121,17 @@ function count(output: string, word: 'passing' | 'failing' | 'pending'): number 
   const matches = [...stripAnsi(output).matchAll(new RegExp(`^\\s*(\\d+) ${word}\\b`, 'gm'))];
   const last = matches.at(-1);
   return last ? Number(last[1]) : undefined;
+}
+
+/**
+ * The failures mocha's epilogue lists after its "N failing" line (each title and error), without
+ * that line, so that the total below stays the last count a CI grep finds; undefined if none.
+ */
+function failureReport(output: string): string | undefined {
+  const text = stripAnsi(output);
+  const failing = [...text.matchAll(/^\s*\d+ failing\b.*$/gm)].at(-1);
+  if (!failing || failing.index === undefined) return undefined;
+  return text.slice(failing.index + failing[0].length).trim() || undefined;
 }
 
 async function main(): Promise<number> {
@@ -146,7 +165,7 @@ async function main(): Promise<number> {
   }
 
   // Given no mocha arguments, the whole suite, each run in its own order of files.
-  const configs = args.length > 0 || interrupted ? [] : wanted.map((_, i) => configInOrder(i % 2 === 1));
+  const configs = args.length > 0 || interrupted ? [] : wanted.map((_, i) => configInOrder(i % 2 === 1, i === 0));
   // The console's screenshots in the first run only: every run would write the same files.
   const runs = interrupted ? [] : wanted.map((suite, i) => runMocha(suite, configs[i] ? ['--config', configs[i]] : args, i === 0 ? env : { ...env, TEST_SCREENSHOTS: '0' }));
   // Each run's output is printed whole at its end; meanwhile a line every 30 s says how far they are.
@@ -159,10 +178,17 @@ async function main(): Promise<number> {
   clearInterval(ticker);
   for (const config of configs) fs.rmSync(config, { force: true });
 
-  for (const { suite, output } of results) {
+  // A run that failed prints last, and its failures again just above the total, so that the
+  // end of the log (all a CI page may keep) says what failed.
+  const inOrder = [...results].sort((a, b) => Number(a.code !== 0) - Number(b.code !== 0));
+  for (const { suite, output } of inOrder) {
     process.stdout.write(`=== ${suites[suite]} ===\n${output}${output.endsWith('\n') ? '' : '\n'}`);
   }
   await cluster?.stop();
+  for (const { suite, output } of inOrder) {
+    const failures = failureReport(output);
+    if (failures) process.stdout.write(`\n=== Failed on ${suites[suite]} ===\n${failures}\n`);
+  }
 
   let passing = 0;
   let failing = 0;
