@@ -3,6 +3,8 @@
 // `fulfilled` or a scribe's reply arrive without reloading. Forms are outside those parts
 // and are never touched. "until-settled" pages stop once the server stops marking them.
 // While an answer is being written the server asks for a quicker pace (`data-live-every`, ms).
+// A page nobody can see (a background tab, a minimised window) asks the server nothing, and
+// refreshes the moment it is shown again.
 (function () {
   'use strict';
   var main = document.querySelector('main[data-live]');
@@ -40,8 +42,17 @@
     });
   }
 
+  function refreshWhenShown() {
+    if (!document.hidden) return refresh();
+    document.addEventListener('visibilitychange', function shown() {
+      if (document.hidden) return;
+      document.removeEventListener('visibilitychange', shown);
+      refresh();
+    });
+  }
+
   function schedule() {
-    window.setTimeout(refresh, Number(main.getAttribute('data-live-every')) || INTERVAL_MS);
+    window.setTimeout(refreshWhenShown, Number(main.getAttribute('data-live-every')) || INTERVAL_MS);
   }
 
   schedule();

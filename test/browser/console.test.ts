@@ -82,6 +82,33 @@ describe('the console in Chromium', function () {
     await shot('receipt-page');
   });
 
+  it('asks the server nothing while the page is hidden, and refreshes the moment it is shown again', async () => {
+    await page.goto(`${c.base}/`);
+    let asked = 0;
+    let answered = 0;
+    const isRefresh = (request: { headers(): Record<string, string> }) => request.headers()['x-live-refresh'] === '1';
+    page.on('request', (request) => void (isRefresh(request) && asked++));
+    page.on('requestfinished', (request) => void (isRefresh(request) && answered++));
+    await page.waitForRequest(isRefresh);
+    // Headless Chromium shows every page, so the test hides this one as a background tab would be.
+    const setHidden = (hidden: boolean) =>
+      page.evaluate((hidden) => {
+        Object.defineProperty(document, 'hidden', { configurable: true, value: hidden });
+        Object.defineProperty(document, 'visibilityState', { configurable: true, value: hidden ? 'hidden' : 'visible' });
+        document.dispatchEvent(new Event('visibilitychange'));
+      }, hidden);
+    await setHidden(true);
+    // A refresh already on its way when the page was hidden still lands; then nothing more.
+    while (answered < asked) await page.waitForTimeout(50);
+    const hiddenAt = asked;
+    await page.waitForTimeout(4000);
+    expect(asked, 'refreshes while hidden (the dashboard asks every 1.5 s when shown)').to.equal(hiddenAt);
+    const shown = page.waitForRequest(isRefresh);
+    await setHidden(false);
+    await shown;
+    expect(asked).to.equal(hiddenAt + 1);
+  });
+
   it('searches entries', async () => {
     await page.goto(`${c.base}/entry-types`);
     await page.getByRole('link', { name: 'Companies' }).click();
