@@ -35,13 +35,14 @@ describe('back-pressure from model endpoints', function () {
   };
 
   it('pauses an endpoint that answers 429 for the whole process: every run waits, none fails, the endpoint sees no storm, and other endpoints go on', async () => {
-    const refused = busy.overload(2_500, 429, { 'retry-after': '1' });
     const runs = 8;
     for (let i = 0; i < runs; i++) busy.script({ reply: `Answer ${i}` });
     calm.script({ reply: 'No waiting here.' });
     const ids = [];
     for (let i = 0; i < runs; i++) ids.push(await chat('oracle', `Question ${i}`));
     const other = await chat('elsewhere', 'Are you busy?');
+    // The 2.5 s of refusals start with the runs, however long the chats took to send.
+    const refused = busy.overload(2_500, 429, { 'retry-after': '1' });
     await h.services.runtime.tick();
 
     const sessions = await h.db('sessions').whereIn('id', [...ids, other]);
@@ -66,9 +67,9 @@ describe('back-pressure from model endpoints', function () {
   });
 
   it('waits out a 503 with Retry-After the same way', async () => {
-    const refused = busy.overload(600, 503, { 'retry-after-ms': '300' });
     busy.script({ reply: 'Back now.' });
     const id = await chat('oracle', 'Hello after the outage');
+    const refused = busy.overload(600, 503, { 'retry-after-ms': '300' });
     await h.services.runtime.tick();
     expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'waiting', error_message: null });
     expect(refused()).to.be.at.least(1).and.at.most(4);
