@@ -135,8 +135,9 @@ onlyOn('sqlite')('entry reads that do not end by themselves, cancelled reads, an
 
   const threadIds = () => h.services.readWorkers!.threads.map((thread) => thread.threadId).sort();
   const load = () => h.services.readWorkers!.searchLoad(t.organizationId);
+  /** Waits up to 10 s (a new read thread starts slowly on a loaded machine); the expect after it says what did not happen. */
   const until = async (condition: () => boolean) => {
-    for (let i = 0; i < 200 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    for (const started = Date.now(); !condition() && Date.now() - started < 10_000; ) await new Promise((resolve) => setTimeout(resolve, 10));
   };
   /** A search that outlasts its first 50 ms moves to the slow lane, whose threads start then (which may take longer than 400 ms under tsx). */
   const bothLanesStarted = async () => {

@@ -118,8 +118,12 @@ export function staffOf(t: { organizationId: string }): Actor {
   return { type: 'user', id: '01935f00-0000-7000-8000-00000000057a', label: 'staff@example.com', organizationId: t.organizationId };
 }
 
-/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 3000): Promise<T> {
+/**
+ * Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. The
+ * default is patience for a loaded machine, not a bound any test asserts: a test of how soon
+ * something happens passes its own.
+ */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

@@ -347,7 +347,7 @@ async function expectRejection(promise: Promise<unknown>, message: string) {
   expect.fail(`expected a rejection with "${message}"`);
 }
 
-async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 3000) {
+async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
