@@ -1,7 +1,6 @@
 import { openDatabase } from './db/knex.js';
-import { migrateToLatest } from './db/migrate.js';
 import { createServices } from './services.js';
-import { configOrExit, portsFreeOrExit, processLogger, secretBoxOrExit, startOrExit, stopOnSignals } from './process.js';
+import { configOrExit, migrateOrExit, portsFreeOrExit, processLogger, secretBoxOrExit, startOrExit, stopOnSignals } from './process.js';
 import { seed } from '../seeds/demo.js';
 
 /** `npm run demo`: migrate, seed the demo data and its three days of history (once), start, and say how to get in. */
@@ -14,7 +13,7 @@ const logger = processLogger(config);
 await portsFreeOrExit(config);
 const secrets = secretBoxOrExit(config);
 const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
-await migrateToLatest(db, { secrets });
+await migrateOrExit(db, config, secrets);
 // The history's failures are made on purpose: the queues would log each of them as an error.
 const quiet = logger.child({}, { level: 'silent' });
 const demo = await seed((options) => createServices({ config, db, logger: quiet, secrets, options }));

@@ -1,6 +1,9 @@
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { checkPortsFree, ListenError, startServer, type RunningServer } from './server.js';
+import type { Db } from './db/knex.js';
+import { migrateToLatest } from './db/migrate.js';
+import { DatabaseUnreachableError, explainOpenFailure } from './db/open-failure.js';
 import { openSecretBox } from './secrets/keys.js';
 import type { SecretBox } from './secrets/secret-box.js';
 
@@ -61,17 +64,26 @@ export async function startOrExit(config: Config, logger: Logger): Promise<Runni
   return orExit(() => startServer(config, logger));
 }
 
+/** Migrates the database, or ends the process in one line, as `startOrExit` would, when it cannot be reached or opened. */
+export async function migrateOrExit(db: Db, config: Config, secrets: SecretBox): Promise<void> {
+  await orExit(() =>
+    migrateToLatest(db, { secrets }).catch((err: unknown) => {
+      throw explainOpenFailure(err, config.databaseUrl);
+    }),
+  );
+}
+
 /** Exits at once, as `startOrExit` would, when the ports the server will listen on are taken (before long work at start). */
 export async function portsFreeOrExit(config: Config): Promise<void> {
   await orExit(() => checkPortsFree(config));
 }
 
-/** What a port that cannot be listened on, or a bad setting, ends in: one line on stderr and exit 1, not a stack trace. */
+/** What a port that cannot be listened on, a bad setting or a database out of reach ends in: one line on stderr and exit 1, not a stack trace. */
 async function orExit<T>(start: () => Promise<T>): Promise<T> {
   try {
     return await start();
   } catch (err) {
-    if (!(err instanceof ListenError || err instanceof ConfigError)) throw err;
+    if (!(err instanceof ListenError || err instanceof ConfigError || err instanceof DatabaseUnreachableError)) throw err;
     process.stderr.write(`${err.message}\n`);
     process.exit(1);
   }

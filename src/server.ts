@@ -5,6 +5,7 @@ import type { Logger } from './logger.js';
 import { openDatabase } from './db/knex.js';
 import { dialectOf } from './db/dialect.js';
 import { migrateToLatest } from './db/migrate.js';
+import { explainOpenFailure } from './db/open-failure.js';
 import { openSecretBox } from './secrets/keys.js';
 import { createServices, type ServiceOptions, type Services } from './services.js';
 import { createApp } from './app.js';
@@ -38,7 +39,7 @@ export async function startServer(config: Config, logger: Logger, options: Servi
     await migrateToLatest(db, { secrets });
   } catch (err) {
     await db.destroy();
-    throw err;
+    throw explainOpenFailure(err, config.databaseUrl);
   }
   if (works) await dialectOf(db).optimizeAtStart(db);
   // A web process leaves new work to the workers, which its NOTIFY (or their polling) wakes.

@@ -3,6 +3,7 @@ import { loadConfig, ConfigError } from '../config.js';
 import { createLogger } from '../logger.js';
 import { openDatabase } from '../db/knex.js';
 import { migrateToLatest } from '../db/migrate.js';
+import { DatabaseUnreachableError, explainOpenFailure } from '../db/open-failure.js';
 import { createServices } from '../services.js';
 import { openSecretBox } from '../secrets/keys.js';
 import { HttpError } from '../http/errors.js';
@@ -64,7 +65,9 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv, { stdout,
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   const services = createServices({ config, db, logger, secrets, options: { dispatchOnAccept: false, runOnNewWork: false } });
   try {
-    await migrateToLatest(db, { secrets });
+    await migrateToLatest(db, { secrets }).catch((err: unknown) => {
+      throw explainOpenFailure(err, config.databaseUrl);
+    });
     const io = { readPassword: () => readPassword(stdin, stderr), warn: (text: string) => void stderr.write(`${text}\n`) };
     const output = await command.run(parsed.values, services, io);
     stdout.write(`${JSON.stringify(output)}\n`);
@@ -74,7 +77,13 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv, { stdout,
       stderr.write(`error: ${err.message}\nusage: ${command.usage}\n`);
       return 2;
     }
-    if (err instanceof HttpError || err instanceof BackupNotSupportedError || err instanceof CopyRefusedError || err instanceof ConfigError) {
+    if (
+      err instanceof HttpError ||
+      err instanceof BackupNotSupportedError ||
+      err instanceof CopyRefusedError ||
+      err instanceof ConfigError ||
+      err instanceof DatabaseUnreachableError
+    ) {
       stderr.write(`error: ${err.message}\n`);
       return 1;
     }

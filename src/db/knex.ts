@@ -134,6 +134,10 @@ export function openDatabase(location: string, options: OpenOptions = {}): Db {
   return databaseKindOf(location) === 'postgres' ? openPostgres(location, options) : openSqlite(location, options);
 }
 
+// Knex prints every failed connection attempt with its stack on the console; the same error
+// reaches the query that asked for the connection, whose caller reports it.
+const KNEX_LOG = { warn: (message: string) => void (message.startsWith('Acquire connection error') || console.warn(message)) };
+
 /** A SQLite file with the pragmas and functions above on every connection. */
 function openSqlite(filename: string, { readonly = false }: OpenOptions): Db {
   if (filename !== ':memory:' && !readonly) fs.mkdirSync(path.dirname(filename), { recursive: true });
@@ -141,6 +145,7 @@ function openSqlite(filename: string, { readonly = false }: OpenOptions): Db {
     client: 'better-sqlite3',
     connection: { filename, options: { readonly } },
     useNullAsDefault: true,
+    log: KNEX_LOG,
     pool: {
       // better-sqlite3 is synchronous: one connection serves the whole process.
       min: 1,
@@ -185,5 +190,6 @@ function openPostgres(url: string, { poolSize = DEFAULT_POOL_SIZE }: OpenOptions
     client: 'pg',
     connection: { connectionString: url, options: '-c timezone=UTC' },
     pool: { min: 0, max: poolSize },
+    log: KNEX_LOG,
   });
 }

@@ -1,4 +1,6 @@
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { spawn } from 'node:child_process';
 import { expect } from 'chai';
@@ -304,6 +306,44 @@ describe('the server process', function () {
       expect(code, name).to.equal(1);
       expect(output, name).to.include(`Invalid configuration: ${name}`);
     }
+  });
+
+  // About PostgreSQL's connections: the run's own database plays no part.
+  itOnlyOn('postgres')(
+    'ends with one line naming the database, never its password, when PostgreSQL cannot be reached or refuses, for npm start, npm run demo and the admin CLI',
+    async () => {
+      const closed = net.createServer();
+      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+      const nothingListens = (closed.address() as AddressInfo).port;
+      await new Promise((resolve) => closed.close(resolve));
+      const cluster = new URL(process.env.TEST_POSTGRES_URL!);
+      const missing = new URL(cluster);
+      missing.pathname = '/no_such_database';
+      missing.password = 'hunter2';
+      for (const [url, said] of [
+        [`postgres://scribe:hunter2@127.0.0.1:${nothingListens}/scribe`, `127.0.0.1:${nothingListens}/scribe (DATABASE_URL): connection refused. Is PostgreSQL running there?`],
+        [missing.toString(), `${cluster.hostname}:${cluster.port}/no_such_database (DATABASE_URL): database "no_such_database" does not exist.`],
+      ] as const) {
+        const env = { ...(await installEnv(tempDir())), DATABASE_URL: url, HOST: '127.0.0.1', PORT: '0' };
+        for (const entry of ['src/main.ts', 'src/demo.ts']) {
+          const { code, output } = await runToExit(entry, env);
+          expect({ code, output }, entry).to.deep.equal({ code: 1, output: `Cannot connect to the database at ${said}\n` });
+        }
+        expect(await runAdmin(['org', 'list'], env)).to.deep.equal({ code: 1, stdout: '', stderr: `error: Cannot connect to the database at ${said}\n` });
+      }
+    },
+  );
+
+  itOnlyOn('sqlite')('ends with one line naming the file when the SQLite database cannot be opened, for npm start, npm run demo and the admin CLI', async () => {
+    const env = { ...(await installEnv(tempDir())), HOST: '127.0.0.1', PORT: '0' };
+    // A folder where the database file should be.
+    const file = path.join(env.DATA_DIR!, 'scribe.sqlite');
+    fs.mkdirSync(file, { recursive: true });
+    const said = `Cannot open the SQLite database ${file}: unable to open database file.`;
+    for (const entry of ['src/main.ts', 'src/demo.ts']) {
+      expect(await runToExit(entry, { ...env, DATABASE_URL: file }), entry).to.deep.equal({ code: 1, output: `${said}\n` });
+    }
+    expect(await runAdmin(['org', 'list'], { ...env, DATABASE_URL: file })).to.deep.equal({ code: 1, stdout: '', stderr: `error: ${said}\n` });
   });
 
   it('npm run demo seeds once, prints the key and login, and serves them', async () => {
