@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { ConfigError } from './config-error.js';
 import { type DatabaseKind, databaseKindOf } from './db/dialect.js';
 import { DEFAULT_POOL_SIZE } from './db/knex.js';
 
@@ -152,9 +153,7 @@ export interface OpenAiConfig {
   readonly maxRetries: number;
 }
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
+export { ConfigError } from './config-error.js';
 
 /** Reads and validates the environment once; no other module reads `process.env`. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

@@ -346,6 +346,21 @@ describe('the server process', function () {
     expect(await runAdmin(['org', 'list'], { ...env, DATABASE_URL: file })).to.deep.equal({ code: 1, stdout: '', stderr: `error: ${said}\n` });
   });
 
+  // One database is enough: DATA_DIR is used before any database is opened.
+  itOnlyOn('sqlite')('ends with one line naming DATA_DIR when it cannot be used, for npm start, npm run demo and the admin CLI', async () => {
+    const env = await installEnv(tempDir());
+    // A data folder whose path goes through a file.
+    const notAFolder = path.join(env.DATA_DIR, 'a-file');
+    fs.writeFileSync(notAFolder, '');
+    const dataDir = path.join(notAFolder, 'data');
+    const said = `Cannot use DATA_DIR ${dataDir}: a part of its path is a file, not a folder (secrets-key).`;
+    const unusable = { ...env, DATA_DIR: dataDir, DATABASE_URL: path.join(env.DATA_DIR, 'scribe.sqlite'), HOST: '127.0.0.1', PORT: '0' };
+    for (const entry of ['src/main.ts', 'src/demo.ts']) {
+      expect(await runToExit(entry, unusable), entry).to.deep.equal({ code: 1, output: `${said}\n` });
+    }
+    expect(await runAdmin(['org', 'list'], unusable)).to.deep.equal({ code: 1, stdout: '', stderr: `error: ${said}\n` });
+  });
+
   it('npm run demo seeds once, prints the key and login, and serves them', async () => {
     const dataDir = tempDir();
     const counts = async () => {
