@@ -2,8 +2,8 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { checkPortsFree, ListenError, startServer, type RunningServer } from './server.js';
 import type { Db } from './db/knex.js';
-import { migrateToLatest } from './db/migrate.js';
-import { DatabaseUnreachableError, explainOpenFailure } from './db/open-failure.js';
+import { migrateAtStart } from './db/migrate.js';
+import { DatabaseUnreachableError } from './db/open-failure.js';
 import { openSecretBox } from './secrets/keys.js';
 import type { SecretBox } from './secrets/secret-box.js';
 
@@ -66,11 +66,7 @@ export async function startOrExit(config: Config, logger: Logger): Promise<Runni
 
 /** Migrates the database, or ends the process in one line, as `startOrExit` would, when it cannot be reached or opened. */
 export async function migrateOrExit(db: Db, config: Config, secrets: SecretBox): Promise<void> {
-  await orExit(() =>
-    migrateToLatest(db, { secrets }).catch((err: unknown) => {
-      throw explainOpenFailure(err, config.databaseUrl);
-    }),
-  );
+  await orExit(() => migrateAtStart(db, config.databaseUrl, { secrets }));
 }
 
 /** Exits at once, as `startOrExit` would, when the ports the server will listen on are taken (before long work at start). */

@@ -4,8 +4,7 @@ import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 import { openDatabase } from './db/knex.js';
 import { dialectOf } from './db/dialect.js';
-import { migrateToLatest } from './db/migrate.js';
-import { explainOpenFailure } from './db/open-failure.js';
+import { migrateAtStart } from './db/migrate.js';
 import { openSecretBox } from './secrets/keys.js';
 import { createServices, type ServiceOptions, type Services } from './services.js';
 import { createApp } from './app.js';
@@ -36,10 +35,10 @@ export async function startServer(config: Config, logger: Logger, options: Servi
   const secrets = openSecretBox(config);
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   try {
-    await migrateToLatest(db, { secrets });
+    await migrateAtStart(db, config.databaseUrl, { secrets });
   } catch (err) {
     await db.destroy();
-    throw explainOpenFailure(err, config.databaseUrl);
+    throw err;
   }
   if (works) await dialectOf(db).optimizeAtStart(db);
   // A web process leaves new work to the workers, which its NOTIFY (or their polling) wakes.

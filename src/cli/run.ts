@@ -2,8 +2,8 @@ import { parseArgs } from 'node:util';
 import { loadConfig, ConfigError } from '../config.js';
 import { createLogger } from '../logger.js';
 import { openDatabase } from '../db/knex.js';
-import { migrateToLatest } from '../db/migrate.js';
-import { DatabaseUnreachableError, explainOpenFailure } from '../db/open-failure.js';
+import { migrateAtStart } from '../db/migrate.js';
+import { DatabaseUnreachableError } from '../db/open-failure.js';
 import { createServices } from '../services.js';
 import { openSecretBox } from '../secrets/keys.js';
 import { HttpError } from '../http/errors.js';
@@ -65,9 +65,7 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv, { stdout,
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   const services = createServices({ config, db, logger, secrets, options: { dispatchOnAccept: false, runOnNewWork: false } });
   try {
-    await migrateToLatest(db, { secrets }).catch((err: unknown) => {
-      throw explainOpenFailure(err, config.databaseUrl);
-    });
+    await migrateAtStart(db, config.databaseUrl, { secrets });
     const io = { readPassword: () => readPassword(stdin, stderr), warn: (text: string) => void stderr.write(`${text}\n`) };
     const output = await command.run(parsed.values, services, io);
     stdout.write(`${JSON.stringify(output)}\n`);

@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import type { Knex } from 'knex';
 import type { Db } from './knex.js';
 import { dialectOf } from './dialect.js';
+import { explainOpenFailure } from './open-failure.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 import { checkSecretsKey } from '../secrets/keys.js';
 import { FROM_SOURCES, PROJECT_ROOT } from '../lib/paths.js';
@@ -68,4 +69,17 @@ export async function migrateToLatest(db: Db, { secrets }: { secrets?: SecretBox
 export async function pendingMigrations(db: Db): Promise<string[]> {
   const [, pending] = (await db.migrate.list(migrationConfig())) as [unknown[], Array<{ file: string } | string>];
   return pending.map((m) => (typeof m === 'string' ? m : m.file));
+}
+
+/**
+ * `migrateToLatest` for an entry point, whose migration is the first thing to connect: a
+ * database out of reach at `location` comes out as a DatabaseUnreachableError, which entry
+ * points say in one line.
+ */
+export async function migrateAtStart(db: Db, location: string, options: { secrets?: SecretBox } = {}): Promise<void> {
+  try {
+    await migrateToLatest(db, options);
+  } catch (err) {
+    throw explainOpenFailure(err, location);
+  }
 }
