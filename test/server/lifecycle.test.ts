@@ -308,6 +308,14 @@ describe('the server process', function () {
     }
   });
 
+  /** `npm start`, `npm run demo` and an admin command on `env` each end with exit code 1 and the one line `said`, nothing more. */
+  const endInOneLine = async (env: Record<string, string>, said: string) => {
+    for (const entry of ['src/main.ts', 'src/demo.ts']) {
+      expect(await runToExit(entry, env), entry).to.deep.equal({ code: 1, output: `${said}\n` });
+    }
+    expect(await runAdmin(['org', 'list'], env)).to.deep.equal({ code: 1, stdout: '', stderr: `error: ${said}\n` });
+  };
+
   // About PostgreSQL's connections: the run's own database plays no part.
   itOnlyOn('postgres')(
     'ends with one line naming the database, never its password, when PostgreSQL cannot be reached or refuses, for npm start, npm run demo and the admin CLI',
@@ -324,12 +332,7 @@ describe('the server process', function () {
         [`postgres://scribe:hunter2@127.0.0.1:${nothingListens}/scribe`, `127.0.0.1:${nothingListens}/scribe (DATABASE_URL): connection refused. Is PostgreSQL running there?`],
         [missing.toString(), `${cluster.hostname}:${cluster.port}/no_such_database (DATABASE_URL): database "no_such_database" does not exist.`],
       ] as const) {
-        const env = { ...(await installEnv(tempDir())), DATABASE_URL: url, HOST: '127.0.0.1', PORT: '0' };
-        for (const entry of ['src/main.ts', 'src/demo.ts']) {
-          const { code, output } = await runToExit(entry, env);
-          expect({ code, output }, entry).to.deep.equal({ code: 1, output: `Cannot connect to the database at ${said}\n` });
-        }
-        expect(await runAdmin(['org', 'list'], env)).to.deep.equal({ code: 1, stdout: '', stderr: `error: Cannot connect to the database at ${said}\n` });
+        await endInOneLine({ ...(await installEnv(tempDir())), DATABASE_URL: url, HOST: '127.0.0.1', PORT: '0' }, `Cannot connect to the database at ${said}`);
       }
     },
   );
@@ -339,11 +342,7 @@ describe('the server process', function () {
     // A folder where the database file should be.
     const file = path.join(env.DATA_DIR!, 'scribe.sqlite');
     fs.mkdirSync(file, { recursive: true });
-    const said = `Cannot open the SQLite database ${file}: unable to open database file.`;
-    for (const entry of ['src/main.ts', 'src/demo.ts']) {
-      expect(await runToExit(entry, { ...env, DATABASE_URL: file }), entry).to.deep.equal({ code: 1, output: `${said}\n` });
-    }
-    expect(await runAdmin(['org', 'list'], { ...env, DATABASE_URL: file })).to.deep.equal({ code: 1, stdout: '', stderr: `error: ${said}\n` });
+    await endInOneLine({ ...env, DATABASE_URL: file }, `Cannot open the SQLite database ${file}: unable to open database file.`);
   });
 
   // One database is enough: DATA_DIR is used before any database is opened.
@@ -353,12 +352,8 @@ describe('the server process', function () {
     const notAFolder = path.join(env.DATA_DIR, 'a-file');
     fs.writeFileSync(notAFolder, '');
     const dataDir = path.join(notAFolder, 'data');
-    const said = `Cannot use DATA_DIR ${dataDir}: a part of its path is a file, not a folder (secrets-key).`;
     const unusable = { ...env, DATA_DIR: dataDir, DATABASE_URL: path.join(env.DATA_DIR, 'scribe.sqlite'), HOST: '127.0.0.1', PORT: '0' };
-    for (const entry of ['src/main.ts', 'src/demo.ts']) {
-      expect(await runToExit(entry, unusable), entry).to.deep.equal({ code: 1, output: `${said}\n` });
-    }
-    expect(await runAdmin(['org', 'list'], unusable)).to.deep.equal({ code: 1, stdout: '', stderr: `error: ${said}\n` });
+    await endInOneLine(unusable, `Cannot use DATA_DIR ${dataDir}: a part of its path is a file, not a folder (secrets-key).`);
   });
 
   it('npm run demo seeds once, prints the key and login, and serves them', async () => {
