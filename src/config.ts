@@ -153,7 +153,7 @@ export interface OpenAiConfig {
   readonly maxRetries: number;
 }
 
-export { ConfigError } from './config-error.js';
+export { ConfigError };
 
 /** Reads and validates the environment once; no other module reads `process.env`. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
