@@ -80,20 +80,27 @@ function runMocha(suite: Suite, args: string[], env: NodeJS.ProcessEnv): Run {
 }
 
 /**
- * Files that run in the first database's run only, because what they check is the same on
- * either database: the unit tests open none, and the browser tests check what Chromium does
- * with the console's pages (test/console checks those pages' content on each database).
+ * Files that run in one database's run only, because what they check is the same on either
+ * database: the unit tests open none, the browser tests check what Chromium does with the
+ * console's pages (test/console checks those pages' content on each database), and the
+ * clean-clone install starts its own server on SQLite whatever the run. The first run (SQLite
+ * by default) takes the browser tests, its largest part; the install, the next largest file,
+ * goes to the last, so that neither run ends long after the other with one core idle.
  */
-const FIRST_RUN_ONLY = ['test/unit/', 'test/browser/'];
+const ONE_RUN_ONLY: ReadonlyArray<{ files: string; run: 'first' | 'last' }> = [
+  { files: 'test/unit/', run: 'first' },
+  { files: 'test/browser/', run: 'first' },
+  { files: 'test/server/install.test.ts', run: 'last' },
+];
 
 /**
  * The whole suite's mocha config (.mocharc.json) with its test files listed, in name order or
- * the reverse, without FIRST_RUN_ONLY's files after the first run. The two runs go through
- * the files in opposite orders, so that one run's stretches of CPU (the browser tests) meet
- * the other's stretches of waiting (processes, leases, timers) rather than its own: both runs
- * in name order kept the two cores busy little more than half the time.
+ * the reverse, without ONE_RUN_ONLY's files that belong to another run (none with one run).
+ * The two runs go through the files in opposite orders, so that one run's stretches of CPU
+ * (the browser tests) meet the other's stretches of waiting (processes, leases, timers) rather
+ * than its own: both runs in name order kept the two cores busy little more than half the time.
  */
-function configInOrder(reversed: boolean, first: boolean): string {
+function configInOrder(reversed: boolean, { first, last }: { first: boolean; last: boolean }): string {
   const config = JSON.parse(fs.readFileSync(path.join(root, '.mocharc.json'), 'utf8')) as { spec: string[] };
   // The files the config's spec names; its patterns are folders and endings (test/**/*.test.ts).
   const files = config.spec
@@ -105,7 +112,7 @@ function configInOrder(reversed: boolean, first: boolean): string {
         .filter((file) => file.endsWith(ending))
         .map((file) => path.posix.join(folder, file.split(path.sep).join('/')));
     })
-    .filter((file) => first || !FIRST_RUN_ONLY.some((folder) => file.startsWith(folder)))
+    .filter((file) => ONE_RUN_ONLY.every(({ files, run }) => !file.startsWith(files) || (run === 'first' ? first : last)))
     .sort();
   if (reversed) files.reverse();
   const file = path.join(os.tmpdir(), `scribe-mocharc-${process.pid}-${reversed ? 'reversed' : 'sorted'}.json`);
@@ -165,7 +172,7 @@ async function main(): Promise<number> {
   }
 
   // Given no mocha arguments, the whole suite, each run in its own order of files.
-  const configs = args.length > 0 || interrupted ? [] : wanted.map((_, i) => configInOrder(i % 2 === 1, i === 0));
+  const configs = args.length > 0 || interrupted ? [] : wanted.map((_, i) => configInOrder(i % 2 === 1, { first: i === 0, last: i === wanted.length - 1 }));
   // The console's screenshots in the first run only: every run would write the same files.
   const runs = interrupted ? [] : wanted.map((suite, i) => runMocha(suite, configs[i] ? ['--config', configs[i]] : args, i === 0 ? env : { ...env, TEST_SCREENSHOTS: '0' }));
   // Each run's output is printed whole at its end; meanwhile a line every 30 s says how far they are.

@@ -4,7 +4,6 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { onlyOn } from '../helpers/databases.js';
 import { markedBlocks } from '../helpers/docs.js';
 import { tempDir } from '../helpers/harness.js';
 import { runCommandToExit, startCommand, stopGroup } from '../helpers/process.js';
@@ -31,8 +30,9 @@ function localPrebuilds(dir: string): string {
   return dir;
 }
 
-// One database is enough: this is about npm, dist/ and the start, not about the data.
-onlyOn('sqlite')('a production install as docs/deploy.md writes it', function () {
+// About npm, dist/ and the start, not the data: the server it starts is on SQLite in either
+// run, and npm test runs this file in one run only (run-suites.ts, ONE_RUN_ONLY).
+describe('a production install as docs/deploy.md writes it', function () {
   this.timeout(300_000);
 
   it('installs a clean clone with the npm commands of deploy.md, without TypeScript in the end, starts with npm start and answers /healthz; after a source change npm start refuses to run old code', async () => {
