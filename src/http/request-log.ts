@@ -31,7 +31,11 @@ export function requestLog(logger: Logger): RequestHandler {
   };
 }
 
-/** The path as logged: an invitation or reset link's token is a password's equal, and is never written. */
+/**
+ * The path as logged, without the tokens that are credentials: an invitation or reset link's
+ * (a password's equal) and an inbound channel's (whoever holds its URL may send to the
+ * scribe). Routes match paths whatever their letter case, so this does too.
+ */
 export function loggedPath(url: string): string {
-  return url.replace(/^\/invite\/[^/?#]+/, '/invite/[redacted]');
+  return url.replace(/^\/(invite|inbound)\/[^/?#]+/i, '/$1/[redacted]');
 }

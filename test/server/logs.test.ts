@@ -53,6 +53,7 @@ describe('logs', () => {
       const token = invited.url.split('/').pop()!;
       const invitee = supertest.agent(app);
       const form = await invitee.get(invited.url).expect(200);
+      await invitee.get(invited.url.replace('/invite/', '/INVITE/')).expect(200);
       await invitee
         .post(invited.url)
         .type('form')
@@ -72,8 +73,9 @@ describe('logs', () => {
       expect(completed).to.include({ method: 'POST', path: '/api/v1/scribes/atlas/requests', status: 202 });
       expect(parsed.find((l) => l.msg === 'with secrets attached')).to.deep.include({ user: { password: '[redacted]' } });
       expect(parsed.find((l) => l.requestId === 'live-refresh-1')).to.include({ level: 20, msg: 'request completed' });
-      expect(parsed.filter((l) => String(l.path).startsWith('/invite/')).map((l) => [l.method, l.path, l.status])).to.deep.equal([
+      expect(parsed.filter((l) => /^\/invite\//i.test(String(l.path))).map((l) => [l.method, l.path, l.status])).to.deep.equal([
         ['GET', '/invite/[redacted]', 200],
+        ['GET', '/INVITE/[redacted]', 200],
         ['POST', '/invite/[redacted]', 303],
       ]);
     } finally {
@@ -122,14 +124,23 @@ describe('logs', () => {
         .send(body)
         .expect(202);
       await api.post(`/inbound/${channel.token}`).type('json').set('X-Signature', 'sha256=00').send(body).expect(401);
+      // Routes match whatever the letter case: so does the redaction of the token in the path.
+      await api.post(`/Inbound/${channel.token}?from=test`).type('json').set('X-Signature', 'sha256=00').send(body).expect(401);
       await services.dispatcher.tick();
       await services.webhookWorker.tick();
       expect(receiver.received.length, 'the webhook was sent').to.be.greaterThan(0);
       expect(mcp.calls, 'the MCP tool was called').to.have.length(1);
 
       const text = lines.join('');
-      for (const secret of ['sk-model-key-in-logs-test', 'mcp-header-in-logs-test', webhookSecret, webhookSecret.slice('whsec_'.length), channelSecret!])
+      // The channel's token is in its URL: whoever holds that may send to the scribe.
+      for (const secret of ['sk-model-key-in-logs-test', 'mcp-header-in-logs-test', webhookSecret, webhookSecret.slice('whsec_'.length), channelSecret!, channel.token!])
         expect(text, secret).to.not.include(secret);
+      const inbound = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => /^\/inbound\//i.test(String(l.path)));
+      expect(inbound.map((l) => [l.path, l.status])).to.deep.equal([
+        ['/inbound/[redacted]', 202],
+        ['/inbound/[redacted]', 401],
+        ['/Inbound/[redacted]?from=test', 401],
+      ]);
     } finally {
       await services.stop();
       await db.destroy();
