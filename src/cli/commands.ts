@@ -175,7 +175,7 @@ export const commands: Record<string, Command> = {
     async run(flags, s) {
       const { actor, id } = await byId(flags, s.sessions);
       const session = await s.sessions.cancel(actor, id);
-      return { id, status: session.state };
+      return { id, status: session.status };
     },
   },
   'task cancel': {

@@ -38,10 +38,7 @@ export function chatRoutes({ auth, scribes, sessions, idempotency }: { auth: Req
     const id = String(req.params.id);
     await sessions.get(callerOf(req).organizationId, id);
     const raw = (await readJsonBody(req, res)) ?? {};
-    await idempotency.run(req, res, raw, 200, async (save) => {
-      await sessions.cancel(actorOf(req), id, save);
-      return { session: await sessions.read(callerOf(req).organizationId, id) };
-    });
+    await idempotency.run(req, res, raw, 200, async (save) => ({ session: await sessions.cancel(actorOf(req), id, save) }));
   });
 
   return router;

@@ -147,17 +147,19 @@ export function createSessionService({
      * answer under way stops (`onCancelled`) and records nothing. 409 `Session is closed` for
      * a `completed`, `failed` or `cancelled` session.
      */
-    async cancel(actor: Actor, id: string, save?: SaveResponse): Promise<SessionRow & { messages: MessageRow[] }> {
+    async cancel(actor: Actor, id: string, save?: SaveResponse): Promise<ApiSession> {
       const session = await this.get(actor.organizationId, id);
       const scribe = await findScribeById(db, session.scribe_id);
+      let read: ApiSession | undefined;
       const cancelled = await queries.cancelSession(db, id, { text: `Cancelled by ${actor.label}`, created_at: laterThan(clock, session.updated_at) }, async (trx) => {
         await recordEvents(trx, [sessionEvent(session, scribe?.slug ?? '', 'cancelled')]);
-        if (save) await save(trx, { session: await presentIn(trx, actor.organizationId, id, scribe?.slug ?? '') });
+        read = await presentIn(trx, actor.organizationId, id, scribe?.slug ?? '');
+        await save?.(trx, { session: read });
       });
       if (!cancelled) throw new ConflictError(messages.closed);
       await audit.record(actor, 'session.cancel', { type: 'session', id });
       onCancelled(id);
-      return this.get(actor.organizationId, id);
+      return read!;
     },
 
     /** The session's organization, for the admin CLI (which names a session by id alone). */

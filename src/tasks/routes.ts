@@ -11,6 +11,7 @@ import { parseTextBody } from '../sessions/schemas.js';
 import { messages as requestMessages } from '../requests/schemas.js';
 import { TASK_STATUSES } from './queries.js';
 import type { TaskService } from './service.js';
+import type { ApiTask } from './api.js';
 
 // As for receipts: 400 `Invalid status` for a status that is not a task's, empty, or given twice.
 const listQuery = z.object({ status: z.enum(TASK_STATUSES, { error: requestMessages.invalidStatus }).optional() });
@@ -34,18 +35,14 @@ export function taskRoutes({ auth, scribes, tasks, idempotency }: { auth: Reques
     res.json(await tasks.page(scribe, { status: filter.data.status, limit, after: req.query.after }));
   });
 
-  /** A change to one task: 404 before the body is read, then `change`, answered with the task as it is after. */
+  /** A change to one task: 404 before the body is read, then `change`, answered with the task as the change left it. */
   const taskChange =
-    (status: number, change: (req: Request, id: string, raw: unknown, save: SaveResponse | undefined) => Promise<unknown>): RequestHandler =>
+    (status: number, change: (req: Request, id: string, raw: unknown, save: SaveResponse | undefined) => Promise<ApiTask>): RequestHandler =>
     async (req, res) => {
       const id = String(req.params.id);
-      const organizationId = callerOf(req).organizationId;
-      await tasks.get(organizationId, id);
+      await tasks.get(callerOf(req).organizationId, id);
       const raw = (await readJsonBody(req, res)) ?? {};
-      await idempotency.run(req, res, raw, status, async (save) => {
-        await change(req, id, raw, save);
-        return { task: await tasks.read(organizationId, id) };
-      });
+      await idempotency.run(req, res, raw, status, async (save) => ({ task: await change(req, id, raw, save) }));
     };
 
   router.post(

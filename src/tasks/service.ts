@@ -58,11 +58,9 @@ export function createTaskService({
   /** Tells the process running the task, wherever it is, to stop it. */
   onCancelled?: (taskId: string) => void;
 }) {
-  /** Saves the idempotent response of a change, `{"task": …}` as it is in the change's transaction. */
-  async function saveAsRead(trx: Db, organizationId: string, id: string, slug: string, save?: SaveResponse): Promise<void> {
-    if (!save) return;
-    const [task] = await presentTasks(trx, [(await queries.findTask(trx, organizationId, id))!], () => slug);
-    await save(trx, { task });
+  /** The task as the API shows it, read in `trx`: a change's answer (and the response an idempotent change saves with it) is the task as the change left it. */
+  async function presentIn(trx: Db, organizationId: string, id: string, slug: string): Promise<ApiTask> {
+    return (await presentTasks(trx, [(await queries.findTask(trx, organizationId, id))!], () => slug))[0]!;
   }
 
   return {
@@ -158,21 +156,23 @@ export function createTaskService({
      * working it stops (`onCancelled`) and records nothing. 409 `Task is already finished`
      * for a `done` or `cancelled` task.
      */
-    async cancel(actor: Actor, id: string, save?: SaveResponse): Promise<WorkedTaskRow> {
+    async cancel(actor: Actor, id: string, save?: SaveResponse): Promise<ApiTask> {
       const task = await this.get(actor.organizationId, id);
       const scribe = await findScribeById(db, task.scribe_id);
+      let read: ApiTask | undefined;
       const was = await queries.cancelTask(
         db,
         { id, author: actor.type === 'user' ? 'staff' : 'system', text: `Cancelled by ${actor.label}`, at: (updatedAt) => laterThan(clock, updatedAt) },
         async (trx) => {
           await recordEvents(trx, [taskEvent(task, scribe?.slug ?? '', { status: 'cancelled' })]);
-          await saveAsRead(trx, actor.organizationId, id, scribe?.slug ?? '', save);
+          read = await presentIn(trx, actor.organizationId, id, scribe?.slug ?? '');
+          await save?.(trx, { task: read });
         },
       );
       if (!was) throw new ConflictError(messages.alreadyFinished);
       await audit.record(actor, 'task.cancel', { type: 'task', id });
       if (was === 'in_progress') onCancelled(id);
-      return (await queries.findTask(db, actor.organizationId, id))!;
+      return read!;
     },
 
     /** The task's organization, for the admin CLI (which names a task by id alone). */
@@ -181,18 +181,22 @@ export function createTaskService({
     },
 
     /** Staff answer a waiting task's question; it goes back to `open` for the agent. */
-    async giveInput(actor: Actor, id: string, text: string, save?: SaveResponse): Promise<void> {
+    async giveInput(actor: Actor, id: string, text: string, save?: SaveResponse): Promise<ApiTask> {
       const task = await this.get(actor.organizationId, id);
       if (!text.trim()) throw new ValidationError(messages.inputRequired);
-      const scribe = save && (await findScribeById(db, task.scribe_id));
+      const scribe = await findScribeById(db, task.scribe_id);
+      // As the move left it, `open`: a runtime told of it may have claimed it by the time this returns.
+      let read: ApiTask | undefined;
       const moved =
         task.status === 'waiting' &&
-        (await queries.moveTask(db, { id, from: 'waiting', to: 'open', author: 'staff', text, at: laterThan(clock, task.updated_at) }, { attempts: 0 }, (trx) =>
-          saveAsRead(trx, actor.organizationId, id, scribe?.slug ?? '', save),
-        ));
+        (await queries.moveTask(db, { id, from: 'waiting', to: 'open', author: 'staff', text, at: laterThan(clock, task.updated_at) }, { attempts: 0 }, async (trx) => {
+          read = await presentIn(trx, actor.organizationId, id, scribe?.slug ?? '');
+          await save?.(trx, { task: read });
+        }));
       if (!moved) throw new ConflictError(messages.notWaiting);
       await audit.record(actor, 'task.input', { type: 'task', id });
       onOpened(id);
+      return read!;
     },
   };
 }

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
+import { createHarness, eventually, type Harness, type Tenant } from '../helpers/harness.js';
 
 describe('tasks over the API: GET /tasks/:id, GET /scribes/:id/tasks, POST /tasks/:id/input and /cancel', () => {
   let h: Harness;
@@ -87,6 +87,31 @@ describe('tasks over the API: GET /tasks/:id, GET /scribes/:id/tasks, POST /task
     expect(done.status).to.equal('done');
     expect(done.result).to.include('Input from staff: A one-line product name');
     expect(done.question, 'the last question asked stays readable').to.include('Before I start');
+  });
+
+  it('answers input with the task as the input left it, open, though the runtime takes it up at once; a retry with the same Idempotency-Key gets that same answer', async () => {
+    // Here new work wakes the runtime, as in a running server: it may claim the task before the answer is sent.
+    const live = await createHarness({ options: { dispatchOnAccept: false } });
+    try {
+      const tenant = await live.tenant();
+      const res = await live.api
+        .post(`/api/v1/scribes/${tenant.scribe.slug}/requests`)
+        .set(tenant.headers)
+        .send({ task: { summary: 'What should we name it?' } });
+      await live.services.dispatcher.tick();
+      const id = (await live.db('requests').where({ id: res.body.request.id }).first('entity_id')).entity_id;
+      const statusNow = async () => (await live.db('tasks').where({ id }).first('status')).status;
+      await eventually(async () => ((await statusNow()) === 'waiting' ? true : undefined));
+      const send = () => live.api.post(`/api/v1/tasks/${id}/input`).set(tenant.headers).set('Idempotency-Key', 'name-it').send({ input: 'Short and plain' });
+      const answered = await send();
+      expect([answered.status, answered.body.task.status]).to.deep.equal([202, 'open']);
+      await eventually(async () => ((await statusNow()) === 'done' ? true : undefined));
+      const replayed = await send();
+      expect([replayed.status, replayed.headers['idempotent-replayed']]).to.deep.equal([202, 'true']);
+      expect(replayed.body).to.deep.equal(answered.body);
+    } finally {
+      await live.close();
+    }
   });
 
   it('refuses input to a task that is not waiting with 409 "Task is not waiting", and a missing or blank one with 422 "Input is required"', async () => {
