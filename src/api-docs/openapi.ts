@@ -181,6 +181,7 @@ const lastEventId = {
 const streamDescription = (what: string, final: string) =>
   `Server-sent events, one per change of the ${what}: \`status\` (the whole ${what} object, with the status the event records), ` +
   `\`message\` (a message complete), \`delta\` (\`{"message_id", "text"}\`: text added to a reply or result being written). ` +
+  `A change that writes a message sends that \`message\` before its \`status\`. ` +
   `Each event's \`id:\` is its number within the ${what}, so a client that reconnects with \`Last-Event-ID\` gets every later event exactly once, ` +
   `from any process. The stream ends after the event that makes the ${what} final (${final}), ` +
   `and on a ${what} already final once the events after \`Last-Event-ID\` are sent; a comment line every 15 s keeps it open through proxies.`;

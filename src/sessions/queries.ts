@@ -205,8 +205,9 @@ export async function claimSessions(trx: Db, terms: LeaseTerms, pick: ClaimPick)
       updated_at: trx.raw('case when updated_at < ? then ? else updated_at end', [terms.now, terms.now]),
     },
   });
-  // Each claimed session's status as its stream tells it: one statement per state (running, or completed when ended at once).
-  for (const state of new Set(rows.map((row) => row.state))) {
+  // Each claimed session's status as its stream tells it, running, one statement for all. A
+  // session ended at once stays completed: no change to tell until its answer is recorded.
+  for (const state of new Set(rows.map((row) => row.state).filter((state) => state !== 'completed'))) {
     await appendStatusEvents(
       trx,
       'sessions',

@@ -42,28 +42,27 @@ type EventTold =
   | { kind: 'delta'; messageId: number; whole: true };
 
 /**
- * What a row tells, in the order it happened: an answer that came whole as a delta, then for
- * a task its status and the message its move wrote, for a session the message (its answer)
- * and then its status.
+ * What a row tells: an answer that came whole as a delta, then the message the move wrote (a
+ * session's answer, a task's result or question), then the status. The status comes last, so
+ * a stream that ends at a final status has sent the message that came with it.
  */
-function toldBy(event: StreamEventData, subject: 'task' | 'session'): EventTold[] {
+function toldBy(event: StreamEventData): EventTold[] {
   if (event.kind === 'message') return [{ kind: 'message', messageId: Number(event.data.message_id) }];
   if (event.kind === 'delta') return [{ kind: 'delta', messageId: Number(event.data.message_id), text: event.data.text }];
   const { status, message_id: messageId, delta } = event.data;
   const told: EventTold = { kind: 'status', status };
   if (messageId === undefined) return [told];
-  const message: EventTold = { kind: 'message', messageId };
-  return [...(delta ? [{ kind: 'delta', messageId, whole: true } as const] : []), ...(subject === 'task' ? [told, message] : [message, told])];
+  return [...(delta ? [{ kind: 'delta', messageId, whole: true } as const] : []), { kind: 'message', messageId }, told];
 }
 
 /** How many events a row stands for: its `seq` is the number of the last of them. */
 function spanOf(event: StreamEventData): number {
-  return toldBy(event, 'task').length;
+  return toldBy(event).length;
 }
 
 /** The events a row stands for (`toldBy`), numbered up to its `seq`. */
-export function eventsOfRow(row: Pick<StreamEventRow, 'seq' | 'kind' | 'data'>, subject: 'task' | 'session'): StreamEvent[] {
-  const parts = toldBy({ kind: row.kind, data: JSON.parse(row.data) } as StreamEventData, subject);
+export function eventsOfRow(row: Pick<StreamEventRow, 'seq' | 'kind' | 'data'>): StreamEvent[] {
+  const parts = toldBy({ kind: row.kind, data: JSON.parse(row.data) } as StreamEventData);
   return parts.map((part, i) => ({ ...part, seq: Number(row.seq) - parts.length + 1 + i }));
 }
 
@@ -152,6 +151,11 @@ export async function appendFirstStatusEvents(trx: Db, firsts: ReadonlyArray<{ s
 /** A task's or a session's events after `afterSeq`, in order, at most `limit`. */
 export async function readStreamEvents(db: Db, subjectId: string, afterSeq: number, limit: number): Promise<StreamEventRow[]> {
   return db<StreamEventRow>('stream_events').where('subject_id', subjectId).where('seq', '>', afterSeq).orderBy('seq').limit(limit);
+}
+
+/** Whether the task or session has events after its event `seq`. */
+export async function hasStreamEventsAfter(db: Db, subjectId: string, seq: number): Promise<boolean> {
+  return (await db('stream_events').where('subject_id', subjectId).where('seq', '>', seq).first('seq')) !== undefined;
 }
 
 /** The newest event's id (0 when there is none): where a poller starts. */

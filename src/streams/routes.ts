@@ -68,12 +68,15 @@ export function streamRoutes({
     return message();
   }
 
-  /** Whether the stream may end after this status: final, and (a session ended at once) owing no answer. */
-  async function ends(kind: Kind, id: string, status: string): Promise<boolean> {
-    if (!isFinal(kind, status)) return false;
-    if (kind === 'task') return true;
-    const row = await db('sessions').where({ id }).first('reply_due');
-    return !row?.reply_due;
+  /**
+   * Whether the stream may end after this status event: final, owing no answer (a session
+   * ended at once, `completed` from its first event, is still answered), and the last event
+   * recorded (that answer, once recorded, follows the first `completed`).
+   */
+  async function ends(kind: Kind, id: string, event: { status: string; seq: number }): Promise<boolean> {
+    if (!isFinal(kind, event.status)) return false;
+    if (kind === 'session' && (await db('sessions').where({ id }).first('reply_due'))?.reply_due) return false;
+    return !(await queries.hasStreamEventsAfter(db, id, event.seq));
   }
 
   function serve(kind: Kind): RequestHandler {
@@ -106,12 +109,12 @@ export function streamRoutes({
           for (const row of rows) {
             let read: Promise<ApiMessage | null> | undefined;
             // A row's events after the last one sent: a client may have had some of them.
-            for (const event of queries.eventsOfRow(row, kind).filter((e) => e.seq > lastSeq)) {
+            for (const event of queries.eventsOfRow(row).filter((e) => e.seq > lastSeq)) {
               if (closed) return;
               const data = await payload(kind, organizationId, id, event, () => (read ??= 'messageId' in event ? messageOf(kind, id, event.messageId) : Promise.resolve(null)));
               if (data !== undefined) res.write(`id: ${event.seq}\nevent: ${event.kind}\ndata: ${JSON.stringify(data)}\n\n`);
               lastSeq = event.seq;
-              if (event.kind === 'status' && (await ends(kind, id, event.status))) return close();
+              if (event.kind === 'status' && (await ends(kind, id, event))) return close();
             }
           }
         }

@@ -190,20 +190,50 @@ describe('event streams: GET /tasks/:id/events and /sessions/:id/events', functi
     await h.services.runtime.tick();
     await eventually(async () => ((await h.db('tasks').where({ id: taskId }).first('status')).status === 'done' ? true : undefined));
     const task = await readStream(`${one.url}/api/v1/tasks/${taskId}/events`, headers());
-    expect(task.events.map((e) => [e.id, e.event, e.data.status ?? e.data.text])).to.deep.equal([
+    const told = [
       [1, 'status', 'open'],
       [2, 'status', 'in_progress'],
       [3, 'delta', 'Timetable in one piece.'],
-      [4, 'status', 'done'],
-    ]);
-    const resumed = await readStream(`${two.url}/api/v1/tasks/${taskId}/events`, { ...headers(), 'last-event-id': '3' });
-    expect([resumed.ended, resumed.events.map((e) => [e.id, e.event, e.data.status])]).to.deep.equal([true, [[4, 'status', 'done']]]);
+      [4, 'message', 'Timetable in one piece.'],
+      [5, 'status', 'done'],
+    ];
+    // The result's message before the final status, after which the stream ends.
+    expect([task.ended, task.events.map((e) => [e.id, e.event, e.data.status ?? e.data.text])]).to.deep.equal([true, told]);
+    for (const [server, after] of [
+      [two, 1],
+      [one, 3],
+      [two, 4],
+    ] as const) {
+      const resumed = await readStream(`${server.url}/api/v1/tasks/${taskId}/events`, { ...headers(), 'last-event-id': String(after) });
+      expect([resumed.ended, resumed.events.map((e) => [e.id, e.event, e.data.status ?? e.data.text])], `after ${after}`).to.deep.equal([true, told.slice(after)]);
+    }
     // A client that reconnects after the final status (as EventSource does when a stream ends)
-    // gets what is left of the finished work's history, and the stream ends.
-    const after = await readStream(`${one.url}/api/v1/tasks/${taskId}/events`, { ...headers(), 'last-event-id': '4' });
-    expect([after.ended, after.events.map((e) => [e.id, e.event, e.data.text])]).to.deep.equal([true, [[5, 'message', 'Timetable in one piece.']]]);
+    // gets nothing more, and the stream ends.
     const past = await readStream(`${two.url}/api/v1/tasks/${taskId}/events`, { ...headers(), 'last-event-id': '5' });
     expect([past.ended, past.events]).to.deep.equal([true, []]);
+  });
+
+  it('follows a session ended at once, completed from its first event, until its answer is recorded, and ends there; as does a stream opened afterwards', async () => {
+    fake.script({ reply: 'Noted: the ferry is late.' });
+    const res = await h.api.post('/api/v1/scribes/ferry/chat').set(t.headers).send({ message: 'FYI: the ferry is late', end_session_immediately: true });
+    const id = res.body.session_id;
+    const reading = readStream(`${one.url}/api/v1/sessions/${id}/events`, headers());
+    await eventually(async () => (h.services.streams.open === 1 ? true : undefined));
+    await h.services.runtime.tick();
+    const live = await reading;
+    const told = live.events.map((e) => [e.id, e.event, e.data.status ?? e.data.text]);
+    expect([live.ended, told]).to.deep.equal([
+      true,
+      [
+        [1, 'status', 'completed'],
+        [2, 'message', 'FYI: the ferry is late'],
+        [3, 'delta', 'Noted: the ferry is late.'],
+        [4, 'message', 'Noted: the ferry is late.'],
+        [5, 'status', 'completed'],
+      ],
+    ]);
+    const later = await readStream(`${two.url}/api/v1/sessions/${id}/events`, headers());
+    expect([later.ended, later.events.map((e) => [e.id, e.event, e.data.status ?? e.data.text])]).to.deep.equal([true, told]);
   });
 
   it('sends a keep-alive comment while nothing happens', async () => {

@@ -105,16 +105,16 @@ describe('runs ended in one batch (finishRuns)', () => {
     expect(await added(failed!.id)).to.deep.equal([{ seq: next(failed!.id), kind: 'status', data: { status: 'waiting' } }]);
     expect(await streamOf(takenOver!.id), 'nothing streamed for the end not recorded').to.have.length(1);
     // As streams tell them.
-    const told = async (id: string) => (await added(id)).flatMap((row) => eventsOfRow({ ...row, data: JSON.stringify(row.data) }, 'task'));
+    const told = async (id: string) => (await added(id)).flatMap((row) => eventsOfRow({ ...row, data: JSON.stringify(row.data) }));
     expect(await told(done!.id)).to.deep.equal([
       { seq: next(done!.id), kind: 'delta', messageId: doneEvent.id, whole: true },
-      { seq: next(done!.id) + 1, kind: 'status', status: 'done' },
-      { seq: next(done!.id) + 2, kind: 'message', messageId: doneEvent.id },
+      { seq: next(done!.id) + 1, kind: 'message', messageId: doneEvent.id },
+      { seq: next(done!.id) + 2, kind: 'status', status: 'done' },
     ]);
     expect(await told(drafted!.id)).to.deep.equal([
       { seq: next(drafted!.id), kind: 'delta', messageId: draftRow.id, text: 'wer, whole.' },
-      { seq: next(drafted!.id) + 1, kind: 'status', status: 'done' },
-      { seq: next(drafted!.id) + 2, kind: 'message', messageId: draftRow.id },
+      { seq: next(drafted!.id) + 1, kind: 'message', messageId: draftRow.id },
+      { seq: next(drafted!.id) + 2, kind: 'status', status: 'done' },
     ]);
     expect(await told(failed!.id)).to.deep.equal([{ seq: next(failed!.id), kind: 'status', status: 'waiting' }]);
 
@@ -282,7 +282,7 @@ describe('runs ended in one batch (finishRuns)', () => {
     // One row: as streams tell it, the reply as one delta, the message, the state.
     const [row] = (await streamOf(second!.id)).slice(-1);
     expect(row).to.deep.include({ kind: 'status', data: { status: 'waiting', message_id: message, delta: true } });
-    expect(eventsOfRow({ ...row!, data: JSON.stringify(row!.data) }, 'session')).to.deep.equal([
+    expect(eventsOfRow({ ...row!, data: JSON.stringify(row!.data) })).to.deep.equal([
       { seq: row!.seq - 2, kind: 'delta', messageId: message, whole: true },
       { seq: row!.seq - 1, kind: 'message', messageId: message },
       { seq: row!.seq, kind: 'status', status: 'waiting' },

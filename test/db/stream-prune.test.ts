@@ -38,12 +38,12 @@ describe('pruning event-stream deltas (maintenance, streams/queries.ts)', functi
     const whole = randomUUID();
     await append(whole, [{ kind: 'status', data: { status: 'in_progress' } }, ...moveEvents('done', { id: 9, text: 'Hello', drafted: '' })], '2026-11-19T09:00:00.000Z');
     expect(await h.services.maintenance.pruneStreamDeltas()).to.equal(0);
-    const told = (await readStreamEvents(h.db, whole, 0, 100)).flatMap((row) => eventsOfRow(row, 'task'));
+    const told = (await readStreamEvents(h.db, whole, 0, 100)).flatMap((row) => eventsOfRow(row));
     expect(told).to.deep.equal([
       { seq: 1, kind: 'status', status: 'in_progress' },
       { seq: 2, kind: 'delta', messageId: 9, whole: true },
-      { seq: 3, kind: 'status', status: 'done' },
-      { seq: 4, kind: 'message', messageId: 9 },
+      { seq: 3, kind: 'message', messageId: 9 },
+      { seq: 4, kind: 'status', status: 'done' },
     ]);
   });
 });

@@ -214,7 +214,7 @@ export interface paths {
         };
         /**
          * Follow a task's events
-         * @description Server-sent events, one per change of the task: `status` (the whole task object, with the status the event records), `message` (a message complete), `delta` (`{"message_id", "text"}`: text added to a reply or result being written). Each event's `id:` is its number within the task, so a client that reconnects with `Last-Event-ID` gets every later event exactly once, from any process. The stream ends after the event that makes the task final (`done` or `cancelled`), and on a task already final once the events after `Last-Event-ID` are sent; a comment line every 15 s keeps it open through proxies.
+         * @description Server-sent events, one per change of the task: `status` (the whole task object, with the status the event records), `message` (a message complete), `delta` (`{"message_id", "text"}`: text added to a reply or result being written). A change that writes a message sends that `message` before its `status`. Each event's `id:` is its number within the task, so a client that reconnects with `Last-Event-ID` gets every later event exactly once, from any process. The stream ends after the event that makes the task final (`done` or `cancelled`), and on a task already final once the events after `Last-Event-ID` are sent; a comment line every 15 s keeps it open through proxies.
          */
         get: operations["streamTaskEvents"];
         put?: never;
@@ -234,7 +234,7 @@ export interface paths {
         };
         /**
          * Follow a session's events
-         * @description Server-sent events, one per change of the session: `status` (the whole session object, with the status the event records), `message` (a message complete), `delta` (`{"message_id", "text"}`: text added to a reply or result being written). Each event's `id:` is its number within the session, so a client that reconnects with `Last-Event-ID` gets every later event exactly once, from any process. The stream ends after the event that makes the session final (`completed`, `failed` or `cancelled`), and on a session already final once the events after `Last-Event-ID` are sent; a comment line every 15 s keeps it open through proxies.
+         * @description Server-sent events, one per change of the session: `status` (the whole session object, with the status the event records), `message` (a message complete), `delta` (`{"message_id", "text"}`: text added to a reply or result being written). A change that writes a message sends that `message` before its `status`. Each event's `id:` is its number within the session, so a client that reconnects with `Last-Event-ID` gets every later event exactly once, from any process. The stream ends after the event that makes the session final (`completed`, `failed` or `cancelled`), and on a session already final once the events after `Last-Event-ID` are sent; a comment line every 15 s keeps it open through proxies.
          */
         get: operations["streamSessionEvents"];
         put?: never;
