@@ -14,7 +14,7 @@ export interface ServerProcess {
 const LISTENING = /"url":"(http:\/\/[^"]+)"|Scribe demo is running at (http:\/\/\S+)/;
 
 /** Starts an entry point (`src/main.ts`, `src/demo.ts`) as built, the way `npm start` runs it, and waits until it listens. */
-export async function startProcess(entry: string, env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
+export async function startProcess(entry: string, env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
   return startCommand(process.execPath, [builtEntry(entry)], { env: { HOST: '127.0.0.1', PORT: '0', ...env } }, timeoutMs);
 }
 
@@ -22,7 +22,7 @@ export async function startProcess(entry: string, env: Record<string, string>, t
  * Starts a command that runs a server (`npm start` in an install) in a process group of its
  * own and waits until it listens; stop it with `stopGroup`.
  */
-export async function startCommand(command: string, args: string[], options: { cwd?: string; env: Record<string, string> }, timeoutMs = 20_000): Promise<ServerProcess> {
+export async function startCommand(command: string, args: string[], options: { cwd?: string; env: Record<string, string> }, timeoutMs = 60_000): Promise<ServerProcess> {
   const { match, ...started } = await startUntil(command, args, { ...options, detached: true }, LISTENING, 'listening', timeoutMs);
   return { ...started, url: (match[1] ?? match[2])! };
 }
@@ -53,7 +53,7 @@ export async function stopGroup({ child }: ServerProcess, timeoutMs = 15_000): P
 }
 
 /** Starts `src/main.ts` as a worker (PROCESS_ROLE=worker: no URL) and waits for its start line. */
-export async function startWorkerProcess(env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
+export async function startWorkerProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
   const { child, output, exited } = await startUntil(process.execPath, [builtEntry('src/main.ts')], { env }, /"msg":"scribe worker started"/, 'worker started', timeoutMs);
   return { child, output, exited, url: '' };
 }
