@@ -10,7 +10,7 @@ import { requireApiKey } from './http/api-key-auth.js';
 import { apiRateLimits } from './http/rate-limits.js';
 import { healthRoutes } from './http/health.js';
 import { apiDocsRoutes } from './api-docs/routes.js';
-import { apiErrors, apiNotFound } from './http/api-errors.js';
+import { apiErrors, apiNotFound, apiRefuseOptions } from './http/api-errors.js';
 import { refuseDeclaredTooLarge } from './http/json-body.js';
 import { consoleRouter, type ConsoleOptions } from './console/index.js';
 import { VIEWS_DIR } from './lib/paths.js';
@@ -55,6 +55,7 @@ export function createApp({
   const docs = apiDocsRoutes();
   app.use(docs.browser);
   const api = express.Router();
+  api.use(apiRefuseOptions());
   api.use(refuseDeclaredTooLarge());
   api.use(docs.document);
   api.use(requestRoutes({ auth, scribes: services.scribes, requests: services.requests, idempotency: services.idempotency }));
@@ -66,7 +67,9 @@ export function createApp({
   api.use(apiErrors(logger));
   app.use('/api/v1', api);
 
-  const inbound = inboundRoutes({ channels: services.channels, perChannel: limits.perChannel, countRefusal: limits.refused });
+  const inbound = express.Router();
+  inbound.use(apiRefuseOptions());
+  inbound.use(inboundRoutes({ channels: services.channels, perChannel: limits.perChannel, countRefusal: limits.refused }));
   inbound.use(apiNotFound());
   inbound.use(apiErrors(logger));
   app.use('/inbound', inbound);

@@ -14,6 +14,14 @@ export function apiNotFound(): RequestHandler {
 }
 
 /**
+ * OPTIONS, which no API path serves: 404 `Not found` as for any method a path does not
+ * serve, where Express's routers would answer 200 with the path's methods in plain text.
+ */
+export function apiRefuseOptions(): RequestHandler {
+  return (req, _res, next) => next(req.method === 'OPTIONS' ? new NotFoundError(messages.notFound) : undefined);
+}
+
+/**
  * The one error pipeline: known errors in their family's envelope; anything else is logged
  * with the request id and answered `Internal server error`, never echoed.
  */

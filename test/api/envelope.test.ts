@@ -18,10 +18,20 @@ describe('API envelopes, unknown paths and bodies', () => {
     expect(res.headers['content-type']).to.equal('application/json; charset=utf-8');
   });
 
-  it('answers 404 "Not found" for an unsupported method on a known path', async () => {
+  it('answers 404 "Not found" for an unsupported method on a known path, OPTIONS included, in the family\'s form', async () => {
     const res = await h.api.delete('/api/v1/requests/req_01JD0000000000000000000000');
     expect(res.status).to.equal(404);
     expect(res.body).to.deep.equal({ error: 'Not found' });
+    // Express would answer OPTIONS itself: 200, the path's methods in plain text.
+    for (const [path, body] of [
+      ['/api/v1/scribes/atlas/requests', { error: 'Not found' }],
+      ['/api/v1/tasks/01935f00-0000-7000-8000-000000000000/events', { error: 'Not found' }],
+      ['/api/v1/entries/x', { data: null, meta: {}, error: 'Not found' }],
+      ['/inbound/some-token', { error: 'Not found' }],
+    ] as const) {
+      const options = await h.api.options(path).set(t.headers);
+      expect([options.status, options.headers['content-type'], options.headers.allow, options.body], path).to.deep.equal([404, 'application/json; charset=utf-8', undefined, body]);
+    }
   });
 
   it('answers 404 "Not found" in form B under the entries family', async () => {
