@@ -96,7 +96,23 @@ describe('POST /api/v1/scribes/:scribe_id/requests', () => {
       );
       expect(await h.db('requests').where({ summary: 'injected' })).to.have.length(0);
     });
-    for (const bad of ['text', 'text/', '/plain', 'text/plain/x', 'text plain', 'text/pl ain', 'text/plain; charset=\u0001', 'téxt/plain', 'text/plain\u0000']) {
+    for (const bad of [
+      'text',
+      'text/',
+      '/plain',
+      'text/plain/x',
+      'text plain',
+      'text/pl ain',
+      'text/plain; charset=\u0001',
+      'téxt/plain',
+      'text/plain\u0000',
+      // Parameters are `name=value`, the value a token or a quoted string.
+      'text/plain; charset',
+      'text/plain; a=b c',
+      'text/plain; a=',
+      'text/plain; =b',
+      'text/plain; a="unclosed',
+    ]) {
       it(`answers 422 "Attachment content_type is invalid" for ${JSON.stringify(bad)}`, () =>
         expect422({ task: { summary: 'x', attachments: [{ url: 'https://example.com/a', content_type: bad }] } }, 'Attachment content_type is invalid'));
     }
@@ -145,7 +161,16 @@ describe('POST /api/v1/scribes/:scribe_id/requests', () => {
     });
     it('accepts media types with parameters, in any case', async () => {
       const powered = await h.tenant({ slug: 'typed', state: 'powered_off' });
-      for (const type of ['text/plain; charset=utf-8', 'Application/PDF', 'application/vnd.ms-excel', 'text/plain; charset="utf-8"']) {
+      for (const type of [
+        'text/plain; charset=utf-8',
+        'Application/PDF',
+        'application/vnd.ms-excel',
+        'text/plain; charset="utf-8"',
+        'text/plain;charset=utf-8;format=flowed',
+        'text/plain; name="a \\"quoted\\" b"',
+        // Empty parameters are allowed by HTTP's grammar.
+        'text/plain;',
+      ]) {
         // A powered-off scribe answers once the body passed validation, before any download.
         const res = await submit({ task: { summary: 'x', attachments: [{ url: 'https://a.example/x', content_type: type }] } }, powered);
         expect(res.body, type).to.deep.equal({ error: 'Scribe is not active' });

@@ -1,11 +1,17 @@
 import { format, parse } from 'content-type';
 
 /**
- * The media type as HTTP defines it (`type/subtype`, optional parameters, no control
- * characters), lower-cased, or undefined when the text is none. The `content-type` package
- * that Express itself uses parses leniently and checks when it formats, so both are asked.
+ * HTTP's grammar of a media type (RFC 9110, section 8.3.1): `type/subtype`, then parameters
+ * `; name=value`, each value a token or a quoted string, spaces or tabs around each `;`. The
+ * `content-type` package (Express's own) parses leniently: it drops a parameter without a
+ * value and reads `a=b c` as `a="b c"`, so the grammar is checked here first.
  */
-export function mediaTypeOf(text: string): string | undefined {
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+const QUOTED = '"(?:[\\t !#-\\[\\]-~\\x80-\\xff]|\\\\[\\t -~\\x80-\\xff])*"';
+const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*(?:${TOKEN}=(?:${TOKEN}|${QUOTED}))?)*$`);
+
+/** The media type as `content-type` reads and writes it (lower-cased, in one form), or undefined when it cannot. */
+function mediaTypeOf(text: string): string | undefined {
   try {
     return format(parse(text.trim()));
   } catch {
@@ -13,8 +19,9 @@ export function mediaTypeOf(text: string): string | undefined {
   }
 }
 
+/** Whether the text is a media type by HTTP's grammar (`MEDIA_TYPE`), control characters refused. */
 export function isMediaType(text: string): boolean {
-  return mediaTypeOf(text) !== undefined;
+  return MEDIA_TYPE.test(text.trim()) && mediaTypeOf(text) !== undefined;
 }
 
 /**
