@@ -12,8 +12,10 @@ export function titleFromSummary(summary: string): string {
       .find((line) => line !== '') ?? '';
   const line = firstLine.replace(/\s+/g, ' ');
   if ([...line].length <= MAX_GENERATED_TITLE) return line;
-  const room = [...line].slice(0, MAX_GENERATED_TITLE - 1).join('');
-  const lastSpace = room.lastIndexOf(' ');
+  const chars = [...line];
+  const room = chars.slice(0, MAX_GENERATED_TITLE - 1).join('');
+  // Room for 79 and a space next: the cut is at a word boundary already.
+  const lastSpace = chars[MAX_GENERATED_TITLE - 1] === ' ' ? room.length : room.lastIndexOf(' ');
   // A single word longer than the limit is cut mid-word rather than dropped.
   const cut = lastSpace > 0 ? room.slice(0, lastSpace) : room;
   return `${cut.trimEnd()}…`;

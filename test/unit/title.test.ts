@@ -15,11 +15,13 @@ describe('titleFromSummary()', () => {
     const line = 'x'.repeat(80);
     expect(titleFromSummary(line)).to.equal(line);
   });
-  it('cuts a long line at a word boundary to at most 80 characters with an ellipsis', () => {
-    const summary = `${'word '.repeat(30)}end`;
-    const title = titleFromSummary(summary);
-    expect(title.endsWith('word…')).to.equal(true);
-    expect([...title].length).to.be.at.most(80);
+  it('cuts a long line at the last word boundary that leaves room for the ellipsis, within 80 characters', () => {
+    // 16 words of four are 79 characters, the 80th a space: all 16 fit with the ellipsis.
+    expect(titleFromSummary(`${'word '.repeat(30)}end`)).to.equal(`${'word '.repeat(15)}word…`);
+    // 79 characters end inside a word: back to the space before it.
+    expect(titleFromSummary(`${'abc '.repeat(19)}abcdef ghi`)).to.equal(`${'abc '.repeat(18)}abc…`);
+    // 79 characters end a word, an 80th letter goes on with it: that word is dropped.
+    expect(titleFromSummary(`${'x'.repeat(40)} ${'y'.repeat(39)}zz`)).to.equal(`${'x'.repeat(40)}…`);
   });
   it('cuts a single overlong word mid-word rather than dropping it', () => {
     const title = titleFromSummary('y'.repeat(200));
