@@ -331,7 +331,7 @@ export function openApiDocument(): Record<string, unknown> {
           parameters: [pathParam('id', 'The task id'), idempotencyKey],
           responses: {
             200: { description: 'The task, cancelled', content: json(ref('TaskEnvelope')) },
-            ...errors('A', { ...common, 404: 'Task not found', 409: 'Task is already finished' }),
+            ...errors('A', { ...common, 400: 'Invalid JSON body', 404: 'Task not found', 409: 'Task is already finished' }),
           },
         },
       },
@@ -371,7 +371,7 @@ export function openApiDocument(): Record<string, unknown> {
           parameters: [pathParam('id', 'The session id'), idempotencyKey],
           responses: {
             200: { description: 'The session, cancelled', content: json(ref('SessionEnvelope')) },
-            ...errors('A', { ...common, 404: 'Session not found', 409: 'Session is closed' }),
+            ...errors('A', { ...common, 400: 'Invalid JSON body', 404: 'Session not found', 409: 'Session is closed' }),
           },
         },
       },
@@ -434,7 +434,7 @@ export function openApiDocument(): Record<string, unknown> {
           ],
           responses: {
             200: { description: 'A page of entries', content: json(ref('EntryList'), examples.entryList) },
-            ...errors('B', { ...commonB, 400: 'Invalid search query: expected a term after "&&" at position 12', 404: 'Entry type not found' }),
+            ...errors('B', { ...commonB, 400: 'Invalid search query: expected a term after "&&" at position 12', 404: 'Entry type not found', 503: 'Search timed out' }),
           },
         },
       },

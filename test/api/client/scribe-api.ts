@@ -1537,6 +1537,20 @@ export interface operations {
                     "application/json": components["schemas"]["TaskEnvelope"];
                 };
             };
+            /** @description Invalid JSON body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Invalid JSON body"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
             /** @description API key is required */
             401: {
                 headers: {
@@ -1874,6 +1888,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SessionEnvelope"];
+                };
+            };
+            /** @description Invalid JSON body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Invalid JSON body"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
                 };
             };
             /** @description API key is required */
@@ -2372,6 +2400,22 @@ export interface operations {
                      *       "data": null,
                      *       "meta": {},
                      *       "error": "Internal server error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorB"];
+                };
+            };
+            /** @description Search timed out */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": null,
+                     *       "meta": {},
+                     *       "error": "Search timed out"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorB"];
