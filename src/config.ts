@@ -1,9 +1,23 @@
 import os from 'node:os';
 import path from 'node:path';
+import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
 import { ConfigError } from './config-error.js';
 import { type DatabaseKind, databaseKindOf } from './db/dialect.js';
 import { DEFAULT_POOL_SIZE } from './db/knex.js';
+
+/**
+ * Whole numbers as operators write them: digits, perhaps after a minus (which the range then
+ * refuses in its own words), spaces around them ignored. Number() (z.coerce) reads a blank
+ * value as 0, and `0x10` or `1e3` as numbers, so `PORT=" "` would listen on a random port.
+ */
+const envWhole = (error: string, range: z.ZodNumber = z.number()) =>
+  z
+    .string()
+    .trim()
+    .regex(/^-?\d+$/, { error })
+    .transform(Number)
+    .pipe(range);
 
 /** Booleans as operators write them in env files. */
 const envBoolean = z.enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be true or false' }).transform((value) => value === 'true' || value === '1' || value === 'yes');
@@ -15,7 +29,7 @@ export type ProcessRole = (typeof PROCESS_ROLES)[number];
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const envSchema = z.object({
-  PORT: z.coerce.number({ error: 'must be a port number' }).int().min(0).max(65535).default(3000),
+  PORT: envWhole('must be a port number', z.number().min(0).max(65535)).default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATA_DIR: z.string().min(1).default('./data'),
   // A SQLite file (the default: <DATA_DIR>/scribe.sqlite) or a postgres:// URL. Anything else
@@ -26,9 +40,9 @@ const envSchema = z.object({
     .refine((value) => databaseKindOf(value) === 'postgres' || !/^[a-z][a-z0-9+.-]+:/i.test(value), 'must be a SQLite file path or a postgres:// URL')
     .optional(),
   // Connections each process keeps to PostgreSQL (docs/deploy.md); SQLite uses one.
-  DATABASE_POOL_SIZE: z.coerce.number({ error: 'must be a whole number' }).int().min(1).max(1000).default(DEFAULT_POOL_SIZE),
+  DATABASE_POOL_SIZE: envWhole('must be a whole number', z.number().min(1).max(1000)).default(DEFAULT_POOL_SIZE),
   // Server processes `npm start` runs, sharing PORT; and what each process does.
-  WEB_CONCURRENCY: z.coerce.number({ error: 'must be a whole number' }).int().min(1).max(256).default(1),
+  WEB_CONCURRENCY: envWhole('must be a whole number', z.number().min(1).max(256)).default(1),
   PROCESS_ROLE: z.enum(PROCESS_ROLES, { error: `must be one of ${PROCESS_ROLES.join(', ')}` }).default('all'),
   SESSION_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   // The key that seals stored secrets (secrets/secret-box.ts); unset: generated once and kept in DATA_DIR.
@@ -41,9 +55,14 @@ const envSchema = z.object({
   WEBHOOKS_ALLOW_PRIVATE: envBoolean.default(false),
   // Scribes' own model endpoints may be private or local addresses (a team with a model server on its own network).
   MODELS_ALLOW_PRIVATE: envBoolean.default(false),
-  RATE_LIMIT_PER_MINUTE: z.coerce.number({ error: 'must be a whole number' }).int().min(0).default(600),
+  RATE_LIMIT_PER_MINUTE: envWhole('must be a whole number', z.number().min(0)).default(600),
   METRICS_TOKEN: z.string().min(1).optional(),
-  TRUST_PROXY: z.string().min(1).default('false'),
+  // As Express's `trust proxy` takes it, checked by the parser Express uses (proxy-addr).
+  TRUST_PROXY: z
+    .string()
+    .min(1)
+    .refine(isTrustProxy, 'must be true, false, a number of hops, or addresses and subnets (loopback, 10.0.0.0/8, …) separated by commas')
+    .default('false'),
   // The console's address as staff reach it (https://scribe.example.com): invitation and reset links are made absolute with it.
   PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info'),
@@ -54,30 +73,25 @@ const envSchema = z.object({
   OPENAI_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).default('https://api.openai.com/v1'),
   OPENAI_API_KEY: z.string().min(1).optional(),
   OPENAI_MODEL: z.string().min(1).optional(),
-  OPENAI_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(100).default(60_000),
+  OPENAI_TIMEOUT_MS: envWhole('must be a whole number of milliseconds', z.number().min(100)).default(60_000),
   // Data care, off by default (docs/deploy.md).
-  RETENTION_SESSION_DAYS: z.coerce.number({ error: 'must be a whole number of days' }).int().min(1).optional(),
+  RETENTION_SESSION_DAYS: envWhole('must be a whole number of days', z.number().min(1)).optional(),
   RETENTION_ORPHAN_FILES: envBoolean.default(false),
-  OPENAI_MAX_RETRIES: z.coerce.number({ error: 'must be a whole number' }).int().min(0).max(10).default(2),
+  OPENAI_MAX_RETRIES: envWhole('must be a whole number', z.number().min(0).max(10)).default(2),
   // Worker threads that read entry pages (entries/read-workers.ts); 0 reads in the server's thread.
-  READ_THREADS: z.coerce.number({ error: 'must be a whole number' }).int().min(0).max(64).optional(),
+  READ_THREADS: envWhole('must be a whole number', z.number().min(0).max(64)).optional(),
   // How long a client may take to send its headers, and its whole request (docs/deploy.md).
-  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(100).default(20_000),
-  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(100).default(30_000),
+  HTTP_HEADERS_TIMEOUT_MS: envWhole('must be a whole number of milliseconds', z.number().min(100)).default(20_000),
+  HTTP_REQUEST_TIMEOUT_MS: envWhole('must be a whole number of milliseconds', z.number().min(100)).default(30_000),
   // Agent runs (tasks and session answers) in flight at once in one process: sized by model time, not CPU (docs/deploy.md).
-  AGENT_CONCURRENCY: z.coerce
-    .number({ error: 'must be a whole number' })
-    .int('must be a whole number')
-    .min(1, 'must be from 1 to 10000')
-    .max(10_000, 'must be from 1 to 10000')
-    .default(100),
+  AGENT_CONCURRENCY: envWhole('must be a whole number', z.number().min(1, 'must be from 1 to 10000').max(10_000, 'must be from 1 to 10000')).default(100),
   // On SIGTERM, how long running agent work may go on before it is stopped and handed back (docs/deploy.md).
-  SHUTDOWN_TIMEOUT_MS: z.coerce.number({ error: 'must be a whole number of milliseconds' }).int().min(0).max(600_000).default(10_000),
+  SHUTDOWN_TIMEOUT_MS: envWhole('must be a whole number of milliseconds', z.number().min(0).max(600_000)).default(10_000),
   // The email channels' SMTP listener (channels/smtp.ts): none unless SMTP_PORT is set.
-  SMTP_PORT: z.coerce.number({ error: 'must be a port number' }).int().min(0).max(65535).optional(),
+  SMTP_PORT: envWhole('must be a port number', z.number().min(0).max(65535)).optional(),
   SMTP_HOST: z.string().min(1).default('127.0.0.1'),
   // Connections the SMTP listener takes at once; one more is answered 421.
-  SMTP_MAX_CONNECTIONS: z.coerce.number({ error: 'must be a whole number' }).int().min(1).max(10_000).default(50),
+  SMTP_MAX_CONNECTIONS: envWhole('must be a whole number', z.number().min(1).max(10_000)).default(50),
 });
 
 /**
@@ -203,6 +217,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxRetries: e.OPENAI_MAX_RETRIES,
     }),
   });
+}
+
+function isTrustProxy(value: string): boolean {
+  const parsed = parseTrustProxy(value);
+  if (typeof parsed !== 'string') return true;
+  try {
+    proxyAddr.compile(parsed.split(',').map((part) => part.trim()));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function parseTrustProxy(value: string): boolean | number | string {

@@ -153,9 +153,35 @@ describe('loadConfig()', () => {
     expect(loadConfig({ PORT: '', METRICS_TOKEN: '' })).to.deep.include({ port: 3000, metricsToken: undefined });
   });
 
-  it('keeps TRUST_PROXY lists and names as Express takes them', () => {
+  it('keeps TRUST_PROXY lists and names as Express takes them, and refuses what Express would throw on', () => {
     expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8' }).trustProxy).to.equal('loopback, 10.0.0.0/8');
     expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).to.equal(true);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).to.equal(2);
+    expect(loadConfig({ TRUST_PROXY: '::1,uniquelocal' }).trustProxy).to.equal('::1,uniquelocal');
+    for (const value of ['bogus', 'TRUE', '10.0.0.0/33', 'loopback,,', '300.1.1.1']) {
+      expect(() => loadConfig({ TRUST_PROXY: value }), value).to.throw(
+        'Invalid configuration: TRUST_PROXY must be true, false, a number of hops, or addresses and subnets (loopback, 10.0.0.0/8, …) separated by commas',
+      );
+    }
+  });
+
+  it('reads numbers written as digits only: a blank, hexadecimal or exponent value is refused, not read as 0 or as a number', () => {
+    for (const [name, value] of [
+      ['PORT', ' '],
+      ['PORT', '0x0BB8'],
+      ['PORT', '1e3'],
+      ['RATE_LIMIT_PER_MINUTE', ' '],
+      ['SMTP_PORT', '\t'],
+      ['SHUTDOWN_TIMEOUT_MS', ' '],
+      ['AGENT_CONCURRENCY', '+5'],
+    ] as const) {
+      expect(() => loadConfig({ [name]: value }), `${name}=${JSON.stringify(value)}`).to.throw(new RegExp(`^Invalid configuration: ${name} must be a (port|whole) number`));
+    }
+    expect(loadConfig({ PORT: '08080', RATE_LIMIT_PER_MINUTE: '0', SHUTDOWN_TIMEOUT_MS: ' 2000 ' })).to.deep.include({
+      port: 8080,
+      rateLimitPerMinute: 0,
+      shutdownTimeoutMs: 2000,
+    });
   });
 
   it('takes AGENT_CONCURRENCY from 1 to 10000 runs in flight, and refuses others with the allowed range', () => {
