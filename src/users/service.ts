@@ -202,14 +202,18 @@ export function createUserService({
       return { ...user, role: next };
     },
 
-    /** Disables or enables the user. A disabled user's open links are withdrawn and their sessions end at their next request. */
+    /**
+     * Disables or enables the user. A disabled user's open links are withdrawn and their
+     * sessions end at their next request: ended for good, so enabling the user again does not
+     * bring back a session that made no request meanwhile.
+     */
     async setDisabled(actor: Actor, id: string, disabled: boolean): Promise<UserRow> {
       const user = await ofActor(actor, id);
       if (Boolean(user.disabled_at) === disabled) return user;
       const disabledAt = disabled ? isoNow(clock) : null;
       if (disabled) {
         await keepingAnAdmin(user, async (trx) => {
-          const done = await queries.updateUserKeepingAnAdmin(trx, id, { disabled_at: disabledAt });
+          const done = await queries.updateUserKeepingAnAdmin(trx, id, { disabled_at: disabledAt, sessions_valid_from: disabledAt });
           if (done) await queries.deleteOpenPasswordLinks(trx, id);
           return done;
         });

@@ -242,6 +242,20 @@ describe('console users', () => {
       expect(history.text.match(/<span class="hint">user<\/span>\s+<span title="[^"]+">/g)).to.have.length(2);
     });
 
+    it('keeps a disabled user signed out once enabled again, though they made no request meanwhile', async () => {
+      const viewer = await signIn(h, t, 'viewer');
+      const { id } = await userByEmail(viewer.email);
+      expect((await viewer.get('/scribes')).status).to.equal(200);
+      clock.advance(1000);
+      expect((await admin.post(`/users/${id}/disable`)).status).to.equal(303);
+      clock.advance(1000);
+      expect((await admin.post(`/users/${id}/enable`)).status).to.equal(303);
+      const next = await viewer.get('/scribes');
+      expect([next.status, next.headers.location]).to.deep.equal([303, '/login?next=%2Fscribes']);
+      // A new sign-in is a session of its own.
+      expect(await signInStatus(h, viewer.email, PASSWORD)).to.equal(303);
+    });
+
     it('signs a deleted user out at their next request', async () => {
       const viewer = await signIn(h, t, 'viewer');
       const { id } = await userByEmail(viewer.email);
