@@ -133,6 +133,15 @@ export const commands: Record<string, Command> = {
       return { id, removed: true };
     },
   },
+  'scribe rename': {
+    usage: 'scribe rename --org ORG_ID --slug SLUG --name NAME   (the slug, which the API and its clients use, stays)',
+    async run(flags, s) {
+      const org = await s.organizations.getOrganization(required(flags, 'org'));
+      const scribe = await s.scribes.rename(org.id, required(flags, 'slug'), required(flags, 'name'));
+      await s.audit.record(operatorActor(org.id), 'scribe.rename', { type: 'scribe', id: scribe.id }, scribe.name);
+      return { id: scribe.id, slug: scribe.slug, name: scribe.name };
+    },
+  },
   'scribe set-state': {
     usage: 'scribe set-state --org ORG_ID --slug SLUG --state STATE',
     async run(flags, s) {

@@ -43,6 +43,23 @@ describe('the admin CLI', function () {
     expect(un.state).to.equal('unprovisioned');
   });
 
+  it('scribe rename gives a scribe a new name and keeps its slug, audited as the operator', async () => {
+    const org = await json('org', 'create', '--name', 'Renames');
+    const scribe = await json('scribe', 'create', '--org', org.id, '--slug', 'renamed', '--name', 'Before');
+    expect(await json('scribe', 'rename', '--org', org.id, '--slug', 'renamed', '--name', '  After all  ')).to.deep.equal({ id: scribe.id, slug: 'renamed', name: 'After all' });
+    const db = await openInstall(dir);
+    try {
+      expect(await db('scribes').where({ id: scribe.id }).first('slug', 'name')).to.deep.equal({ slug: 'renamed', name: 'After all' });
+      expect(await db('audit_events').where({ subject_id: scribe.id, action: 'scribe.rename' }).pluck('detail')).to.deep.equal(['After all']);
+    } finally {
+      await db.destroy();
+    }
+    const tooLong = await admin('scribe', 'rename', '--org', org.id, '--slug', 'renamed', '--name', 'x'.repeat(201));
+    expect([tooLong.code, tooLong.stdout, tooLong.stderr]).to.deep.equal([1, '', 'error: Name must be at most 200 characters\n']);
+    const blank = await admin('scribe', 'rename', '--org', org.id, '--slug', 'renamed', '--name', '   ');
+    expect([blank.code, blank.stdout, blank.stderr.split('\n')[0]]).to.deep.equal([2, '', 'error: --name is required']);
+  });
+
   it('org list, key list and scribe list show what exists, and never a key', async () => {
     const { key } = await json('key', 'create', '--org', orgId, '--name', 'Listed');
     const orgs = await json('org', 'list');
@@ -398,6 +415,7 @@ describe('the admin CLI', function () {
     ['input to a task that is not waiting', ['task', 'input', '--id', '01935f00-0000-7000-8000-0000000007a5', '--text', 'again'], /Task is not waiting/],
     ['an unknown task', ['task', 'show', '--id', 'nope'], /Task not found/],
     ['set-state on an unknown scribe', ['scribe', 'set-state', '--org', '__ORG__', '--slug', 'nobody', '--state', 'active'], /Scribe not found/],
+    ['rename of an unknown scribe', ['scribe', 'rename', '--org', '__ORG__', '--slug', 'nobody', '--name', 'Anybody'], /Scribe not found/],
     ['a duplicate email', ['user', 'create', '--org', '__ORG__', '--email', 'staff@example.com', '--password', 'whatever1'], /Email is already used/],
     ['a short password', ['user', 'create', '--org', '__ORG__', '--email', 'new@example.com', '--password', 'short'], /at least 8/],
     ['a bad role', ['user', 'create', '--org', '__ORG__', '--email', 'new@example.com', '--password', 'longenough', '--role', 'root'], /Role must be one of/],
