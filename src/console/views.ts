@@ -74,6 +74,8 @@ export interface Views {
     actorTypes: readonly string[];
     subjectTypes: readonly string[];
     subjects: Map<string, { name: string; href: string | null } | 'deleted'>;
+    /** Filters that cannot be used (a bound that is no time): what to mend; nothing was looked for. */
+    error: string | null;
   };
   'channels/index': { title: string; channels: ChannelListRow[]; scribes: Result<Services['scribes']['listNames']> };
   'channels/form': { title: string; scribe: ScribeRef; values: ChannelInput & { kind: string }; error: string | null; presets: readonly string[]; modes: readonly string[] };
@@ -108,7 +110,14 @@ export interface Views {
     linkedFrom: Result<Services['entries']['linkedFrom']>;
   };
   'failures/bulk': { title: string; kind: string; act: string; verb: string; filters: Record<string, unknown>; upto: string; total: number; max: number };
-  'keys/index': { title: string; keys: Result<Services['organizations']['listApiKeys']>; created: Result<Services['organizations']['createApiKey']> | null };
+  'keys/index': {
+    title: string;
+    keys: Result<Services['organizations']['listApiKeys']>;
+    created: Result<Services['organizations']['createApiKey']> | null;
+    /** A refused name: the message, and the name as typed. */
+    error: string | null;
+    name: string;
+  };
   'receipts/index': Filters<typeof receiptFilters> & {
     title: string;
     receipts: Result<Reads['listReceipts']>['items'];

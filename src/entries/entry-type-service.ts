@@ -9,6 +9,8 @@ import { FIELD_TYPES, type EntryTypeRow, type FieldRow, type FieldType } from '.
 export const messages = {
   entryTypeNotFound: 'Entry type not found',
   nameRequired: 'Name is required',
+  nameTooLong: 'Name must be at most 200 characters',
+  fieldNameTooLong: 'A field name must be at most 100 characters',
   nameTaken: 'An entry type with this name already exists',
   fieldsRequired: 'fields must be a non-empty list',
   fieldNotObject: 'Each field must be an object',
@@ -110,8 +112,7 @@ export function createEntryTypeService({ db, clock }: { db: Db; clock: Clock }) 
      */
     async update(organizationId: string, id: string, input: { name?: string; addFields?: unknown[] }): Promise<EntryTypeWithFields> {
       const type = await this.get(organizationId, id);
-      const name = input.name === undefined ? type.name : input.name.trim();
-      if (!name) throw new ValidationError(messages.nameRequired);
+      const name = checkTypeName(input.name === undefined ? type.name : input.name);
       const added = input.addFields?.length
         ? validateFields(
             input.addFields,
@@ -133,8 +134,7 @@ export function createEntryTypeService({ db, clock }: { db: Db; clock: Clock }) 
 
     /** Creates an entry type: a name and an ordered list of fields with exactly one primary text field. */
     async create(organizationId: string, input: { name: string; fields: unknown; id?: string }): Promise<EntryTypeWithFields> {
-      const name = typeof input.name === 'string' ? input.name.trim() : '';
-      if (!name) throw new ValidationError(messages.nameRequired);
+      const name = checkTypeName(typeof input.name === 'string' ? input.name : '');
       const fields = validateNewTypeFields(input.fields);
       await checkTargets(organizationId, fields);
 
@@ -172,13 +172,22 @@ function validateFields(input: unknown, existing: readonly string[] = []): Field
   return input.map((raw: unknown) => validateField(raw, seen));
 }
 
+/** An entry type's name, trimmed: given, and within its column's 200 characters. */
+function checkTypeName(text: string): string {
+  const name = text.trim();
+  if (!name) throw new ValidationError(messages.nameRequired);
+  if (name.length > 200) throw new ValidationError(messages.nameTooLong);
+  return name;
+}
+
 /** One field of a list; `seen` holds the (lower-cased) names before it. */
 function validateField(raw: unknown, seen: Set<string>): FieldInput {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ValidationError(messages.fieldNotObject);
   const field = raw as Record<string, unknown>;
   const name = typeof field.name === 'string' ? field.name.trim() : '';
   if (!name) throw new ValidationError(messages.fieldNameRequired);
-  if (OPERATOR_CHARS.test(name) || name.length > 100) throw new ValidationError(messages.fieldNameInvalid(name));
+  if (name.length > 100) throw new ValidationError(messages.fieldNameTooLong);
+  if (OPERATOR_CHARS.test(name)) throw new ValidationError(messages.fieldNameInvalid(name));
   if (RESERVED.has(name.toLowerCase())) throw new ValidationError(messages.fieldNameReserved(name));
   if (RESERVED_WORDS.has(name.toLowerCase())) throw new ValidationError(messages.fieldNameReservedWord(name));
   if (seen.has(name.toLowerCase())) throw new ValidationError(messages.fieldNameTaken(name));

@@ -11,7 +11,11 @@ export const messages = {
   organizationNotFound: 'Organization not found',
   keyNotFound: 'API key not found',
   nameRequired: 'Name is required',
+  nameTooLong: 'Name must be at most 200 characters',
 };
+
+/** Organizations' and API keys' names: their columns' size. */
+const MAX_NAME = 200;
 
 /** How often `last_used_at` is written per key at most: a busy key must not mean a write per call. */
 const TOUCH_INTERVAL_MS = 60_000;
@@ -38,6 +42,7 @@ export function createOrganizationService({ db, clock, logger }: { db: Db; clock
   return {
     async createOrganization({ name }: { name: string }) {
       if (!name.trim()) throw new ValidationError(messages.nameRequired);
+      if (name.trim().length > MAX_NAME) throw new ValidationError(messages.nameTooLong);
       const row = { id: newId(), name: name.trim(), created_at: isoNow(clock) };
       await queries.insertOrganization(db, row);
       return row;
@@ -58,6 +63,7 @@ export function createOrganizationService({ db, clock, logger }: { db: Db; clock
      */
     async createApiKey({ organizationId, name, key = generateApiKey() }: { organizationId: string; name?: string; key?: string }) {
       await this.getOrganization(organizationId);
+      if ((name?.trim().length ?? 0) > MAX_NAME) throw new ValidationError(messages.nameTooLong);
       const id = newId();
       await queries.insertApiKey(db, {
         id,

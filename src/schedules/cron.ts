@@ -4,6 +4,7 @@ import { ValidationError } from '../http/errors.js';
 
 export const messages = {
   fieldCount: 'Cron expression must have 5 fields, or 6 with seconds first',
+  tooLong: 'Cron expression must be at most 200 characters',
   invalidCron: (reason: string) => `Invalid cron expression: ${reason}`,
   notInWords: (reason: string) => `Cron expression is not supported: ${reason}`,
   /** What lists say of a stored expression the product cannot compute or put into words. */
@@ -29,6 +30,7 @@ export function checkCron({ cron, timezone }: CronSchedule): CronSchedule {
   const zone = canonicalZone(timezone);
   if (!zone) throw new ValidationError(messages.unknownZone(timezone));
   const normalized = fields.join(' ');
+  if (normalized.length > 200) throw new ValidationError(messages.tooLong);
   try {
     const expression = CronExpressionParser.parse(normalized, { tz: zone, strict: false });
     expression.next();

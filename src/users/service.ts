@@ -17,6 +17,7 @@ export const LINK_VALID_MS = 7 * 24 * 3_600_000;
 
 export const messages = {
   invalidEmail: 'Email is not a valid address',
+  emailTooLong: 'Email must be at most 320 characters',
   emailTaken: 'Email is already used by another user',
   passwordTooShort: 'Password must be at least 8 characters',
   passwordsDiffer: 'The two new passwords do not match',
@@ -125,6 +126,7 @@ export function createUserService({
   async function insertNew(input: { organizationId: string; email: string; role?: string }, passwordHash: string, trx: Db): Promise<UserRow> {
     const email = input.email.trim().toLowerCase();
     if (!EMAIL.test(email)) throw new ValidationError(messages.invalidEmail);
+    if (email.length > 320) throw new ValidationError(messages.emailTooLong);
     const row: UserRow = {
       id: newId(),
       organization_id: input.organizationId,

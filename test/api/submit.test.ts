@@ -112,6 +112,8 @@ describe('POST /api/v1/scribes/:scribe_id/requests', () => {
       'text/plain; a=',
       'text/plain; =b',
       'text/plain; a="unclosed',
+      // Longer than any registered type, and than the attachments' column holds.
+      `text/plain; name=${'n'.repeat(240)}`,
     ]) {
       it(`answers 422 "Attachment content_type is invalid" for ${JSON.stringify(bad)}`, () =>
         expect422({ task: { summary: 'x', attachments: [{ url: 'https://example.com/a', content_type: bad }] } }, 'Attachment content_type is invalid'));

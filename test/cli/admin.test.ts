@@ -416,6 +416,8 @@ describe('the admin CLI', function () {
     ['an unknown task', ['task', 'show', '--id', 'nope'], /Task not found/],
     ['set-state on an unknown scribe', ['scribe', 'set-state', '--org', '__ORG__', '--slug', 'nobody', '--state', 'active'], /Scribe not found/],
     ['rename of an unknown scribe', ['scribe', 'rename', '--org', '__ORG__', '--slug', 'nobody', '--name', 'Anybody'], /Scribe not found/],
+    ['an organization name over 200 characters', ['org', 'create', '--name', 'o'.repeat(201)], /^error: Name must be at most 200 characters\n$/],
+    ['a key name over 200 characters', ['key', 'create', '--org', '__ORG__', '--name', 'k'.repeat(201)], /^error: Name must be at most 200 characters\n$/],
     ['a duplicate email', ['user', 'create', '--org', '__ORG__', '--email', 'staff@example.com', '--password', 'whatever1'], /Email is already used/],
     ['a short password', ['user', 'create', '--org', '__ORG__', '--email', 'new@example.com', '--password', 'short'], /at least 8/],
     ['a bad role', ['user', 'create', '--org', '__ORG__', '--email', 'new@example.com', '--password', 'longenough', '--role', 'root'], /Role must be one of/],

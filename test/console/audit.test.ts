@@ -60,10 +60,22 @@ describe('console: audit review', () => {
     expect(await listed(`?actor=%25${upTo}`)).to.deep.equal([]);
   });
 
-  it('refuses a time it cannot read with 400 and says what it takes', async () => {
-    const res = await admin.get('/audit?from=yesterday');
-    expect(res.status).to.equal(400);
-    expect(res.text).to.include('From must be a date (2026-11-23) or a date and time in UTC (2026-11-23T14:30)');
+  it("refuses a time it cannot read, or a day or time that does not exist, with 400 on the log's own page, the filters as typed", async () => {
+    for (const [query, name] of [
+      ['?from=yesterday&actor=someone%40example.com', 'From'],
+      ['?from=2026-11-31&actor=someone%40example.com', 'From'],
+      ['?to=2026-02-30&actor=someone%40example.com', 'To'],
+      ['?to=2026-11-23T24%3A10&actor=someone%40example.com', 'To'],
+    ] as const) {
+      const res = await admin.get(`/audit${query}`);
+      expect(res.status, query).to.equal(400);
+      expect(res.text, query).to.include(`<p class="flash flash-error" role="alert">${name} must be a date (2026-11-23) or a date and time in UTC (2026-11-23T14:30)</p>`);
+      expect(res.text, query).to.include('<form method="get" action="/audit" class="filters" aria-label="Filter the audit log">');
+      expect(res.text, query).to.include('<input name="actor" value="someone@example.com"');
+      expect(res.text, query).to.not.include('<table class="table">');
+    }
+    // Days that exist at the month's and the leap year's ends are read as given.
+    for (const query of ['?from=2026-11-30', '?to=2028-02-29', '?from=2026-12-31T23:59']) expect((await admin.get(`/audit${query}`)).status, query).to.equal(200);
   });
 
   it('links each subject to its whole history, and shows one no longer found by its id, "(deleted)" and unlinked', async () => {

@@ -157,6 +157,12 @@ describe('console pages and actions', () => {
       expect(await h.db('scribes').where({ id: t.scribe.id }).first()).to.include({ max_concurrency: 12 });
       await save('');
       expect(await h.db('scribes').where({ id: t.scribe.id }).first()).to.include({ max_concurrency: null });
+      // Digits only: what Number() would read as a number (hexadecimal, binary, exponents) is no whole number here.
+      for (const written of ['0x10', '0b11', '1e3', '12.0', '+5']) {
+        await save(written);
+        expect((await admin.get(`/b/${t.scribe.slug}/settings`)).text, written).to.include('Max concurrency must be a whole number from 1 to 10000');
+        expect(await h.db('scribes').where({ id: t.scribe.id }).first(), written).to.include({ max_concurrency: null });
+      }
     });
 
     it('adds an MCP server with headers it never shows again, and removes it', async () => {
@@ -298,6 +304,18 @@ describe('console pages and actions', () => {
       expect(revoke.status).to.equal(303);
       expect((await h.api.get(`/api/v1/scribes/${t.scribe.slug}/requests`).set('X-Api-Key', key)).status).to.equal(401);
       expect((await audit()).slice(-2).map((e) => e.action)).to.deep.equal(['key.create', 'key.revoke']);
+    });
+
+    it('refuses a key name over 200 characters on the same form, the name kept, and makes no key', async () => {
+      const before = await h.db('api_keys').count({ n: '*' }).first();
+      const name = `${'k'.repeat(200)}<b>`;
+      const res = await admin.post('/keys', { name });
+      expect(res.status).to.equal(422);
+      expect(res.text).to.include('<p class="flash flash-error" role="alert">Name must be at most 200 characters</p>');
+      expect(res.text)
+        .to.include(`value="${'k'.repeat(200)}&lt;b&gt;"`)
+        .and.not.include('id="new-key"');
+      expect(await h.db('api_keys').count({ n: '*' }).first()).to.deep.equal(before);
     });
   });
 

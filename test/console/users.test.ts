@@ -146,6 +146,18 @@ describe('console users', () => {
       expect(res.text).to.include('Email is already used by another user');
       expect(res.text).not.to.include('id="new-link"');
     });
+
+    it("refuses an email that is no address or over 320 characters (its column's size), keeping the form as typed and inviting no one", async () => {
+      const before = await h.db('users').count({ n: '*' }).first();
+      for (const [email, message] of [
+        ['not an address', 'Email is not a valid address'],
+        [`${'e'.repeat(315)}@x.com`, 'Email must be at most 320 characters'],
+      ] as const) {
+        const res = await admin.post('/users', { email, role: 'viewer' });
+        expect([res.status, res.text.includes(message), res.text.includes(`value="${email}"`)], email.slice(0, 20)).to.deep.equal([422, true, true]);
+      }
+      expect(await h.db('users').count({ n: '*' }).first()).to.deep.equal(before);
+    });
   });
 
   describe('resets', () => {

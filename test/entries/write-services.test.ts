@@ -60,8 +60,13 @@ describe('entry type service', () => {
     it(`refuses ${what} with 422 "${message}"`, () => rejects422(create(fields), message));
   }
 
-  it('refuses a blank name and a name used twice', async () => {
+  it('refuses a blank name, one over 200 characters, a field name over 100, and a name used twice', async () => {
     await rejects422(h.services.entryTypes.create(t.organizationId, { name: ' ', fields: [primary] }), 'Name is required');
+    // Refused before the database, whose column is 200 wide (PostgreSQL would fail the INSERT).
+    await rejects422(create([primary], 'n'.repeat(201)), 'Name must be at most 200 characters');
+    await rejects422(create([primary, { name: 'f'.repeat(101), type: 'text' }]), 'A field name must be at most 100 characters');
+    expect(await h.db('entry_types').where({ organization_id: t.organizationId }).whereRaw('length(name) > 200')).to.have.length(0);
+    await create([primary, { name: 'f'.repeat(100), type: 'text' }], 'n'.repeat(200));
     await create([primary], 'Twice');
     await rejects422(create([primary], 'Twice'), 'An entry type with this name already exists');
   });
@@ -87,6 +92,7 @@ describe('entry type service', () => {
 
     const refusals: Array<[string, { name?: string; addFields?: unknown[] }, string]> = [
       ['a blank name', { name: '  ' }, 'Name is required'],
+      ['a name over 200 characters', { name: 'n'.repeat(201) }, 'Name must be at most 200 characters'],
       ['a field named like an existing one', { addFields: [{ name: 'NAME', type: 'text' }] }, 'Field name "NAME" is used twice (names are compared case-insensitively)'],
       ['a second primary field', { addFields: [{ name: 'Other', type: 'text', primary: true }] }, 'Exactly one field must be primary'],
       ['an unknown target', { addFields: [{ name: 'R', type: 'relationship', target: '01900000-0000-7000-8000-000000000000' }] }, 'The target entry type of "R" does not exist'],

@@ -42,6 +42,13 @@ describe('schedules', () => {
 
     for (const [input, message] of [
       [{ cron: '0 9 * *' }, 'Cron expression must have 5 fields, or 6 with seconds first'],
+      // A valid expression, longer than the column holds.
+      [
+        {
+          cron: `${Array.from({ length: 60 }, (_, i) => i).join(',')} ${Array.from({ length: 24 }, (_, i) => i).join(',')} ${Array.from({ length: 31 }, (_, i) => i + 1).join(',')} * *`,
+        },
+        'Cron expression must be at most 200 characters',
+      ],
       [{ cron: '0 25 * * *' }, 'Invalid cron expression: Constraint error, got value 25 expected range 0-23'],
       [{ cron: 'H * * * *' }, "Cron expression is not supported: Expression contains invalid values: 'H'"],
       [{ timezone: 'Europe/Nowhere' }, 'Unknown time zone: Europe/Nowhere (use an IANA name such as Europe/Berlin)'],

@@ -46,21 +46,26 @@ async function subjectsOf(services: Services, organizationId: string, events: re
   return subjects;
 }
 
-/** A bound of the time range: a date (UTC midnight; `until` a date means through that day) or a date and time in UTC. */
+/**
+ * A bound of the time range: a date (UTC midnight; `until` a date means through that day) or
+ * a date and time in UTC. A day or time that does not exist (2026-02-30, 24:10) is refused,
+ * where Date.parse would roll it over into the next month or day.
+ */
 function timeBound(value: unknown, name: string, endOfDay: boolean): string | undefined {
   const text = typeof value === 'string' ? value.trim() : '';
   if (text === '') return undefined;
   const ok = DATE_ONLY.test(text) || DATE_TIME.test(text);
   const at = ok ? Date.parse(DATE_ONLY.test(text) ? `${text}T00:00:00Z` : text.endsWith('Z') ? text : `${text}Z`) : NaN;
-  if (Number.isNaN(at)) throw new BadRequestError(`${name} must be a date (2026-11-23) or a date and time in UTC (2026-11-23T14:30)`);
+  const exists = !Number.isNaN(at) && new Date(at).toISOString().slice(0, 16).startsWith(text.replace(/Z$/, '').slice(0, 16));
+  if (!exists) throw new BadRequestError(`${name} must be a date (2026-11-23) or a date and time in UTC (2026-11-23T14:30)`);
   return new Date(endOfDay && DATE_ONLY.test(text) ? at + 86_400_000 : at).toISOString();
 }
 
-/** The filters of `?actor_type=&actor=&action=&subject_type=&subject_id=&from=&to=`, as given and as the query takes them. */
-function filtersOf(req: Request): { given: Record<string, string>; filter: AuditFilter } {
+/** The filters of `?actor_type=&actor=&action=&subject_type=&subject_id=&from=&to=`, as given (and shown in the form). */
+function givenFilters(req: Request): Record<'actor_type' | 'actor' | 'action' | 'subject_type' | 'subject_id' | 'from' | 'to', string> {
   const text = (name: string) => (typeof req.query[name] === 'string' ? (req.query[name] as string).trim().slice(0, 320) : '');
   const pick = (name: string, allowed: readonly string[]) => (allowed.includes(text(name)) ? text(name) : '');
-  const given = {
+  return {
     actor_type: pick('actor_type', ACTOR_TYPES),
     actor: text('actor'),
     action: text('action'),
@@ -69,6 +74,11 @@ function filtersOf(req: Request): { given: Record<string, string>; filter: Audit
     from: text('from'),
     to: text('to'),
   };
+}
+
+/** The filters as the query takes them; a bound that is no time is a 400 (`BadRequestError`). */
+function filtersOf(req: Request): { given: Record<string, string>; filter: AuditFilter } {
+  const given = givenFilters(req);
   const filter: AuditFilter = {
     actorType: given.actor_type || undefined,
     actor: given.actor || undefined,
@@ -93,20 +103,23 @@ export function auditRoutes(services: Services): Router {
 
   router.get('/audit', async (req, res) => {
     const org = req.user!.organization_id;
-    const { given, filter } = filtersOf(req);
+    const given = givenFilters(req);
+    const view = { title: 'Audit log', filters: given, filtered: Object.values(given).some(Boolean), actorTypes: ACTOR_TYPES, subjectTypes: SUBJECT_TYPES };
+    let filter: AuditFilter;
+    try {
+      filter = filtersOf(req).filter;
+    } catch (err) {
+      if (!(err instanceof BadRequestError)) throw err;
+      // The form again with the filters as typed and what to mend, and no events: none was looked for.
+      const none = { items: [], atStart: true, total: null, newer: null, older: null };
+      const pager = pagerOf(none, { path: '/audit', filters: given, codec: serialCursor, noun: ['event', 'events'], scope: filtersScope(given) });
+      render(res, 'audit/index', { ...view, events: [], pager, actions: await services.audit.actions(org), subjects: new Map(), error: err.message }, 400);
+      return;
+    }
     const [page, actions] = await Promise.all([services.audit.page(org, filter, pageAt(req, serialCursor), PAGE), services.audit.actions(org)]);
     const subjects = await subjectsOf(services, org, page.items);
-    render(res, 'audit/index', {
-      title: 'Audit log',
-      events: page.items,
-      pager: pagerOf(page, { path: '/audit', filters: given, codec: serialCursor, noun: ['event', 'events'], scope: filtersScope(given) }),
-      filters: given,
-      filtered: Object.values(given).some(Boolean),
-      actions,
-      actorTypes: ACTOR_TYPES,
-      subjectTypes: SUBJECT_TYPES,
-      subjects,
-    });
+    const pager = pagerOf(page, { path: '/audit', filters: given, codec: serialCursor, noun: ['event', 'events'], scope: filtersScope(given) });
+    render(res, 'audit/index', { ...view, events: page.items, pager, actions, subjects, error: null });
   });
 
   // The filtered view in full, oldest columns first as the table shows them; streamed a batch at a time.

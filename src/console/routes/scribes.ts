@@ -20,6 +20,17 @@ const LATEST_ROWS = 10;
  * (`/b/<slug>`: its latest sessions, receipts and tasks) and Settings (`/b/<slug>/settings`:
  * name, state, agent, MCP servers, schedules, channels), where every settings form returns.
  */
+/**
+ * A whole-number field as the service takes it: empty is the default (the server's model
+ * settings, no budget or cap), as the CLI without the flag; digits are the number; anything
+ * else (2.5, 0x10, 1e3) is not a whole number, which the service refuses in its own words.
+ */
+function wholeField(value: string): number | null {
+  const text = value.trim();
+  if (text === '') return null;
+  return /^\d+$/.test(text) ? Number(text) : Number.NaN;
+}
+
 export function scribeRoutes(services: Services): Router {
   const router = Router();
   const pageOf = (slug: string) => `/b/${encodeURIComponent(slug)}`;
@@ -59,8 +70,6 @@ export function scribeRoutes(services: Services): Router {
 
   router.post('/scribes', requireAdmin, async (req: Request, res: Response) => {
     const form = typed(req.body);
-    // An empty field is the default (the server's model settings, no budget); the same as `scribe create` without the flag.
-    const whole = (value: string) => (value === '' ? null : Number(value));
     try {
       const scribe = await services.scribes.create({
         organizationId: req.user!.organization_id,
@@ -73,9 +82,9 @@ export function scribeRoutes(services: Services): Router {
         baseUrl: form.base_url,
         apiKey: String(req.body.api_key ?? '').trim() || null,
         vision: form.vision,
-        maxToolRounds: whole(form.max_tool_rounds),
-        tokenBudget: whole(form.token_budget),
-        maxConcurrency: whole(form.max_concurrency),
+        maxToolRounds: wholeField(form.max_tool_rounds),
+        tokenBudget: wholeField(form.token_budget),
+        maxConcurrency: wholeField(form.max_concurrency),
       });
       await services.audit.record(userActor(req), 'scribe.create', { type: 'scribe', id: scribe.id }, `${scribe.slug} (${scribe.state}, ${scribe.agent})`);
       flash(req, 'notice', `${scribe.name} is created: its API is at /api/v1/scribes/${scribe.slug}.`);
@@ -143,7 +152,6 @@ export function scribeRoutes(services: Services): Router {
     action(async (req) => {
       const slug = String(req.params.slug);
       const field = (name: string) => String(req.body[name] ?? '').trim();
-      const whole = (name: string) => (field(name) === '' ? null : Number(field(name)));
       const scribe = await services.scribes.setAgent(req.user!.organization_id, slug, {
         agent: String(req.body.agent ?? ''),
         instructions: String(req.body.instructions ?? ''),
@@ -152,9 +160,9 @@ export function scribeRoutes(services: Services): Router {
         // The key is never shown: an empty field keeps it, the box removes it.
         apiKey: req.body.remove_api_key === 'on' ? null : field('api_key') || undefined,
         vision: req.body.vision === 'on',
-        maxToolRounds: whole('max_tool_rounds'),
-        tokenBudget: whole('token_budget'),
-        maxConcurrency: whole('max_concurrency'),
+        maxToolRounds: wholeField(field('max_tool_rounds')),
+        tokenBudget: wholeField(field('token_budget')),
+        maxConcurrency: wholeField(field('max_concurrency')),
       });
       await services.audit.record(userActor(req), 'scribe.agent', { type: 'scribe', id: scribe.id }, scribe.agent);
       flash(req, 'notice', 'Agent settings saved.');

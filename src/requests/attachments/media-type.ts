@@ -19,9 +19,13 @@ function mediaTypeOf(text: string): string | undefined {
   }
 }
 
-/** Whether the text is a media type by HTTP's grammar (`MEDIA_TYPE`), control characters refused. */
+/** The longest media type kept: the attachments' column (a header's worth, and more than any registered type needs). */
+const MAX_MEDIA_TYPE = 255;
+
+/** Whether the text is a media type by HTTP's grammar (`MEDIA_TYPE`), control characters refused, of at most 255 characters. */
 export function isMediaType(text: string): boolean {
-  return MEDIA_TYPE.test(text.trim()) && mediaTypeOf(text) !== undefined;
+  const trimmed = text.trim();
+  return trimmed.length <= MAX_MEDIA_TYPE && MEDIA_TYPE.test(trimmed) && mediaTypeOf(trimmed) !== undefined;
 }
 
 /**
