@@ -32,9 +32,8 @@ export function checkCron({ cron, timezone }: CronSchedule): CronSchedule {
   const normalized = fields.join(' ');
   if (normalized.length > 200) throw new ValidationError(messages.tooLong);
   try {
-    const expression = CronExpressionParser.parse(normalized, { tz: zone, strict: false });
-    expression.next();
-    expression.prev();
+    // Stepping forward is what firing needs (latestFireAtOrBefore steps forward too).
+    CronExpressionParser.parse(normalized, { tz: zone, strict: false }).next();
   } catch (err) {
     throw new ValidationError(messages.invalidCron((err as Error).message));
   }
@@ -72,11 +71,35 @@ export function nextFires(schedule: CronSchedule, after: Date, count: number): D
   return Array.from({ length: count }, () => expression.next().toDate());
 }
 
-/** The latest fire time at or before `at`. */
-export function latestFireAtOrBefore(schedule: CronSchedule, at: Date): Date {
-  return parse(schedule, new Date(at.getTime() + 1))
-    .prev()
-    .toDate();
+/** Fire times `latestFireAtOrBefore` steps through at most: a schedule every second, down for a day. */
+const MAX_STEPS = 100_000;
+
+/**
+ * The latest fire time at or before `at`, as `next()` steps (it made the schedule's due time).
+ * cron-parser's `prev()` skips a fire that a daylight-saving change moved (a daily 02:30 fires
+ * at 03:30 on the spring-forward day) and cannot step back at all near Australia/Lord_Howe's
+ * half-hour changes, so it only gives a start from which `next()` steps forward; `since`, a
+ * fire time known to have come (the due time), is the start when `prev()` gives an earlier one or none.
+ */
+export function latestFireAtOrBefore(schedule: CronSchedule, at: Date, since?: Date): Date {
+  let start: Date | undefined;
+  try {
+    start = parse(schedule, new Date(at.getTime() + 1))
+      .prev()
+      .toDate();
+  } catch (err) {
+    if (since === undefined) throw err;
+  }
+  if (since !== undefined && since <= at && (start === undefined || start < since)) start = since;
+  if (start === undefined) throw new Error(`no fire time at or before ${at.toISOString()}`);
+  const expression = parse(schedule, start);
+  let latest = start;
+  for (let step = 0; step < MAX_STEPS; step++) {
+    const next = expression.next().toDate();
+    if (next > at) break;
+    latest = next;
+  }
+  return latest;
 }
 
 /** The expression in words ("At 09:00, Monday through Friday"). */

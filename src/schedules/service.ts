@@ -165,7 +165,7 @@ export function createScheduleService({
     const now = clock();
     const due = new Date(schedule.next_run_at!);
     // Catch-up: only the latest fire time that has passed is fired, once.
-    const fireAt = latestFireAtOrBefore(schedule, now);
+    const fireAt = latestFireAtOrBefore(schedule, now, due);
     const fired = fireAt >= due ? await fire(schedule, fireAt, { runBy: null, missedSince: fireAt > due ? due.toISOString() : null }) : undefined;
     const next = nextFireAfter(schedule, now);
     await queries.finishFiring(db, { id: schedule.id, token }, { nextRunAt: next.toISOString(), lastFireAt: fired ? fired.fire_at : null });

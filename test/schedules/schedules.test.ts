@@ -137,6 +137,29 @@ describe('schedules', () => {
       expect((await stored(schedule.id)).next_run_at).to.equal('2026-11-23T15:00:00.000Z');
     });
 
+    for (const [zone, created, due, nextDay] of [
+      // 02:00 CET → 03:00 CEST on 29 March; 02:00 EST → 03:00 EDT on 8 March.
+      ['Europe/Berlin', '2026-03-28T12:00:00.000Z', '2026-03-29T01:30:00.000Z', '2026-03-30T00:30:00.000Z'],
+      ['America/New_York', '2026-03-07T12:00:00.000Z', '2026-03-08T07:30:00.000Z', '2026-03-09T06:30:00.000Z'],
+    ] as const) {
+      it(`fires a daily 02:30 on the spring-forward day in ${zone}, when 02:30 does not exist, at 03:30; and catches it up after downtime`, async () => {
+        clock.set(created);
+        const onTime = await create({ cron: '30 2 * * *', timezone: zone });
+        expect(onTime.next_run_at).to.equal(due);
+        clock.set(new Date(Date.parse(due) + 500).toISOString());
+        expect(await h.services.schedules.tick()).to.deep.equal({ submitted: 1, skipped: 0 });
+        expect((await fires(onTime.id)).map((f) => [f.fire_at, f.missed_since])).to.deep.equal([[due, null]]);
+        expect((await stored(onTime.id)).next_run_at).to.equal(nextDay);
+
+        // Down from the day before's fire until after the change: the change's fire is the one caught up.
+        clock.set(new Date(Date.parse(due) - 86_400_000 - 60_000).toISOString());
+        const late = await create({ cron: '30 2 * * *', timezone: zone });
+        clock.set(new Date(Date.parse(due) + 3 * 3_600_000).toISOString());
+        await h.services.schedules.tick();
+        expect((await fires(late.id)).map((f) => [f.fire_at, f.missed_since])).to.deep.equal([[due, late.next_run_at]]);
+      });
+    }
+
     it('records a fire for a scribe that is not active as skipped, with no receipt', async () => {
       const other = await h.services.scribes.create({ organizationId: t.organizationId, slug: 'resting', name: 'Resting' });
       const schedule = await h.services.schedules.create(staff(), 'resting', { cron: '0 * * * *', summary: 'x' });

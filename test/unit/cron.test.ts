@@ -41,6 +41,22 @@ describe('schedule cron expressions', () => {
     expect(latestFireAtOrBefore(hourly, new Date('2026-01-01T12:59:59.999Z')).toISOString()).to.equal('2026-01-01T12:00:00.000Z');
   });
 
+  it('finds a fire that a daylight-saving change moved as the latest, as stepping forward makes it (stepping back skips it)', () => {
+    const daily = { cron: '30 2 * * *', timezone: 'Europe/Berlin' };
+    // 02:30 does not exist on 29 March: that day's fire is at 03:30 CEST, 01:30 UTC.
+    expect(latestFireAtOrBefore(daily, new Date('2026-03-29T01:30:00.250Z')).toISOString()).to.equal('2026-03-29T01:30:00.000Z');
+    expect(latestFireAtOrBefore(daily, new Date('2026-03-29T23:00:00.000Z')).toISOString()).to.equal('2026-03-29T01:30:00.000Z');
+    expect(latestFireAtOrBefore(daily, new Date('2026-03-29T01:29:59.999Z')).toISOString()).to.equal('2026-03-28T01:30:00.000Z');
+  });
+
+  it('steps forward from the due time where stepping back fails (Australia/Lord_Howe, half an hour forward on 4 October)', () => {
+    const hourly = { cron: '0 * * * *', timezone: 'Australia/Lord_Howe' };
+    // 01:00 LHST is 14:30 UTC; the next, 03:00 LHDT, is 16:00 UTC. Between them cron-parser's prev() throws.
+    const due = nextFireAfter(hourly, new Date('2026-10-03T14:00:00.000Z'));
+    expect(due.toISOString()).to.equal('2026-10-03T14:30:00.000Z');
+    expect(latestFireAtOrBefore(hourly, new Date('2026-10-03T15:45:00.500Z'), due).toISOString()).to.equal('2026-10-03T14:30:00.000Z');
+  });
+
   it('normalizes spacing and the zone name', () => {
     expect(checkCron({ cron: '  0   9 * * 1-5 ', timezone: 'utc' })).to.deep.equal({ cron: '0 9 * * 1-5', timezone: 'UTC' });
   });
