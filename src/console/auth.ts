@@ -1,3 +1,4 @@
+import type { Flash } from './forms.js';
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import type { Actor } from '../audit/service.js';
@@ -13,7 +14,7 @@ declare module 'express-session' {
     userId?: string;
     /** When this session signed in (the services' clock): sessions older than the user's last password change end. */
     signedInAt?: string;
-    flash?: { kind: 'notice' | 'error'; text: string };
+    flash?: Flash;
   }
 }
 

@@ -1,3 +1,4 @@
+import type { Flash } from './forms.js';
 import { describeStored } from '../schedules/cron.js';
 import { zoneOrUtc } from '../lib/time-zones.js';
 import { markdown } from './markdown.js';
@@ -189,7 +190,22 @@ export function inZone(at: string | Date, timeZone: string): string {
   }).format(typeof at === 'string' ? new Date(at) : at);
 }
 
+/**
+ * A field's value on a page a refused form came back to: as typed (the flash's), when that
+ * form is this one, else as stored.
+ */
+function typed(flash: Flash | null, form: string, name: string, stored: string | number | null | undefined): string {
+  return flash?.typed?.form === form ? (flash.typed.values[name] ?? '') : String(stored ?? '');
+}
+
+/** A checkbox's state likewise: a browser sends a box only when it is ticked. */
+function typedChecked(flash: Flash | null, form: string, name: string, stored: boolean): boolean {
+  return flash?.typed?.form === form ? flash.typed.values[name] !== undefined : stored;
+}
+
 export const viewHelpers = {
+  typed,
+  typedChecked,
   timeAgo,
   localTime,
   exactTime,

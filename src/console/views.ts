@@ -1,3 +1,4 @@
+import type { Flash } from './forms.js';
 import type { Response } from 'express';
 import type { Services } from '../services.js';
 import type { UserRow, PasswordLinkPurpose } from '../users/service.js';
@@ -28,7 +29,7 @@ export interface BaseLocals {
   user: UserRow | null;
   path: string;
   csrfToken: string;
-  flash: { kind: 'notice' | 'error'; text: string } | null;
+  flash: Flash | null;
   /** The page refreshes itself (public/live.js). */
   live: boolean;
   /** The reader's IANA zone, in which every time is written. */

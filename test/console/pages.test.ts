@@ -146,6 +146,43 @@ describe('console pages and actions', () => {
       await save({ agent: 'builtin' });
     });
 
+    it('brings a refused agent form back as typed, the API key and MCP headers aside, and the next page as stored', async () => {
+      const before = await h.db('scribes').where({ id: t.scribe.id }).first();
+      const typed = {
+        agent: 'openai',
+        instructions: 'Answer in haiku.\nAlways <three> lines.',
+        model: 'llama3.2',
+        base_url: 'https://models.example.com/v1',
+        api_key: 'sk-never-kept-4411',
+        vision: 'on',
+        max_tool_rounds: '99',
+        token_budget: '5000',
+        max_concurrency: '3',
+      };
+      expect((await admin.post(`/b/${t.scribe.slug}/agent`, typed)).status).to.equal(303);
+      const page = (await admin.get(`/b/${t.scribe.slug}/settings`)).text;
+      expect(page).to.include('Tool rounds must be a whole number from 1 to 50');
+      expect(page).to.include('<option value="openai" selected>');
+      expect(page).to.include('<textarea id="instructions" name="instructions" rows="4">Answer in haiku.\nAlways &lt;three&gt; lines.</textarea>');
+      for (const [id, value] of [
+        ['model', 'llama3.2'],
+        ['base_url', 'https://models.example.com/v1'],
+        ['max_tool_rounds', '99'],
+        ['token_budget', '5000'],
+        ['max_concurrency', '3'],
+      ] as const)
+        expect(page, id).to.match(new RegExp(`id="${id}" name="${id}"[^>]* value="${value.replace(/[.]/g, '\\.')}"`));
+      expect(page).to.include('name="vision" checked').and.not.include('sk-never-kept-4411');
+      expect(await h.db('scribes').where({ id: t.scribe.id }).first(), 'nothing saved').to.deep.equal(before);
+      // Shown once: the next visit shows what is stored.
+      const again = (await admin.get(`/b/${t.scribe.slug}/settings`)).text;
+      expect(again).to.not.include('Answer in haiku.').and.not.include('Tool rounds must be');
+
+      await admin.post(`/b/${t.scribe.slug}/mcp`, { url: 'ftp://tools.example.com/mcp', headers: 'Authorization: Bearer mcp-never-kept' });
+      const mcp = (await admin.get(`/b/${t.scribe.slug}/settings`)).text;
+      expect(mcp).to.include('value="ftp://tools.example.com/mcp"').and.include('never shown again: give them again').and.not.include('mcp-never-kept');
+    });
+
     it('saves the most runs at once of the scribe (empty: no cap), refuses a bad one, and audits the change', async () => {
       const save = (maxConcurrency: string) => admin.post(`/b/${t.scribe.slug}/agent`, { agent: 'builtin', instructions: '', max_concurrency: maxConcurrency });
       expect((await save('12')).status).to.equal(303);
@@ -320,6 +357,27 @@ describe('console pages and actions', () => {
   });
 
   describe('entries', () => {
+    it('brings a refused entry type or entry back as typed, and saves nothing', async () => {
+      const types = await h.db('entry_types').count({ n: '*' }).first();
+      await admin.post('/entry-types', { name: 'Suppliers & co', name_0: 'Name', type_0: 'text', primary: '1', name_1: 'Rating', type_1: 'number', name_2: 'a|b', type_2: 'date' });
+      const form = (await admin.get('/entry-types')).text;
+      expect(form).to.include('Field name &#34;a|b&#34; may not contain');
+      expect(form).to.include('name="name" required maxlength="200" value="Suppliers &amp; co"');
+      expect(form).to.include('aria-label="Field 2 name" maxlength="100" value="Rating"').and.include('aria-label="Field 3 name" maxlength="100" value="a|b"');
+      expect(form).to.match(/name="type_2" aria-label="Field 3 type">(?:<option value="\w+">\w+<\/option>)*<option value="date" selected>/);
+      expect(form).to.include('name="primary" value="1" aria-label="Field 2 is primary" checked');
+      expect(await h.db('entry_types').count({ n: '*' }).first()).to.deep.equal(types);
+
+      await admin.post('/entry-types', { name: 'Depots', name_0: 'Name', type_0: 'text', primary: '0', name_1: 'Size', type_1: 'number', name_2: 'Open', type_2: 'boolean' });
+      const depots = await h.db('entry_types').where({ organization_id: t.organizationId, name: 'Depots' }).first();
+      await admin.post(`/entry-types/${depots.id}/entries`, { f_0: 'North & East', f_1: 'lots', f_2: 'true', draft: '1' });
+      const entry = (await admin.get(`/entry-types/${depots.id}/new`)).text;
+      expect(entry).to.include('Field &#34;Size&#34; must be a number');
+      expect(entry).to.include('name="f_0" type="text" value="North &amp; East"').and.include('name="f_1" type="number" step="any" value="lots"');
+      expect(entry).to.include('<option value="true" selected>yes</option>').and.include('name="draft" value="1" checked');
+      expect(await h.db('entries').where({ entry_type_id: depots.id })).to.have.length(0);
+    });
+
     it('creates an entry type and entries, edits one, and shows relationships as links', async () => {
       await admin.post('/entry-types', { name: 'Firms', name_0: 'Name', type_0: 'text', primary: '0', name_1: 'Size', type_1: 'number' });
       const firms = await h.db('entry_types').where({ organization_id: t.organizationId, name: 'Firms' }).first();

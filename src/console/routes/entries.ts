@@ -45,6 +45,7 @@ export function entryRoutes(services: Services): Router {
         return typePage(type.id);
       },
       () => '/entry-types',
+      { form: 'entry-type' },
     ),
   );
 
@@ -99,6 +100,7 @@ export function entryRoutes(services: Services): Router {
         return typePage(type.id);
       },
       (req) => `${typePage(String(req.params.id))}/edit`,
+      { form: 'entry-type' },
     ),
   );
 
@@ -119,6 +121,7 @@ export function entryRoutes(services: Services): Router {
         return entryPage(entry.id);
       },
       (req) => `${typePage(String(req.params.id))}/new`,
+      { form: 'entry' },
     ),
   );
 
@@ -148,6 +151,7 @@ export function entryRoutes(services: Services): Router {
         return entryPage(entry.id);
       },
       (req) => `${entryPage(String(req.params.id))}/edit`,
+      { form: 'entry' },
     ),
   );
 

@@ -98,13 +98,17 @@ export function scribeRoutes(services: Services): Router {
   router.post(
     '/b/:slug/name',
     requireAdmin,
-    action(async (req) => {
-      const slug = String(req.params.slug);
-      const scribe = await services.scribes.rename(req.user!.organization_id, slug, String(req.body.name ?? ''));
-      await services.audit.record(userActor(req), 'scribe.rename', { type: 'scribe', id: scribe.id }, scribe.name);
-      flash(req, 'notice', `Renamed to ${scribe.name}.`);
-      return settingsOf(slug);
-    }, backToSettings),
+    action(
+      async (req) => {
+        const slug = String(req.params.slug);
+        const scribe = await services.scribes.rename(req.user!.organization_id, slug, String(req.body.name ?? ''));
+        await services.audit.record(userActor(req), 'scribe.rename', { type: 'scribe', id: scribe.id }, scribe.name);
+        flash(req, 'notice', `Renamed to ${scribe.name}.`);
+        return settingsOf(slug);
+      },
+      backToSettings,
+      { form: 'name' },
+    ),
   );
 
   router.get('/b/:slug', async (req, res) => {
@@ -149,37 +153,45 @@ export function scribeRoutes(services: Services): Router {
   router.post(
     '/b/:slug/agent',
     requireAdmin,
-    action(async (req) => {
-      const slug = String(req.params.slug);
-      const field = (name: string) => String(req.body[name] ?? '').trim();
-      const scribe = await services.scribes.setAgent(req.user!.organization_id, slug, {
-        agent: String(req.body.agent ?? ''),
-        instructions: String(req.body.instructions ?? ''),
-        model: field('model'),
-        baseUrl: field('base_url'),
-        // The key is never shown: an empty field keeps it, the box removes it.
-        apiKey: req.body.remove_api_key === 'on' ? null : field('api_key') || undefined,
-        vision: req.body.vision === 'on',
-        maxToolRounds: wholeField(field('max_tool_rounds')),
-        tokenBudget: wholeField(field('token_budget')),
-        maxConcurrency: wholeField(field('max_concurrency')),
-      });
-      await services.audit.record(userActor(req), 'scribe.agent', { type: 'scribe', id: scribe.id }, scribe.agent);
-      flash(req, 'notice', 'Agent settings saved.');
-      return settingsOf(slug);
-    }, backToSettings),
+    action(
+      async (req) => {
+        const slug = String(req.params.slug);
+        const field = (name: string) => String(req.body[name] ?? '').trim();
+        const scribe = await services.scribes.setAgent(req.user!.organization_id, slug, {
+          agent: String(req.body.agent ?? ''),
+          instructions: String(req.body.instructions ?? ''),
+          model: field('model'),
+          baseUrl: field('base_url'),
+          // The key is never shown: an empty field keeps it, the box removes it.
+          apiKey: req.body.remove_api_key === 'on' ? null : field('api_key') || undefined,
+          vision: req.body.vision === 'on',
+          maxToolRounds: wholeField(field('max_tool_rounds')),
+          tokenBudget: wholeField(field('token_budget')),
+          maxConcurrency: wholeField(field('max_concurrency')),
+        });
+        await services.audit.record(userActor(req), 'scribe.agent', { type: 'scribe', id: scribe.id }, scribe.agent);
+        flash(req, 'notice', 'Agent settings saved.');
+        return settingsOf(slug);
+      },
+      backToSettings,
+      { form: 'agent', secrets: ['api_key'] },
+    ),
   );
 
   router.post(
     '/b/:slug/mcp',
     requireAdmin,
-    action(async (req) => {
-      const slug = String(req.params.slug);
-      const headers = String(req.body.headers ?? '').split(/\r?\n/);
-      const server = await services.mcpServers.add(userActor(req), slug, { url: String(req.body.url ?? ''), headers });
-      flash(req, 'notice', `MCP server ${server.url} added: its tools are offered to the openai agent.`);
-      return settingsOf(slug);
-    }, backToSettings),
+    action(
+      async (req) => {
+        const slug = String(req.params.slug);
+        const headers = String(req.body.headers ?? '').split(/\r?\n/);
+        const server = await services.mcpServers.add(userActor(req), slug, { url: String(req.body.url ?? ''), headers });
+        flash(req, 'notice', `MCP server ${server.url} added: its tools are offered to the openai agent.`);
+        return settingsOf(slug);
+      },
+      backToSettings,
+      { form: 'mcp', secrets: ['headers'] },
+    ),
   );
 
   router.post(
