@@ -171,6 +171,18 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number.parseInt(value,
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number.parseFloat(value));
 
 /** Connections a process keeps to PostgreSQL when not told otherwise (docs/deploy.md, pool sizes). */
+/**
+ * Runs independent reads: at once on a pool (each takes a connection of its own), one after
+ * another in a transaction, whose one connection would queue them anyway (and pg warns that
+ * it will refuse queries sent while one runs).
+ */
+export async function readsOf<T extends readonly unknown[]>(db: Db, ...reads: { [K in keyof T]: () => Promise<T[K]> }): Promise<T> {
+  if (!db.isTransaction) return (await Promise.all(reads.map((read) => read()))) as unknown as T;
+  const results: unknown[] = [];
+  for (const read of reads) results.push(await read());
+  return results as unknown as T;
+}
+
 export const DEFAULT_POOL_SIZE = 10;
 
 /**

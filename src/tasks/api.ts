@@ -1,4 +1,4 @@
-import type { Db } from '../db/knex.js';
+import { type Db, readsOf } from '../db/knex.js';
 import { usageOf } from '../agents/queries.js';
 import { listAttachmentsOf } from '../requests/queries.js';
 import { latestQuestions, type WorkedTaskRow } from './queries.js';
@@ -27,14 +27,16 @@ export interface ApiTask {
  */
 export async function presentTasks(db: Db, rows: readonly WorkedTaskRow[], scribeSlug: (row: WorkedTaskRow) => string): Promise<ApiTask[]> {
   const ids = rows.map((row) => row.id);
-  const [files, questions, usage] = await Promise.all([
-    listAttachmentsOf(
-      db,
-      rows.flatMap((row) => (row.request_id ? [row.request_id] : [])),
-    ),
-    latestQuestions(db, ids),
-    usageOf(db, { taskIds: ids }),
-  ]);
+  const [files, questions, usage] = await readsOf(
+    db,
+    () =>
+      listAttachmentsOf(
+        db,
+        rows.flatMap((row) => (row.request_id ? [row.request_id] : [])),
+      ),
+    () => latestQuestions(db, ids),
+    () => usageOf(db, { taskIds: ids }),
+  );
   return rows.map((row) => ({
     id: row.id,
     scribe_id: scribeSlug(row),
