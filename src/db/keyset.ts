@@ -58,18 +58,22 @@ export async function readKeysetPage<T>(
     return page.orderBy(list.columns.map((column) => ({ column, order: direction }))).limit(limit + 1) as Promise<T[]>;
   };
   const keyOf = (row: T | undefined) => (row === undefined ? null : list.keyOf(row));
-
-  if (at.after) {
-    const rows = await read('asc', { op: '>', key: at.after });
-    if (rows.length >= limit) {
-      const items = rows.slice(0, limit).reverse();
-      return { items, newer: rows.length > limit ? keyOf(items[0]) : null, older: keyOf(items.at(-1)), atStart: rows.length === limit, total: await total };
+  const page = async (): Promise<Omit<KeysetPage<T>, 'total'>> => {
+    if (at.after) {
+      const rows = await read('asc', { op: '>', key: at.after });
+      if (rows.length >= limit) {
+        const items = rows.slice(0, limit).reverse();
+        return { items, newer: rows.length > limit ? keyOf(items[0]) : null, older: keyOf(items.at(-1)), atStart: rows.length === limit };
+      }
     }
-  }
-  const before = at.after ? undefined : at.before;
-  const rows = await read('desc', before && { op: '<', key: before });
-  const items = rows.slice(0, limit);
-  return { items, newer: before ? keyOf(items[0]) : null, older: rows.length > limit ? keyOf(items.at(-1)) : null, atStart: !before, total: await total };
+    const before = at.after ? undefined : at.before;
+    const rows = await read('desc', before && { op: '<', key: before });
+    const items = rows.slice(0, limit);
+    return { items, newer: before ? keyOf(items[0]) : null, older: rows.length > limit ? keyOf(items.at(-1)) : null, atStart: !before };
+  };
+  // Awaited together: a failed count is this call's error, never a rejection nobody awaits (which ends the process).
+  const [found, counted] = await Promise.all([page(), total]);
+  return { ...found, total: counted };
 }
 
 /** `?` or `(?, ?)`: a row value, which both databases compare column by column. */
