@@ -17,6 +17,9 @@ export function superviseWorkers(count: number, logger: Logger): void {
   let stopping = false;
   let exitCode = 0;
   const ready = new WeakSet<Worker>();
+  // Kept referenced: with every server process dead, they are all that keeps the primary
+  // running until it starts the next (an exit 0 would leave systemd's Restart=on-failure idle).
+  const restarts = new Set<NodeJS.Timeout>();
 
   const fork = () => {
     const worker = cluster.fork();
@@ -34,7 +37,11 @@ export function superviseWorkers(count: number, logger: Logger): void {
         return;
       }
       logger.error({ pid: worker.process.pid, code, signal }, 'a server process died; starting another');
-      setTimeout(fork, RESTART_DELAY_MS).unref();
+      const restart = setTimeout(() => {
+        restarts.delete(restart);
+        fork();
+      }, RESTART_DELAY_MS);
+      restarts.add(restart);
     });
   };
 
@@ -42,6 +49,8 @@ export function superviseWorkers(count: number, logger: Logger): void {
     if (stopping) return;
     stopping = true;
     exitCode = code;
+    for (const restart of restarts) clearTimeout(restart);
+    restarts.clear();
     const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
     if (workers.length === 0) process.exit(exitCode);
     for (const worker of workers) worker.process.kill('SIGTERM');

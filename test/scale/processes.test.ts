@@ -355,6 +355,30 @@ describe('process roles and WEB_CONCURRENCY', function () {
       await install.install.drop();
     }
   });
+
+  it('WEB_CONCURRENCY=2 replaces server processes that die, every one of them at once included, and still stops with SIGTERM', async () => {
+    const install = await provision(tempDir());
+    await install.close();
+    const server = await startProcess('src/main.ts', { ...install.env, WEB_CONCURRENCY: '2' });
+    try {
+      await eventually(async () => (listening(server.output()).size === 2 ? true : undefined), 20_000);
+      const first = [...listening(server.output())];
+      for (const pid of first) process.kill(pid, 'SIGKILL');
+      // Both gone at once: the primary is left with nothing but its restart timers, and must wait for them.
+      await eventually(async () => (listening(server.output()).size === 4 ? true : undefined), 20_000);
+      expect(server.child.exitCode, 'the primary is still running').to.equal(null);
+      expect(server.output().match(/"msg":"a server process died; starting another"/g)).to.have.length(2);
+      // PORT=0 here: with every process gone the port was let go, and the new ones listen on another.
+      const url = [...server.output().matchAll(/"url":"(http:\/\/[^"]+)"/g)].at(-1)![1];
+      const res = await fetch(`${url}/api/v1/scribes/${install.scribe.slug}/requests`, { headers: { 'X-Api-Key': install.key } });
+      expect(res.status).to.equal(200);
+      server.child.kill('SIGTERM');
+      expect(await server.exited).to.equal(0);
+    } finally {
+      server.child.kill('SIGKILL');
+      await install.install.drop();
+    }
+  });
 });
 
 /** The process ids that logged "scribe is listening". */
