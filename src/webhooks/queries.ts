@@ -183,6 +183,8 @@ export interface ClaimTerms {
  */
 export async function claimInTurn(db: Db, terms: ClaimTerms, shareOut: ShareOut): Promise<ClaimedDelivery[]> {
   return db.transaction(async (trx) => {
+    // On SQLite, the write lock before the reads: a read first would fail its first write (busy) if another process wrote meanwhile.
+    await dialectOf(trx).writeFirst(trx, 'webhook_endpoints', 'turn_at');
     const turns = await whoseTurn(trx, terms);
     const shares = shareOut(turns);
     const claimed = await claimDueDeliveries(trx, terms, shares);

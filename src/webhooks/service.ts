@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex.js';
+import { dialectOf } from '../db/dialect.js';
 import type { PageAt } from '../db/keyset.js';
 import type { Actor, AuditLog } from '../audit/service.js';
 import { type Clock, isoNow } from '../lib/clock.js';
@@ -168,6 +169,8 @@ export function createWebhookService({
       const endpoint = await get(actor.organizationId, id);
       if (!endpoint.enabled) throw new ValidationError(messages.endpointDisabled);
       return db.transaction(async (trx) => {
+        // The outbox reads the endpoints before it writes: on SQLite, take the write lock first (as claims do).
+        await dialectOf(trx).writeFirst(trx, 'webhook_endpoints', 'turn_at');
         const [eventId] = await recordEvents(trx, [{ organizationId: endpoint.organization_id, type: TEST_EVENT, endpointId: id, data: { endpoint: { id, url: endpoint.url } } }]);
         await audit.record(actor, 'webhook.test', { type: 'webhook', id }, describe(endpoint), trx);
         return { eventId: eventId! };
