@@ -1,6 +1,7 @@
 import { expect } from 'chai';
-import { createHarness, staffOf, testClock, type Harness, type Tenant } from '../helpers/harness.js';
-import { signIn, type ConsoleClient } from '../helpers/console.js';
+import type { AddressInfo } from 'node:net';
+import { createHarness, eventually, staffOf, testClock, type Harness, type Tenant } from '../helpers/harness.js';
+import { PASSWORD, signIn, signInByForm, type ConsoleClient } from '../helpers/console.js';
 import type { Actor } from '../../src/audit/service.js';
 
 describe('console: audit review', () => {
@@ -124,5 +125,53 @@ describe('console: audit review', () => {
       expect(err?.message).to.include('audit events are append-only');
     }
     expect(await h.db('audit_events').where({ id: ids.state }).first()).to.include({ detail: 'powered_off' });
+  });
+  it('ends an export whose client went away, rather than wait for it forever', async () => {
+    // Enough rows that the export outruns what the connection buffers (the log is append-only: this test comes last).
+    const rows = Array.from({ length: 20_000 }, (_, i) => ({
+      organization_id: t.organizationId,
+      actor_type: 'operator',
+      actor_id: null,
+      actor_label: 'admin CLI',
+      action: 'bulk.test',
+      subject_type: 'scribe',
+      subject_id: t.scribe.id,
+      detail: `row ${i} ${'x'.repeat(200)}`,
+      created_at: '2026-11-19T00:00:00.000Z',
+    }));
+    for (let i = 0; i < rows.length; i += 500) await h.db('audit_events').insert(rows.slice(i, i + 500));
+    // The rows the export has read, and whether it has finished reading.
+    const each = h.services.audit.each.bind(h.services.audit);
+    let read = 0;
+    let finished = false;
+    h.services.audit.each = async function* (...args: Parameters<typeof each>) {
+      try {
+        for await (const event of each(...args)) {
+          read++;
+          yield event;
+        }
+      } finally {
+        finished = true;
+      }
+    };
+    const server = h.app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const signedIn = await signInByForm(base, admin.email, PASSWORD);
+      const cookie = signedIn.headers.get('set-cookie')!.split(';')[0]!;
+      const abort = new AbortController();
+      const res = await fetch(`${base}/audit.csv?action=bulk.test`, { headers: { cookie }, signal: abort.signal });
+      expect(res.status).to.equal(200);
+      const reader = res.body!.getReader();
+      await reader.read();
+      abort.abort();
+      await eventually(async () => (finished ? true : undefined), 5_000);
+      expect(read, 'stopped well before the end').to.be.lessThan(rows.length);
+    } finally {
+      h.services.audit.each = each;
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });

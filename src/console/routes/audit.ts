@@ -1,4 +1,6 @@
 import { Router, type Request } from 'express';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { stringify } from 'csv-stringify';
 import type { Services } from '../../services.js';
 import type { AuditEventRow, AuditFilter } from '../../audit/service.js';
@@ -122,19 +124,25 @@ export function auditRoutes(services: Services): Router {
     render(res, 'audit/index', { ...view, events: page.items, pager, actions, subjects, error: null });
   });
 
-  // The filtered view in full, oldest columns first as the table shows them; streamed a batch at a time.
+  // The filtered view in full, oldest columns first as the table shows them; streamed a batch at a
+  // time, and no further than the client reads: one that goes away ends the export (pipeline).
   router.get('/audit.csv', async (req, res) => {
     const { filter } = filtersOf(req);
     res.attachment(`audit-${new Date().toISOString().slice(0, 10)}.csv`);
     res.type('text/csv; charset=utf-8');
     res.set('Cache-Control', 'no-store');
-    const csv = stringify({ header: true, columns: ['id', 'created_at', 'actor_type', 'actor_id', 'actor_label', 'action', 'subject_type', 'subject_id', 'detail'] });
-    csv.pipe(res);
-    for await (const e of services.audit.each(req.user!.organization_id, filter)) {
-      const row = [e.id, e.created_at, e.actor_type, e.actor_id ?? '', inert(e.actor_label), e.action, e.subject_type, e.subject_id, inert(e.detail)];
-      if (!csv.write(row)) await new Promise((resolve) => csv.once('drain', resolve));
+    const events = services.audit.each(req.user!.organization_id, filter);
+    async function* rows() {
+      for await (const e of events) yield [e.id, e.created_at, e.actor_type, e.actor_id ?? '', inert(e.actor_label), e.action, e.subject_type, e.subject_id, inert(e.detail)];
     }
-    csv.end();
+    const csv = stringify({ header: true, columns: ['id', 'created_at', 'actor_type', 'actor_id', 'actor_label', 'action', 'subject_type', 'subject_id', 'detail'] });
+    try {
+      await pipeline(Readable.from(rows()), csv, res);
+    } catch (err) {
+      // The client went away: there is no one left to answer.
+      if (res.destroyed && (err as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE') return;
+      throw err;
+    }
   });
 
   return router;
