@@ -24,7 +24,10 @@ export function superviseWorkers(count: number, logger: Logger): void {
   const fork = () => {
     const worker = cluster.fork();
     worker.on('message', (message: unknown) => {
-      if (message === READY_MESSAGE) ready.add(worker);
+      if (message !== READY_MESSAGE) return;
+      ready.add(worker);
+      // From here a death is a crash to recover from, not a failed start: the journal says which.
+      logger.info({ workerPid: worker.process.pid }, 'a server process is ready');
     });
     worker.on('exit', (code, signal) => {
       if (stopping) {
@@ -32,11 +35,11 @@ export function superviseWorkers(count: number, logger: Logger): void {
         return;
       }
       if (!ready.has(worker)) {
-        logger.error({ pid: worker.process.pid, code, signal }, 'a server process failed to start; stopping');
+        logger.error({ workerPid: worker.process.pid, code, signal }, 'a server process failed to start; stopping');
         stop(code ?? 1);
         return;
       }
-      logger.error({ pid: worker.process.pid, code, signal }, 'a server process died; starting another');
+      logger.error({ workerPid: worker.process.pid, code, signal }, 'a server process died; starting another');
       const restart = setTimeout(() => {
         restarts.delete(restart);
         fork();

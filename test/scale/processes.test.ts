@@ -361,11 +361,13 @@ describe('process roles and WEB_CONCURRENCY', function () {
     await install.close();
     const server = await startProcess('src/main.ts', { ...install.env, WEB_CONCURRENCY: '2' });
     try {
-      await eventually(async () => (listening(server.output()).size === 2 ? true : undefined), 20_000);
-      const first = [...listening(server.output())];
+      // Killed once the primary knows them ready: one that dies before is a failed start, which stops the group.
+      const ready = () => new Set([...server.output().matchAll(/"workerPid":(\d+)[^\n]*"msg":"a server process is ready"/g)].map((m) => Number(m[1])));
+      await eventually(async () => (ready().size === 2 ? true : undefined), 20_000);
+      const first = [...ready()];
       for (const pid of first) process.kill(pid, 'SIGKILL');
       // Both gone at once: the primary is left with nothing but its restart timers, and must wait for them.
-      await eventually(async () => (listening(server.output()).size === 4 ? true : undefined), 20_000);
+      await eventually(async () => (ready().size === 4 ? true : undefined), 20_000);
       expect(server.child.exitCode, 'the primary is still running').to.equal(null);
       expect(server.output().match(/"msg":"a server process died; starting another"/g)).to.have.length(2);
       // PORT=0 here: with every process gone the port was let go, and the new ones listen on another.
