@@ -1,4 +1,3 @@
-import type { Flash } from './forms.js';
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import type { Actor } from '../audit/service.js';
@@ -8,6 +7,7 @@ import type { Services } from '../services.js';
 import { canonicalTimeZone } from '../lib/time-zones.js';
 import { isoNow } from '../lib/clock.js';
 import { render } from './views.js';
+import type { Flash } from './forms.js';
 
 declare module 'express-session' {
   interface SessionData {

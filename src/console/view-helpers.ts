@@ -1,8 +1,8 @@
-import type { Flash } from './forms.js';
 import { describeStored } from '../schedules/cron.js';
 import { zoneOrUtc } from '../lib/time-zones.js';
 import { markdown } from './markdown.js';
 import { TIMELINE_UNITS, traceTimeline } from './trace-timeline.js';
+import type { Flash } from './forms.js';
 
 /**
  * Helpers every view gets (as `h`). Templates escape with `<%= %>`; none of these return

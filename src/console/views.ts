@@ -1,4 +1,3 @@
-import type { Flash } from './forms.js';
 import type { Response } from 'express';
 import type { Services } from '../services.js';
 import type { UserRow, PasswordLinkPurpose } from '../users/service.js';
@@ -17,6 +16,7 @@ import type { entryFormat } from './entry-format.js';
 import type { receiptFilters } from './routes/receipts.js';
 import type { taskFilters } from './routes/tasks.js';
 import type { sessionFilters } from './routes/session-list.js';
+import type { Flash } from './forms.js';
 
 /**
  * What every view receives. The console's middleware sets these on res.locals for every

@@ -170,7 +170,6 @@ function openSqlite(filename: string, { readonly = false }: OpenOptions): Db {
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number.parseInt(value, 10));
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number.parseFloat(value));
 
-/** Connections a process keeps to PostgreSQL when not told otherwise (docs/deploy.md, pool sizes). */
 /**
  * Runs independent reads: at once on a pool (each takes a connection of its own), one after
  * another in a transaction, whose one connection would queue them anyway (and pg warns that
@@ -183,6 +182,7 @@ export async function readsOf<T extends readonly unknown[]>(db: Db, ...reads: { 
   return results as unknown as T;
 }
 
+/** Connections a process keeps to PostgreSQL when not told otherwise (docs/deploy.md, pool sizes). */
 export const DEFAULT_POOL_SIZE = 10;
 
 /**

@@ -16,11 +16,6 @@ const LATEST_SESSIONS = 5;
 const LATEST_ROWS = 10;
 
 /**
- * The scribes list and each scribe's own page in two tabs, each its own address: Activity
- * (`/b/<slug>`: its latest sessions, receipts and tasks) and Settings (`/b/<slug>/settings`:
- * name, state, agent, MCP servers, schedules, channels), where every settings form returns.
- */
-/**
  * A whole-number field as the service takes it: empty is the default (the server's model
  * settings, no budget or cap), as the CLI without the flag; digits are the number; anything
  * else (2.5, 0x10, 1e3) is not a whole number, which the service refuses in its own words.
@@ -31,6 +26,11 @@ function wholeField(value: string): number | null {
   return /^\d+$/.test(text) ? Number(text) : Number.NaN;
 }
 
+/**
+ * The scribes list and each scribe's own page in two tabs, each its own address: Activity
+ * (`/b/<slug>`: its latest sessions, receipts and tasks) and Settings (`/b/<slug>/settings`:
+ * name, state, agent, MCP servers, schedules, channels), where every settings form returns.
+ */
 export function scribeRoutes(services: Services): Router {
   const router = Router();
   const pageOf = (slug: string) => `/b/${encodeURIComponent(slug)}`;
