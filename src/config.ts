@@ -61,8 +61,9 @@ const envSchema = z.object({
   TRUST_PROXY: z
     .string()
     .min(1)
+    .transform(parseTrustProxy)
     .refine(isTrustProxy, 'must be true, false, a number of hops, or addresses and subnets (loopback, 10.0.0.0/8, …) separated by commas')
-    .default('false'),
+    .default(false),
   // The console's address as staff reach it (https://scribe.example.com): invitation and reset links are made absolute with it.
   PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info'),
@@ -198,7 +199,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     modelsAllowPrivate: e.MODELS_ALLOW_PRIVATE,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     metricsToken: e.METRICS_TOKEN,
-    trustProxy: parseTrustProxy(e.TRUST_PROXY),
+    trustProxy: e.TRUST_PROXY,
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT ?? (e.NODE_ENV === 'development' ? 'pretty' : 'json'),
@@ -219,11 +220,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   });
 }
 
-function isTrustProxy(value: string): boolean {
-  const parsed = parseTrustProxy(value);
-  if (typeof parsed !== 'string') return true;
+/** Whether Express can take the value: a list of addresses is compiled as Express compiles it. */
+function isTrustProxy(value: boolean | number | string): boolean {
+  if (typeof value !== 'string') return true;
   try {
-    proxyAddr.compile(parsed.split(',').map((part) => part.trim()));
+    proxyAddr.compile(value.split(',').map((part) => part.trim()));
     return true;
   } catch {
     return false;
