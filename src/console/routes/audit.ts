@@ -64,7 +64,9 @@ function timeBound(value: unknown, name: string, endOfDay: boolean): string | un
 }
 
 /** The filters of `?actor_type=&actor=&action=&subject_type=&subject_id=&from=&to=`, as given (and shown in the form). */
-function givenFilters(req: Request): Record<'actor_type' | 'actor' | 'action' | 'subject_type' | 'subject_id' | 'from' | 'to', string> {
+type GivenFilters = Record<'actor_type' | 'actor' | 'action' | 'subject_type' | 'subject_id' | 'from' | 'to', string>;
+
+function givenFilters(req: Request): GivenFilters {
   const text = (name: string) => (typeof req.query[name] === 'string' ? (req.query[name] as string).trim().slice(0, 320) : '');
   const pick = (name: string, allowed: readonly string[]) => (allowed.includes(text(name)) ? text(name) : '');
   return {
@@ -79,9 +81,8 @@ function givenFilters(req: Request): Record<'actor_type' | 'actor' | 'action' | 
 }
 
 /** The filters as the query takes them; a bound that is no time is a 400 (`BadRequestError`). */
-function filtersOf(req: Request): { given: Record<string, string>; filter: AuditFilter } {
-  const given = givenFilters(req);
-  const filter: AuditFilter = {
+function filterOf(given: GivenFilters): AuditFilter {
+  return {
     actorType: given.actor_type || undefined,
     actor: given.actor || undefined,
     action: given.action || undefined,
@@ -90,7 +91,6 @@ function filtersOf(req: Request): { given: Record<string, string>; filter: Audit
     since: timeBound(given.from, 'From', false),
     until: timeBound(given.to, 'To', true),
   };
-  return { given, filter };
 }
 
 /**
@@ -107,27 +107,26 @@ export function auditRoutes(services: Services): Router {
     const org = req.user!.organization_id;
     const given = givenFilters(req);
     const view = { title: 'Audit log', filters: given, filtered: Object.values(given).some(Boolean), actorTypes: ACTOR_TYPES, subjectTypes: SUBJECT_TYPES };
+    const paging = { path: '/audit', filters: given, codec: serialCursor, noun: ['event', 'events'] as [string, string], scope: filtersScope(given) };
     let filter: AuditFilter;
     try {
-      filter = filtersOf(req).filter;
+      filter = filterOf(given);
     } catch (err) {
       if (!(err instanceof BadRequestError)) throw err;
       // The form again with the filters as typed and what to mend, and no events: none was looked for.
       const none = { items: [], atStart: true, total: null, newer: null, older: null };
-      const pager = pagerOf(none, { path: '/audit', filters: given, codec: serialCursor, noun: ['event', 'events'], scope: filtersScope(given) });
-      render(res, 'audit/index', { ...view, events: [], pager, actions: await services.audit.actions(org), subjects: new Map(), error: err.message }, 400);
+      render(res, 'audit/index', { ...view, events: [], pager: pagerOf(none, paging), actions: await services.audit.actions(org), subjects: new Map(), error: err.message }, 400);
       return;
     }
     const [page, actions] = await Promise.all([services.audit.page(org, filter, pageAt(req, serialCursor), PAGE), services.audit.actions(org)]);
     const subjects = await subjectsOf(services, org, page.items);
-    const pager = pagerOf(page, { path: '/audit', filters: given, codec: serialCursor, noun: ['event', 'events'], scope: filtersScope(given) });
-    render(res, 'audit/index', { ...view, events: page.items, pager, actions, subjects, error: null });
+    render(res, 'audit/index', { ...view, events: page.items, pager: pagerOf(page, paging), actions, subjects, error: null });
   });
 
   // The filtered view in full, oldest columns first as the table shows them; streamed a batch at a
   // time, and no further than the client reads: one that goes away ends the export (pipeline).
   router.get('/audit.csv', async (req, res) => {
-    const { filter } = filtersOf(req);
+    const filter = filterOf(givenFilters(req));
     res.attachment(`audit-${new Date().toISOString().slice(0, 10)}.csv`);
     res.type('text/csv; charset=utf-8');
     res.set('Cache-Control', 'no-store');
