@@ -1,33 +1,32 @@
-import { Router } from 'express';
+import { Router, type Request, type Response } from 'express';
 import type { Services } from '../../services.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
-import { render } from '../views.js';
+import { render, type Views } from '../views.js';
 import { HttpError } from '../../http/errors.js';
 
 /** API keys: list, create (the key shown once, in the response to the form) and revoke. */
 export function keyRoutes(services: Services): Router {
   const router = Router();
 
-  router.get('/keys', async (req, res) => {
-    render(res, 'keys/index', { title: 'API keys', keys: await services.organizations.listApiKeys(req.user!.organization_id), created: null, error: null, name: '' });
-  });
+  /** The keys page: with the key just made, or with a refused name and why. */
+  const page = async (req: Request, res: Response, shown: Pick<Views['keys/index'], 'created' | 'error' | 'name'>, status = 200) =>
+    render(res, 'keys/index', { title: 'API keys', keys: await services.organizations.listApiKeys(req.user!.organization_id), ...shown }, status);
+
+  router.get('/keys', (req, res) => page(req, res, { created: null, error: null, name: '' }));
 
   // Rendered, not redirected: the key is shown in this response only and stored nowhere in clear.
   router.post('/keys', requireAdmin, async (req, res) => {
-    const org = req.user!.organization_id;
     const name = String(req.body.name ?? '').trim();
-    const created = await services.organizations.createApiKey({ organizationId: org, name }).catch((err: unknown) => {
+    try {
+      const created = await services.organizations.createApiKey({ organizationId: req.user!.organization_id, name });
+      await services.audit.record(userActor(req), 'key.create', { type: 'api_key', id: created.id }, name || 'API key');
+      res.set('Cache-Control', 'no-store');
+      await page(req, res, { created, error: null, name: '' });
+    } catch (err) {
       if (!(err instanceof HttpError) || err.status !== 422) throw err;
-      return err;
-    });
-    if (created instanceof HttpError) {
-      render(res, 'keys/index', { title: 'API keys', keys: await services.organizations.listApiKeys(org), created: null, error: created.message, name }, 422);
-      return;
+      await page(req, res, { created: null, error: err.message, name }, 422);
     }
-    await services.audit.record(userActor(req), 'key.create', { type: 'api_key', id: created.id }, name || 'API key');
-    res.set('Cache-Control', 'no-store');
-    render(res, 'keys/index', { title: 'API keys', keys: await services.organizations.listApiKeys(org), created, error: null, name: '' });
   });
 
   router.post(
