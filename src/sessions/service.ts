@@ -45,9 +45,14 @@ export function createSessionService({
   /** Tells the process answering the session, wherever it is, to stop. */
   onCancelled?: (sessionId: string) => void;
 }) {
-  /** The session as the API shows it, read in `trx` (the response an idempotent change saves with it). */
-  async function presentIn(trx: Db, organizationId: string, id: string, slug: string): Promise<ApiSession> {
-    return presentSession(trx, { ...(await queries.findSession(trx, organizationId, id))!, messages: await queries.findMessages(trx, id) }, slug);
+  /**
+   * A change's answer: the session as the API shows it, read in the change's transaction, so
+   * as the change left it; saved with it as the idempotent response when `save` is given.
+   */
+  async function answerIn(trx: Db, organizationId: string, id: string, slug: string, save?: SaveResponse): Promise<ApiSession> {
+    const session = await presentSession(trx, { ...(await queries.findSession(trx, organizationId, id))!, messages: await queries.findMessages(trx, id) }, slug);
+    await save?.(trx, { session });
+    return session;
   }
 
   return {
@@ -124,8 +129,7 @@ export function createSessionService({
       const scribe = await findScribeById(db, session.scribe_id);
       let read: ApiSession | undefined;
       const added = await queries.addUserMessage(db, id, { author: 'user', text, created_at: laterThan(clock, session.updated_at) }, async (trx) => {
-        read = await presentIn(trx, actor.organizationId, id, scribe?.slug ?? '');
-        await save?.(trx, { session: read });
+        read = await answerIn(trx, actor.organizationId, id, scribe?.slug ?? '', save);
       });
       if (!added) throw new ConflictError(messages.closed);
       onReplyDue(id);
@@ -153,8 +157,7 @@ export function createSessionService({
       let read: ApiSession | undefined;
       const cancelled = await queries.cancelSession(db, id, { text: `Cancelled by ${actor.label}`, created_at: laterThan(clock, session.updated_at) }, async (trx) => {
         await recordEvents(trx, [sessionEvent(session, scribe?.slug ?? '', 'cancelled')]);
-        read = await presentIn(trx, actor.organizationId, id, scribe?.slug ?? '');
-        await save?.(trx, { session: read });
+        read = await answerIn(trx, actor.organizationId, id, scribe?.slug ?? '', save);
       });
       if (!cancelled) throw new ConflictError(messages.closed);
       await audit.record(actor, 'session.cancel', { type: 'session', id });

@@ -58,9 +58,14 @@ export function createTaskService({
   /** Tells the process running the task, wherever it is, to stop it. */
   onCancelled?: (taskId: string) => void;
 }) {
-  /** The task as the API shows it, read in `trx`: a change's answer (and the response an idempotent change saves with it) is the task as the change left it. */
-  async function presentIn(trx: Db, organizationId: string, id: string, slug: string): Promise<ApiTask> {
-    return (await presentTasks(trx, [(await queries.findTask(trx, organizationId, id))!], () => slug))[0]!;
+  /**
+   * A change's answer: the task as the API shows it, read in the change's transaction, so as
+   * the change left it; saved with it as the idempotent response when `save` is given.
+   */
+  async function answerIn(trx: Db, organizationId: string, id: string, slug: string, save?: SaveResponse): Promise<ApiTask> {
+    const [task] = await presentTasks(trx, [(await queries.findTask(trx, organizationId, id))!], () => slug);
+    await save?.(trx, { task });
+    return task!;
   }
 
   return {
@@ -165,8 +170,7 @@ export function createTaskService({
         { id, author: actor.type === 'user' ? 'staff' : 'system', text: `Cancelled by ${actor.label}`, at: (updatedAt) => laterThan(clock, updatedAt) },
         async (trx) => {
           await recordEvents(trx, [taskEvent(task, scribe?.slug ?? '', { status: 'cancelled' })]);
-          read = await presentIn(trx, actor.organizationId, id, scribe?.slug ?? '');
-          await save?.(trx, { task: read });
+          read = await answerIn(trx, actor.organizationId, id, scribe?.slug ?? '', save);
         },
       );
       if (!was) throw new ConflictError(messages.alreadyFinished);
@@ -190,8 +194,7 @@ export function createTaskService({
       const moved =
         task.status === 'waiting' &&
         (await queries.moveTask(db, { id, from: 'waiting', to: 'open', author: 'staff', text, at: laterThan(clock, task.updated_at) }, { attempts: 0 }, async (trx) => {
-          read = await presentIn(trx, actor.organizationId, id, scribe?.slug ?? '');
-          await save?.(trx, { task: read });
+          read = await answerIn(trx, actor.organizationId, id, scribe?.slug ?? '', save);
         }));
       if (!moved) throw new ConflictError(messages.notWaiting);
       await audit.record(actor, 'task.input', { type: 'task', id });
