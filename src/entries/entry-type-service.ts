@@ -3,13 +3,13 @@ import { dialectOf } from '../db/dialect.js';
 import { type Clock, isoNow, laterThan } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
+import { checkedName, messages as nameMessages } from '../http/names.js';
 import * as queries from './queries.js';
 import { FIELD_TYPES, type EntryTypeRow, type FieldRow, type FieldType } from './queries.js';
 
 export const messages = {
   entryTypeNotFound: 'Entry type not found',
-  nameRequired: 'Name is required',
-  nameTooLong: 'Name must be at most 200 characters',
+  ...nameMessages,
   fieldNameTooLong: 'A field name must be at most 100 characters',
   nameTaken: 'An entry type with this name already exists',
   fieldsRequired: 'fields must be a non-empty list',
@@ -112,7 +112,7 @@ export function createEntryTypeService({ db, clock }: { db: Db; clock: Clock }) 
      */
     async update(organizationId: string, id: string, input: { name?: string; addFields?: unknown[] }): Promise<EntryTypeWithFields> {
       const type = await this.get(organizationId, id);
-      const name = checkTypeName(input.name === undefined ? type.name : input.name);
+      const name = checkedName(input.name === undefined ? type.name : input.name);
       const added = input.addFields?.length
         ? validateFields(
             input.addFields,
@@ -134,7 +134,7 @@ export function createEntryTypeService({ db, clock }: { db: Db; clock: Clock }) 
 
     /** Creates an entry type: a name and an ordered list of fields with exactly one primary text field. */
     async create(organizationId: string, input: { name: string; fields: unknown; id?: string }): Promise<EntryTypeWithFields> {
-      const name = checkTypeName(typeof input.name === 'string' ? input.name : '');
+      const name = checkedName(typeof input.name === 'string' ? input.name : '');
       const fields = validateNewTypeFields(input.fields);
       await checkTargets(organizationId, fields);
 
@@ -170,14 +170,6 @@ function validateFields(input: unknown, existing: readonly string[] = []): Field
   if (!Array.isArray(input) || input.length === 0) throw new ValidationError(messages.fieldsRequired);
   const seen = new Set(existing.map((name) => name.toLowerCase()));
   return input.map((raw: unknown) => validateField(raw, seen));
-}
-
-/** An entry type's name, trimmed: given, and within its column's 200 characters. */
-function checkTypeName(text: string): string {
-  const name = text.trim();
-  if (!name) throw new ValidationError(messages.nameRequired);
-  if (name.length > 200) throw new ValidationError(messages.nameTooLong);
-  return name;
 }
 
 /** One field of a list; `seen` holds the (lower-cased) names before it. */

@@ -2,7 +2,8 @@ import type { Db } from '../db/knex.js';
 import type { Logger } from '../logger.js';
 import { type Clock, isoNow } from '../lib/clock.js';
 import { newId, UUID_PATTERN } from '../lib/ids.js';
-import { NotFoundError, ValidationError } from '../http/errors.js';
+import { NotFoundError } from '../http/errors.js';
+import { checkedName, messages as nameMessages } from '../http/names.js';
 import { type ApiCaller, displayPrefix, generateApiKey, hashApiKey, sameHash } from './api-keys.js';
 import * as queries from './queries.js';
 import { sharedLookup } from '../lib/batch-per-key.js';
@@ -10,12 +11,8 @@ import { sharedLookup } from '../lib/batch-per-key.js';
 export const messages = {
   organizationNotFound: 'Organization not found',
   keyNotFound: 'API key not found',
-  nameRequired: 'Name is required',
-  nameTooLong: 'Name must be at most 200 characters',
+  ...nameMessages,
 };
-
-/** Organizations' and API keys' names: their columns' size. */
-const MAX_NAME = 200;
 
 /** How often `last_used_at` is written per key at most: a busy key must not mean a write per call. */
 const TOUCH_INTERVAL_MS = 60_000;
@@ -41,9 +38,7 @@ export function createOrganizationService({ db, clock, logger }: { db: Db; clock
 
   return {
     async createOrganization({ name }: { name: string }) {
-      if (!name.trim()) throw new ValidationError(messages.nameRequired);
-      if (name.trim().length > MAX_NAME) throw new ValidationError(messages.nameTooLong);
-      const row = { id: newId(), name: name.trim(), created_at: isoNow(clock) };
+      const row = { id: newId(), name: checkedName(name), created_at: isoNow(clock) };
       await queries.insertOrganization(db, row);
       return row;
     },
@@ -63,12 +58,13 @@ export function createOrganizationService({ db, clock, logger }: { db: Db; clock
      */
     async createApiKey({ organizationId, name, key = generateApiKey() }: { organizationId: string; name?: string; key?: string }) {
       await this.getOrganization(organizationId);
-      if ((name?.trim().length ?? 0) > MAX_NAME) throw new ValidationError(messages.nameTooLong);
+      // Unnamed, a key is called "API key".
+      const keyName = name?.trim() ? checkedName(name) : 'API key';
       const id = newId();
       await queries.insertApiKey(db, {
         id,
         organization_id: organizationId,
-        name: name?.trim() || 'API key',
+        name: keyName,
         key_hash: hashApiKey(key),
         prefix: displayPrefix(key),
         created_at: isoNow(clock),

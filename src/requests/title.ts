@@ -11,8 +11,8 @@ export function titleFromSummary(summary: string): string {
       .map((line) => line.trim())
       .find((line) => line !== '') ?? '';
   const line = firstLine.replace(/\s+/g, ' ');
-  if ([...line].length <= MAX_GENERATED_TITLE) return line;
   const chars = [...line];
+  if (chars.length <= MAX_GENERATED_TITLE) return line;
   const room = chars.slice(0, MAX_GENERATED_TITLE - 1).join('');
   // Room for 79 and a space next: the cut is at a word boundary already.
   const lastSpace = chars[MAX_GENERATED_TITLE - 1] === ' ' ? room.length : room.lastIndexOf(' ');

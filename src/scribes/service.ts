@@ -3,6 +3,7 @@ import { type Clock, isoNow } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { dialectOf } from '../db/dialect.js';
 import { NotFoundError, ValidationError } from '../http/errors.js';
+import { checkedName, messages as nameMessages } from '../http/names.js';
 import * as queries from './queries.js';
 import { sharedLookup } from '../lib/batch-per-key.js';
 import type { AddressPolicy } from '../net/address-policy.js';
@@ -11,7 +12,6 @@ import type { SecretBox } from '../secrets/secret-box.js';
 import { AGENT_KINDS, SCRIBE_STATES, type AgentKind, type AgentSettings, type ScribeRef, type ScribeRow, type ScribeState } from './queries.js';
 
 const MAX_INSTRUCTIONS = 20_000;
-const MAX_NAME = 200;
 
 export const messages = {
   modelTooLong: 'Model must be at most 200 characters',
@@ -26,8 +26,7 @@ export const messages = {
   invalidSlug: 'Slug must match ^[a-z0-9][a-z0-9-]{0,62}$',
   slugTaken: 'Slug is already used by another scribe in this organization',
   invalidState: `State must be one of ${SCRIBE_STATES.join(', ')}`,
-  nameRequired: 'Name is required',
-  nameTooLong: `Name must be at most ${MAX_NAME} characters`,
+  ...nameMessages,
   invalidAgent: `Agent must be one of ${AGENT_KINDS.join(', ')}`,
   instructionsTooLong: `Instructions must be at most ${MAX_INSTRUCTIONS} characters`,
 };
@@ -69,13 +68,6 @@ function checkWhole(value: number | null, min: number, max: number, message: str
   if (value === null) return null;
   if (!Number.isInteger(value) || value < min || value > max) throw new ValidationError(message);
   return value;
-}
-
-function checkName(name: string): string {
-  const text = name.trim();
-  if (!text) throw new ValidationError(messages.nameRequired);
-  if (text.length > MAX_NAME) throw new ValidationError(messages.nameTooLong);
-  return text;
 }
 
 function checkInstructions(instructions: string): string {
@@ -139,7 +131,7 @@ export function createScribeService({
       if (!SLUG_PATTERN.test(input.slug)) throw new ValidationError(messages.invalidSlug);
       if (!isScribeState(state)) throw new ValidationError(messages.invalidState);
       const settings = agentSettings({ ...input, agent: input.agent ?? 'builtin' });
-      const name = checkName(input.name);
+      const name = checkedName(input.name);
       const now = isoNow(clock);
       const row: ScribeRow = {
         id: newId(),
@@ -170,7 +162,7 @@ export function createScribeService({
 
     /** Gives the scribe another name (its slug, the API's address, stays). */
     async rename(organizationId: string, slug: string, name: string): Promise<ScribeRow> {
-      const checked = checkName(name);
+      const checked = checkedName(name);
       const scribe = await this.getBySlug(organizationId, slug);
       await queries.renameScribe(db, scribe.id, checked, isoNow(clock));
       return (await queries.findScribeById(db, scribe.id))!;
