@@ -130,6 +130,8 @@ export interface Config {
   readonly publicUrl: string | undefined;
   readonly logLevel: (typeof LOG_LEVELS)[number];
   readonly logFormat: 'json' | 'pretty';
+  /** Console templates compiled once, at their first render; off under NODE_ENV=development, so edited views show at once. */
+  readonly cacheViews: boolean;
   readonly openai: OpenAiConfig;
   readonly retention: RetentionConfig;
   /** Worker threads that read entry pages; 0 reads them in the server's thread (always, on PostgreSQL, whose reads do not block it). */
@@ -203,6 +205,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT ?? (e.NODE_ENV === 'development' ? 'pretty' : 'json'),
+    cacheViews: e.NODE_ENV !== 'development',
     retention: Object.freeze({ sessionDays: e.RETENTION_SESSION_DAYS, orphanFiles: e.RETENTION_ORPHAN_FILES }),
     readThreads: databaseKind === 'postgres' ? 0 : (e.READ_THREADS ?? defaultReadThreads()),
     // Node wants the headers' limit no larger than the request's.

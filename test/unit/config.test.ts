@@ -28,6 +28,7 @@ describe('loadConfig()', () => {
       publicUrl: undefined,
       logLevel: 'info',
       logFormat: 'json',
+      cacheViews: true,
       openai: { baseUrl: 'https://api.openai.com/v1', apiKey: undefined, model: undefined, timeoutMs: 60_000, maxRetries: 2 },
       retention: { sessionDays: undefined, orphanFiles: false },
       http: { headersTimeoutMs: 20_000, requestTimeoutMs: 30_000 },
@@ -96,6 +97,7 @@ describe('loadConfig()', () => {
       publicUrl: 'https://scribe.example.com',
       logLevel: 'debug',
       logFormat: 'pretty',
+      cacheViews: true,
       openai: { baseUrl: 'http://127.0.0.1:11434/v1', apiKey: 'sk-x', model: 'llama3', timeoutMs: 5000, maxRetries: 0 },
       retention: { sessionDays: 30, orphanFiles: true },
       readThreads: 0,
@@ -143,8 +145,9 @@ describe('loadConfig()', () => {
     expect(loadConfig({ READ_THREADS: '3' }).readThreads).to.equal(3);
   });
 
-  it('logs pretty under NODE_ENV=development unless LOG_FORMAT says otherwise', () => {
-    expect(loadConfig({ NODE_ENV: 'development' }).logFormat).to.equal('pretty');
+  it('logs pretty and compiles views at every render under NODE_ENV=development, unless LOG_FORMAT says otherwise', () => {
+    expect(loadConfig({ NODE_ENV: 'development' })).to.deep.include({ logFormat: 'pretty', cacheViews: false });
+    expect(loadConfig({ NODE_ENV: 'production' })).to.deep.include({ logFormat: 'json', cacheViews: true });
     expect(loadConfig({ NODE_ENV: 'development', LOG_FORMAT: 'json' }).logFormat).to.equal('json');
     expect(loadConfig({ NODE_ENV: 'production' }).logFormat).to.equal('json');
   });
