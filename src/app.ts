@@ -14,6 +14,7 @@ import { apiErrors, apiNotFound, apiRefuseOptions } from './http/api-errors.js';
 import { refuseDeclaredTooLarge } from './http/json-body.js';
 import { consoleRouter, type ConsoleOptions } from './console/index.js';
 import { VIEWS_DIR } from './lib/paths.js';
+import { viewEngine } from './console/view-engine.js';
 import { requestRoutes } from './requests/routes.js';
 import { entryRoutes } from './entries/routes.js';
 import { chatRoutes } from './sessions/routes.js';
@@ -37,10 +38,11 @@ export function createApp({
   consoleOptions?: ConsoleOptions;
 }): Express {
   const app = express();
-  app.set('view engine', 'ejs');
-  app.set('views', VIEWS_DIR);
   // Express caches compiled views only under NODE_ENV=production, which no install is told to set:
   // without it every console page compiled its templates again, a quarter of its CPU.
+  app.engine('ejs', viewEngine(config.cacheViews));
+  app.set('view engine', 'ejs');
+  app.set('views', VIEWS_DIR);
   app.set('view cache', config.cacheViews);
   app.disable('x-powered-by');
   // Bodies change with every poll; hashing each one for an ETag costs more than it saves.

@@ -1,10 +1,7 @@
-import { createRequire } from 'node:module';
 import { expect } from 'chai';
+import ejs from 'ejs';
 import { signIn } from '../helpers/console.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
-
-// The copy of EJS that Express loads (require), whose file loader reads every template it compiles.
-const ejs = createRequire(import.meta.url)('ejs') as { fileLoader: (file: string) => Buffer };
 
 describe('console templates', () => {
   const read: string[] = [];
