@@ -9,6 +9,11 @@ export interface ChunkAdded {
   calling: boolean;
 }
 
+/** A stream that ended before its answer did: no chunk, or no finish. */
+export class UnfinishedAnswer extends Error {
+  override name = 'UnfinishedAnswer';
+}
+
 /**
  * A streamed completion's chunks put together into the completion they make: the first
  * choice's text, its tool calls from their pieces, its finish, and the usage. The SDK's
@@ -48,8 +53,8 @@ export function createCompletionAccumulator() {
     },
 
     completion(): ChatCompletion {
-      if (!head) throw new (openAiSdk().OpenAIError)('stream ended without producing a ChatCompletion');
-      if (!finish) throw new (openAiSdk().OpenAIError)('missing finish_reason for choice 0');
+      if (!head) throw new UnfinishedAnswer('stream ended without producing a ChatCompletion');
+      if (!finish) throw new UnfinishedAnswer('missing finish_reason for choice 0');
       if (role !== 'assistant') throw new (openAiSdk().OpenAIError)('missing role for choice 0');
       const toolCalls = calls.filter(Boolean);
       return {

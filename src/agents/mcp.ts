@@ -13,6 +13,11 @@ export interface McpLimits {
   resultChars: number;
 }
 
+export const messages = {
+  /** Before what a tool said of its failure, or why its call failed, as the model is given it. */
+  toolFailed: 'the tool failed: ',
+};
+
 export const defaultMcpLimits: McpLimits = { connectTimeoutMs: 10_000, callTimeoutMs: 30_000, resultChars: 16_000 };
 
 /** A tool of an MCP server, under the name the model is given (`<server>_<tool>`, unique in the work). */
@@ -62,10 +67,11 @@ export function createMcpConnector(policy: AddressPolicy, limits: McpLimits = de
       await withTimeout(client.connect(transport, { timeout: limits.connectTimeoutMs }), limits.connectTimeoutMs);
       const { tools } = await client.listTools(undefined, { timeout: limits.connectTimeoutMs });
       const prefix = `mcp${index + 1}`;
+      const taken = new Set<string>();
       return {
         client,
         tools: tools.map((tool) => ({
-          name: `${prefix}_${tool.name}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64),
+          name: uniqueName(`${prefix}_${tool.name}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64), taken),
           description: `${tool.description ?? tool.name} (a tool of ${new URL(server.url).host})`,
           parameters: tool.inputSchema as Record<string, unknown>,
           call: (args) => callTool(client, tool.name, args),
@@ -90,7 +96,7 @@ export function createMcpConnector(policy: AddressPolicy, limits: McpLimits = de
       (result.content as Array<{ type: string; text?: string }> | undefined)?.map((part) => (part.type === 'text' ? (part.text ?? '') : `[${part.type} content]`)).join('\n') ??
       JSON.stringify(result.structuredContent ?? null);
     const kept = text.length > limits.resultChars ? `${text.slice(0, limits.resultChars)}… (cut: ${text.length} characters in all)` : text;
-    return result.isError ? { error: kept } : { result: kept };
+    return result.isError ? { error: `${messages.toolFailed}${kept}` } : { result: kept };
   }
 
   const connect: McpConnector = async (servers, trace) => {
@@ -103,6 +109,18 @@ export function createMcpConnector(policy: AddressPolicy, limits: McpLimits = de
     };
   };
   return Object.assign(connect, { close: () => guardedFetch.close() });
+}
+
+/**
+ * A tool's name as the model is given it, made unique among its server's: the names the model
+ * may use are fewer than a server's (`a.b` and `a_b` both become `a_b`), and the second would
+ * otherwise hide the first. A taken name gets `_2`, `_3`, … within the 64 characters allowed.
+ */
+function uniqueName(name: string, taken: Set<string>): string {
+  let unique = name;
+  for (let n = 2; taken.has(unique); n++) unique = `${name.slice(0, 64 - `_${n}`.length)}_${n}`;
+  taken.add(unique);
+  return unique;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

@@ -6,14 +6,14 @@ import { HttpError } from '../http/errors.js';
 import { AgentError, type Agent, type AgentInput, type SessionOutcome, type TaskOutcome } from './agent.js';
 import { TOOL_NAMES, type Toolbox } from './toolbox.js';
 import { attachmentParts } from './attachments.js';
-import type { McpConnector, McpTool, McpToolset } from './mcp.js';
+import { messages as mcpMessages, type McpConnector, type McpTool, type McpToolset } from './mcp.js';
 import { networkFailure } from '../net/guarded-agent.js';
 import type { FetchAnswer, ModelFetch } from '../net/lean-fetch.js';
 import { createEndpointGate, retryAfterMs } from './endpoint-gate.js';
 import type { Trace } from './trace.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 import type { AnswerDraft } from './reply-writer.js';
-import { createCompletionAccumulator, readCompletionChunks } from './completion-stream.js';
+import { createCompletionAccumulator, readCompletionChunks, UnfinishedAnswer } from './completion-stream.js';
 import { loadOpenAiSdk, openAiSdk } from './openai-sdk.js';
 
 /** Model rounds (each possibly with tool calls) before an answer must have come, unless the scribe says otherwise. */
@@ -25,6 +25,13 @@ export const messages = {
   httpError: (status: number, detail: string) => `the model endpoint answered HTTP ${status}${detail ? `: ${detail}` : ''}`,
   waited: (status: number, ms: number) => `the model endpoint answered HTTP ${status}; waited ${(ms / 1000).toFixed(1)} s as it asked`,
   unreachable: (reason: string | undefined) => `the model endpoint could not be reached${reason ? `: ${reason}` : ''}`,
+  brokeOff: (reason: string) => `the model endpoint broke off its answer: ${reason}`,
+  unfinished: "the model endpoint's answer ended before it was finished",
+  unreadable: (detail: string) => `the model endpoint's answer could not be read: ${detail}`,
+  errorInAnswer: (detail: string) => `the model endpoint answered with an error${detail ? `: ${detail}` : ''}`,
+  cutAtLength: "the model's answer was cut off at its length limit (finish_reason length)",
+  filtered: 'the model endpoint withheld its answer (finish_reason content_filter)',
+  argumentRequired: (name: string) => `${name} is required`,
   noAnswer: 'the model answered with neither text nor a tool call',
   tooManyRounds: (rounds: number) => `the model did not finish within ${rounds} rounds of tool calls`,
   overBudget: (used: number, budget: number) => `the work used ${used} tokens, over its budget of ${budget}`,
@@ -129,7 +136,11 @@ export function createOpenAiAgent(
         trace.record({ kind: 'model', name: model, durationMs: performance.now() - started, inputTokens: usage.input, outputTokens: usage.output });
         used += (usage.input ?? 0) + (usage.output ?? 0);
         if (budget !== null && used > budget) throw new AgentError(messages.overBudget(used, budget));
-        const message = completion.choices[0]?.message;
+        const [choice] = completion.choices;
+        // A cut or withheld answer is not the answer: a task would be done with half a result.
+        if (choice?.finish_reason === 'length') throw new AgentError(messages.cutAtLength);
+        if (choice?.finish_reason === 'content_filter') throw new AgentError(messages.filtered);
+        const message = choice?.message;
         if (!message) throw new AgentError(messages.noAnswer);
         const calls = (message.tool_calls ?? []).filter((c) => c.type === 'function');
         if (calls.length === 0) {
@@ -277,6 +288,12 @@ export function createOpenAiAgent(
       if (signal.aborted) throw new AgentError(messages.deadline(deadlineMs));
       if (err instanceof sdk.APIError && err.status !== undefined) throw new AgentError(messages.httpError(err.status, detailOf(err)), { cause: err });
       if (err instanceof sdk.APIConnectionError) throw new AgentError(messages.unreachable(networkFailure(err)));
+      // The answer had begun: what went wrong while reading it.
+      if (err instanceof sdk.APIError) throw new AgentError(messages.errorInAnswer(detailOf(err)), { cause: err });
+      const broken = networkFailure(err);
+      if (broken) throw new AgentError(messages.brokeOff(broken));
+      if (err instanceof UnfinishedAnswer) throw new AgentError(messages.unfinished);
+      if (err instanceof SyntaxError || err instanceof sdk.OpenAIError) throw new AgentError(messages.unreadable(err.message));
       throw err;
     }
   }
@@ -353,7 +370,7 @@ function mcpToolSpec<T>(tool: McpTool): ToolSpec<T> {
       try {
         return { result: await tool.call(args) };
       } catch (err) {
-        return { result: { error: `the tool failed: ${(err as Error).message.slice(0, 200)}` } };
+        return { result: { error: `${mcpMessages.toolFailed}${(err as Error).message.slice(0, 200)}` } };
       }
     },
   };
@@ -385,6 +402,12 @@ const fn = (name: string, description: string, properties: Record<string, unknow
 const str = (description: string) => ({ type: 'string', description });
 const bool = (description: string) => ({ type: 'boolean', description });
 const text = (args: Record<string, unknown>, key: string) => (typeof args[key] === 'string' ? (args[key] as string) : '');
+/** A text the tool cannot do without: missing or blank, the call goes back to the model refused. */
+const required = (args: Record<string, unknown>, key: string) => {
+  const value = text(args, key);
+  if (!value.trim()) throw new AgentError(messages.argumentRequired(key));
+  return value;
+};
 const flag = (args: Record<string, unknown>, key: string) => (typeof args[key] === 'boolean' ? (args[key] as boolean) : undefined);
 const object = (args: Record<string, unknown>, key: string) =>
   typeof args[key] === 'object' && args[key] !== null && !Array.isArray(args[key]) ? (args[key] as Record<string, unknown>) : undefined;
@@ -411,7 +434,9 @@ const dataTools: ReadonlyArray<ToolSpec<never>> = [
       { entry_type: str('Entry type name'), fields: { type: 'object', description: 'Field values by field name' }, draft: bool('Create as a draft') },
       ['entry_type', 'fields'],
     ),
-    run: async (args, tools) => ({ result: await tools.createEntry({ entryType: text(args, 'entry_type'), fields: object(args, 'fields') ?? {}, draft: flag(args, 'draft') }) }),
+    run: async (args, tools) => ({
+      result: await tools.createEntry({ entryType: required(args, 'entry_type'), fields: object(args, 'fields') ?? {}, draft: flag(args, 'draft') }),
+    }),
   },
   {
     definition: fn(
@@ -421,7 +446,7 @@ const dataTools: ReadonlyArray<ToolSpec<never>> = [
       ['id'],
     ),
     run: async (args, tools) => ({
-      result: await tools.updateEntry({ id: text(args, 'id'), fields: object(args, 'fields'), draft: flag(args, 'draft'), archived: flag(args, 'archived') }),
+      result: await tools.updateEntry({ id: required(args, 'id'), fields: object(args, 'fields'), draft: flag(args, 'draft'), archived: flag(args, 'archived') }),
     }),
   },
   {
@@ -432,17 +457,17 @@ const dataTools: ReadonlyArray<ToolSpec<never>> = [
 
 const replyTool: ToolSpec<SessionOutcome> = {
   definition: fn('reply', 'Send your reply to the user.', { text: str('The reply'), end_session: bool('True when the conversation is over') }, ['text']),
-  run: async (args) => ({ final: { reply: text(args, 'text'), end: flag(args, 'end_session') ?? false } }),
+  run: async (args) => ({ final: { reply: required(args, 'text'), end: flag(args, 'end_session') ?? false } }),
 };
 
 const completeTaskTool: ToolSpec<TaskOutcome> = {
   definition: fn('complete_task', 'Mark the task done with a note of the result.', { result: str('What was done, and the outcome') }, ['result']),
-  run: async (args) => ({ final: { status: 'done', result: text(args, 'result') } }),
+  run: async (args) => ({ final: { status: 'done', result: required(args, 'result') } }),
 };
 
 const askForInputTool: ToolSpec<TaskOutcome> = {
   definition: fn('ask_for_input', 'Put the task on hold with a question for staff.', { question: str('The question') }, ['question']),
-  run: async (args) => ({ final: { status: 'waiting', question: text(args, 'question') } }),
+  run: async (args) => ({ final: { status: 'waiting', question: required(args, 'question') } }),
 };
 
 /** Tools offered to the model, as each call sends them and as its tool calls are looked up. */

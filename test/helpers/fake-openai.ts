@@ -18,11 +18,13 @@ export interface Streaming {
 
 /** What the fake does with one request to /v1/chat/completions. */
 export type Step =
-  | ({ reply: string; usage?: Usage; delayMs?: number } & Streaming)
+  | ({ reply: string; usage?: Usage; delayMs?: number /** The answer's finish_reason (`stop`). */; finish?: string } & Streaming)
   | ({ toolCalls: Array<{ name: string; arguments: unknown }>; usage?: Usage /** Text the model writes before its calls. */; preamble?: string } & Streaming)
   | { status: number; body?: unknown; headers?: Record<string, string> }
   | { status: number; text: string; headers?: Record<string, string> }
-  | { hang: true };
+  | { hang: true }
+  /** A streamed answer of these events' data as written (`{not json`, `[DONE]`), then its end, or a broken connection. */
+  | { events: string[]; ending?: 'end' | 'break' };
 
 /** The token counts a response reports; every answer reports some (DEFAULT_USAGE unless scripted). */
 export interface Usage {
@@ -93,6 +95,13 @@ export async function startFakeOpenAi() {
         });
         return;
       }
+      if ('events' in step) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (const data of step.events) res.write(`data: ${data}\n\n`);
+        if (step.ending === 'break') setTimeout(() => res.socket?.destroy(), 20);
+        else res.end();
+        return;
+      }
       if ('text' in step) {
         res.writeHead(step.status, { 'content-type': 'text/plain', ...step.headers }).end(step.text);
         return;
@@ -132,7 +141,7 @@ export async function startFakeOpenAi() {
             object: 'chat.completion',
             created: 1_763_700_000,
             model,
-            choices: [{ index: 0, message, finish_reason: 'reply' in step ? 'stop' : 'tool_calls' }],
+            choices: [{ index: 0, message, finish_reason: 'reply' in step ? (step.finish ?? 'stop') : 'tool_calls' }],
             usage,
           }),
         );
@@ -198,7 +207,7 @@ function streamOf(
   const out: Chunk[] = [chunk({ role: 'assistant', content: '' })];
   if ('reply' in step) {
     for (const piece of pieces(step.reply, step.chunks ?? 1)) out.push(chunk({ content: piece }));
-    out.push(chunk({}, 'stop'));
+    out.push(chunk({}, step.finish ?? 'stop'));
   } else {
     if (step.preamble) for (const piece of pieces(step.preamble, step.chunks ?? 1)) out.push(chunk({ content: piece }));
     step.toolCalls.forEach((call, index) => {

@@ -5,9 +5,10 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { z } from 'zod';
 
 /**
- * A real MCP server, built with the official SDK, over Streamable HTTP (stateless), with two
- * tools: `add` (two numbers) and `weather` (a city). It records each tool call and the
- * headers of each request.
+ * A real MCP server, built with the official SDK, over Streamable HTTP (stateless), with the
+ * tools `add` (two numbers), `weather` (a city), `fail` (which throws), and `a.b` and `a_b`
+ * (two names the model can only be given as one). It records each tool call and the headers
+ * of each request.
  */
 export async function startMcpServer() {
   const calls: Array<{ tool: string; args: Record<string, unknown> }> = [];
@@ -23,6 +24,16 @@ export async function startMcpServer() {
       calls.push({ tool: 'weather', args: { city } });
       return { content: [{ type: 'text', text: `Sunny in ${city}, 21 °C` }] };
     });
+    mcp.registerTool('fail', { description: 'Always fails' }, async () => {
+      calls.push({ tool: 'fail', args: {} });
+      throw new Error('kaboom inside the tool');
+    });
+    for (const name of ['a.b', 'a_b']) {
+      mcp.registerTool(name, { description: `The tool ${name}` }, async () => {
+        calls.push({ tool: name, args: {} });
+        return { content: [{ type: 'text', text: `ran ${name}` }] };
+      });
+    }
     return mcp;
   }
 

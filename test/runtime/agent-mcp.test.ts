@@ -70,6 +70,28 @@ describe('tools over MCP', function () {
     expect(JSON.stringify(trace), 'no header value in the trace').not.to.include('mcp-secret-token');
   });
 
+  it("gives the model each tool under a name of its own, and a tool's failure as the tool failed", async () => {
+    await h.services.mcpServers.add(staffOf(t), 'oracle', { url: mcp.url });
+    fake.script(
+      {
+        toolCalls: [
+          { name: 'mcp1_a_b', arguments: {} },
+          { name: 'mcp1_a_b_2', arguments: {} },
+          { name: 'mcp1_fail', arguments: {} },
+          { name: 'mcp1_add', arguments: { a: 'two' } },
+        ],
+      },
+      { reply: 'Done.' },
+    );
+    await chat('Use every tool');
+    const offered = fake.seen[0]!.body.tools!.map((tool) => tool.function.name).filter((name) => name.startsWith('mcp1_'));
+    expect(offered).to.deep.equal(['mcp1_add', 'mcp1_weather', 'mcp1_fail', 'mcp1_a_b', 'mcp1_a_b_2']);
+    expect(mcp.calls.map((c) => c.tool)).to.deep.equal(['a.b', 'a_b', 'fail']);
+    const toolMessages = fake.seen[1]!.body.messages.filter((m) => m.role === 'tool').map((m) => JSON.parse(m.content!));
+    expect(toolMessages.slice(0, 3)).to.deep.equal([{ result: 'ran a.b' }, { result: 'ran a_b' }, { error: 'the tool failed: kaboom inside the tool' }]);
+    expect(toolMessages[3].error).to.match(/^the tool failed: MCP error -32602: Input validation error/);
+  });
+
   it('works on without the tools of a server that is down, and the trace says why', async () => {
     const down = await startMcpServer();
     const url = down.url;

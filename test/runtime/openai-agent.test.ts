@@ -109,6 +109,63 @@ describe('the openai agent, against a local server speaking the protocol', () =>
     expect(await h.db('entries').where({ entry_type_id: contactsId }).count({ n: '*' }).first()).to.deep.equal({ n: 1 });
   });
 
+  it('hands a finishing or writing tool call without its text back to the model as refused, and records only the answer that has it', async () => {
+    fake.script(
+      { toolCalls: [{ name: 'reply', arguments: {} }] },
+      { toolCalls: [{ name: 'reply', arguments: { text: '   ', end_session: true } }] },
+      { toolCalls: [{ name: 'create_entry', arguments: { fields: { Name: 'Nobody' } } }] },
+      { toolCalls: [{ name: 'update_entry', arguments: { id: '', archived: true } }] },
+      { toolCalls: [{ name: 'reply', arguments: { text: 'Here it is.' } }] },
+    );
+    const id = await chat('answer me');
+    const toolResults = fake.seen.slice(1).map((r) => JSON.parse(r.body.messages.at(-1)!.content!));
+    expect(toolResults).to.deep.equal([{ error: 'text is required' }, { error: 'text is required' }, { error: 'entry_type is required' }, { error: 'id is required' }]);
+    expect(await session(id)).to.include({ state: 'waiting', error_message: null });
+    expect(await transcript(id)).to.deep.equal([
+      { author: 'user', text: 'answer me' },
+      { author: 'scribe', text: 'Here it is.' },
+    ]);
+  });
+
+  it("fails an answer cut at the model's length limit, or withheld by its filter, rather than record it as whole", async () => {
+    fake.script({ reply: 'This answer was cut by max tok', chunks: 3, finish: 'length' }, { reply: 'Withheld', finish: 'content_filter' });
+    for (const error of ["the model's answer was cut off at its length limit (finish_reason length)", 'the model endpoint withheld its answer (finish_reason content_filter)']) {
+      const id = await chat('write a long answer');
+      expect(await session(id)).to.include({ state: 'failed', error_message: error });
+      expect(await h.db('session_messages').where({ session_id: id }).orderBy('id').select('author', 'text', 'partial')).to.deep.equal([
+        { author: 'user', text: 'write a long answer', partial: stored(false) },
+        { author: 'system', text: `The scribe could not answer: ${error}`, partial: stored(false) },
+      ]);
+    }
+  });
+
+  it('says in words what was wrong with a streamed answer that broke off, ended unfinished, could not be read, or carried an error', async () => {
+    const chunk = (delta: object, finish: string | null = null) =>
+      JSON.stringify({ id: 'chatcmpl-x', object: 'chat.completion.chunk', created: 1, model: 'test-model', choices: [{ index: 0, delta, finish_reason: finish }] });
+    const begun = [chunk({ role: 'assistant', content: '' }), chunk({ content: 'The answer begins' })];
+    const cases: Array<[Parameters<typeof fake.script>[0], string | RegExp]> = [
+      [{ events: begun, ending: 'break' }, 'the model endpoint broke off its answer: connection reset'],
+      [{ events: begun }, "the model endpoint's answer ended before it was finished"],
+      [{ events: [] }, "the model endpoint's answer ended before it was finished"],
+      [{ events: [...begun, '{not json'] }, /^the model endpoint's answer could not be read: .*JSON/],
+      [{ events: [...begun, JSON.stringify({ error: { message: 'upstream overloaded' } })] }, 'the model endpoint answered with an error: upstream overloaded'],
+    ];
+    for (const [step, error] of cases) {
+      fake.script(step);
+      const id = await chat('hello?');
+      const row = await session(id);
+      expect(row.state, JSON.stringify(step)).to.equal('failed');
+      if (typeof error === 'string') expect(row.error_message, JSON.stringify(step)).to.equal(error);
+      else expect(row.error_message, JSON.stringify(step)).to.match(error);
+      expect(await transcript(id)).to.deep.equal([
+        { author: 'user', text: 'hello?' },
+        { author: 'system', text: `The scribe could not answer: ${row.error_message}` },
+      ]);
+    }
+    // Each was asked once: an answer that had begun is not asked for again.
+    expect(fake.seen).to.have.length(cases.length);
+  });
+
   it('completes the session when the model ends it with the reply tool', async () => {
     fake.script({ toolCalls: [{ name: 'reply', arguments: { text: 'Goodbye.', end_session: true } }] });
     const id = await chat('That is all, thanks');
@@ -231,6 +288,18 @@ describe('the openai agent, against a local server speaking the protocol', () =>
       await h.services.runtime.tick();
       expect(await h.db('tasks').where({ id }).first()).to.include({ status: 'done', result: 'Filed the Q3 report.' });
       expect(fake.seen.at(-1)!.body.messages[1]!.content).to.include('Your earlier note: Which report?\nStaff input: The Q3 one');
+    });
+
+    it('refuses complete_task without a result and ask_for_input without a question, so the model tries again', async () => {
+      fake.script(
+        { toolCalls: [{ name: 'complete_task', arguments: {} }] },
+        { toolCalls: [{ name: 'ask_for_input', arguments: { question: ' ' } }] },
+        { toolCalls: [{ name: 'complete_task', arguments: { result: 'Filed it.' } }] },
+      );
+      const id = await task({ summary: 'File it' });
+      const toolResults = fake.seen.slice(1).map((r) => JSON.parse(r.body.messages.at(-1)!.content!));
+      expect(toolResults).to.deep.equal([{ error: 'result is required' }, { error: 'question is required' }]);
+      expect(await h.db('tasks').where({ id }).first()).to.include({ status: 'done', result: 'Filed it.' });
     });
 
     it('records a failure on the task and puts it on hold', async () => {
