@@ -2,6 +2,7 @@ import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import type * as queries from './queries.js';
 import { TOOL_NAMES, type Toolbox } from './toolbox.js';
+import { cutText } from '../lib/text.js';
 
 /** How much of a tool call's arguments and result a trace keeps. */
 export const TRACE_KEEP_CHARS = 4000;
@@ -37,7 +38,7 @@ export const noTrace: Trace = { record: () => {}, stored: async () => {} };
 export function keep(value: unknown): string | null {
   if (value === undefined || value === null) return null;
   const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return text.length > TRACE_KEEP_CHARS ? `${text.slice(0, TRACE_KEEP_CHARS)}… (cut: ${text.length} characters in all)` : text;
+  return text.length > TRACE_KEEP_CHARS ? `${cutText(text, TRACE_KEEP_CHARS)}… (cut: ${text.length} characters in all)` : text;
 }
 
 /** Where the traces of a process store their calls: the runtime's line of runs' writes (runtime/run-writes.ts). */
@@ -63,7 +64,7 @@ export function createTrace(
         run_id: runId,
         position: position++,
         kind: call.kind,
-        name: call.name.slice(0, 200),
+        name: cutText(call.name, 200),
         arguments: keep(call.arguments),
         result: keep(call.result),
         duration_ms: Math.round(call.durationMs),

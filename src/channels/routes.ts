@@ -41,9 +41,10 @@ export function inboundRoutes({ channels, perChannel, countRefusal }: { channels
     },
   );
 
-  // A body refused before the channel read it (413) is in the channel's delivery log too.
+  // A body refused before the channel read it (413, 415) is in the channel's delivery log too;
+  // a delivery over the rate limit (429) is not, or a flood would write a row for each.
   router.use(async (err: unknown, req: Request, res: Response, next: NextFunction) => {
-    if (res.locals.channel && err instanceof HttpError && err.status === 413) await channels.recordRefusal(res.locals.channel, senderOf(req), err.status, err.message);
+    if (res.locals.channel && err instanceof HttpError && err.status !== 429) await channels.recordRefusal(res.locals.channel, senderOf(req), err.status, err.message);
     next(err);
   });
 

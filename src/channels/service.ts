@@ -8,6 +8,7 @@ import { type Clock, isoNow } from '../lib/clock.js';
 import { UUID_PATTERN, newId } from '../lib/ids.js';
 import { HttpError, NotFoundError, ValidationError } from '../http/errors.js';
 import { type FetchedAttachment, sanitizeFilename } from '../requests/attachments/fetch.js';
+import { cutText } from '../lib/text.js';
 import { MAX_ATTACHMENTS, MAX_TITLE_LENGTH, messages as requestMessages, parseSubmitRequestBody } from '../requests/schemas.js';
 import type { RequestService } from '../requests/service.js';
 import type { SessionService } from '../sessions/service.js';
@@ -17,7 +18,7 @@ import * as queries from './queries.js';
 import { CHANNEL_KINDS, CHANNEL_MODES, type ChannelKind, type ChannelListRow, type ChannelMode, type ChannelRow, type DeliveryRow } from './queries.js';
 import { type InboundBody, readInboundBody, textField } from './inbound-body.js';
 import type { MailFile } from './mail-reader.js';
-import { VERIFY_PRESETS, type SignedRequest, type VerifyPreset, generateSecret, replayKeyOf, secretProblem, slackChallenge, verify } from './verify.js';
+import { VERIFY_PRESETS, type SignedRequest, type VerifyPreset, generateSecret, replayKeyKept, replayKeyOf, secretProblem, slackChallenge, verify } from './verify.js';
 
 export const messages = {
   channelNotFound: 'Channel not found',
@@ -69,6 +70,9 @@ export interface InboundMail {
 }
 
 const ADDRESS_PATTERN = /^[^\s@<>()[\],;:"\\]{1,64}@[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+/** The sender as the delivery log keeps it (320 characters): a From header may run to 998. */
+const senderKept = (sender: string) => cutText(sender, 320);
 
 /** Another delivery with the same replay key got there first: this one's work is rolled back. */
 class Replayed extends Error {}
@@ -136,7 +140,16 @@ export function createChannelService({
 
   /** Records a delivery outside any receipt (refused or replayed); never fails the caller. */
   async function record(channel: ChannelRow, sender: string, fields: Pick<DeliveryRow, 'outcome' | 'status' | 'reason'> & Partial<DeliveryRow>): Promise<void> {
-    const row: DeliveryRow = { id: newId(), channel_id: channel.id, received_at: isoNow(clock), sender, request_id: null, session_id: null, replay_key: null, ...fields };
+    const row: DeliveryRow = {
+      id: newId(),
+      channel_id: channel.id,
+      received_at: isoNow(clock),
+      sender: senderKept(sender),
+      request_id: null,
+      session_id: null,
+      replay_key: null,
+      ...fields,
+    };
     await queries.insertDelivery(db, row, isUniqueViolation).catch((err) => logger.error({ err, channelId: channel.id }, 'could not record an inbound delivery'));
   }
 
@@ -165,7 +178,7 @@ export function createChannelService({
       id: newId(),
       channel_id: channel.id,
       received_at: isoNow(clock),
-      sender,
+      sender: senderKept(sender),
       outcome: 'created',
       status: statusOf.created,
       reason: null,
@@ -184,7 +197,7 @@ export function createChannelService({
         );
         return { status: statusOf.created, body: { session_id: session.id } };
       }
-      const body = parseSubmitRequestBody({ task: { summary: content.summary, title: content.title?.slice(0, MAX_TITLE_LENGTH) || null } });
+      const body = parseSubmitRequestBody({ task: { summary: content.summary, title: cutText(content.title ?? '', MAX_TITLE_LENGTH) || null } });
       const receipt = await requests.submit(scribe, body, {
         actor: channelActor(channel),
         origin: { type: 'channel', id: channel.id },
@@ -311,7 +324,8 @@ export function createChannelService({
      * 64 KiB) or a chat message. Answers with an SMTP reply code: 250, or 550 with the reason.
      */
     async receiveEmail(channel: ChannelRow, mail: InboundMail): Promise<{ code: number; message: string; made?: Record<string, string> }> {
-      const seen = mail.messageId ? await replayed(channel, mail.from, mail.messageId, 250) : undefined;
+      const replayKey = mail.messageId ? replayKeyKept(mail.messageId) : null;
+      const seen = replayKey ? await replayed(channel, mail.from, replayKey, 250) : undefined;
       if (seen) return { code: 250, message: 'Already delivered', made: seen.body };
       const text = mail.text.trim();
       const summary = text || mail.subject.trim() || messages.emptyEmail(mail.from);
@@ -336,7 +350,7 @@ export function createChannelService({
         if (mail.bodyFiles.length > 0) message += `\n\n${messages.textCut}`;
         if (mail.attachments.length > 0) message += `\n\n${messages.attachmentsNotKept(mail.attachments.map((a) => a.filename ?? 'attachment'))}`;
       }
-      const result = await create(channel, mail.from, mail.messageId, { summary: message, title: mail.subject.trim() || undefined, files }, { created: 250, refused: () => 550 });
+      const result = await create(channel, mail.from, replayKey, { summary: message, title: mail.subject.trim() || undefined, files }, { created: 250, refused: () => 550 });
       return result.status === 250 ? { code: 250, message: 'Accepted', made: result.body } : { code: 550, message: result.body.error! };
     },
   };

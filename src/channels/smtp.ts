@@ -88,7 +88,11 @@ export async function startSmtpListener({
     },
     onData(stream, session, callback) {
       // Once the whole message is in, the deadline waits for our answer, not for the sender.
-      stream.once('end', () => clearTimeout(deadlines.get(session.id)));
+      let whole = false;
+      stream.once('end', () => {
+        whole = true;
+        clearTimeout(deadlines.get(session.id));
+      });
       const answer = (err: Error | null, message?: string) => {
         // This message is finished: the next one has a deadline of its own (unless the connection is gone).
         if (deadlines.has(session.id)) startDeadline(session.id);
@@ -98,8 +102,9 @@ export async function startSmtpListener({
         (result) => (result instanceof Error ? answer(result) : answer(null, result)),
         (err: Error) => {
           if (err instanceof MailRefused) return answer(err);
-          // A sender that went away (or was closed at its deadline) hears nothing anyway.
-          if (stream.destroyed) logger.info({ err }, 'an inbound email was cut off');
+          // A sender that went away mid-message (or was closed at its deadline) hears nothing anyway.
+          // Once the message was in whole, a failure is ours, whatever became of the connection.
+          if (!whole) logger.info({ err }, 'an inbound email was cut off');
           else logger.error({ err }, 'could not take an inbound email');
           answer(reply(451, messages.tryLater));
         },
@@ -142,7 +147,11 @@ export async function startSmtpListener({
       const refusals: string[] = [];
       for (const recipient of session.envelope.rcptTo) {
         const channel = await channels.emailChannel(recipient.address);
-        if (!channel) continue;
+        // Disabled or deleted since its RCPT TO: refused, as it would be now.
+        if (!channel) {
+          refusals.push(messages.noMailbox(recipient.address));
+          continue;
+        }
         const result = await channels.receiveEmail(channel, mail);
         logger.info({ channelId: channel.id, code: result.code, made: result.made }, 'inbound email');
         if (result.code !== 250) refusals.push(result.message);

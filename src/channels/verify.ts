@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 
 export const VERIFY_PRESETS = ['none', 'standard-webhooks', 'github', 'slack', 'hmac-sha256'] as const;
@@ -128,7 +128,15 @@ export function replayKeyOf(preset: VerifyPreset, request: SignedRequest, json: 
         : preset === 'slack'
           ? slackEventId(json)
           : header(request, 'idempotency-key');
-  return key ? key.slice(0, 200) : null;
+  return key ? replayKeyKept(key) : null;
+}
+
+/**
+ * A sender's delivery id as it is kept (its column holds 200 characters): a longer one by its
+ * SHA-256, so that two long ids that begin alike stay apart. An email's Message-ID may be 998.
+ */
+export function replayKeyKept(key: string): string {
+  return key.length <= 200 ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`;
 }
 
 function slackEventId(json: unknown): string | undefined {

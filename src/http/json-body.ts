@@ -1,9 +1,10 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
-import { BadRequestError, PayloadTooLargeError } from './errors.js';
+import { BadRequestError, HttpError, PayloadTooLargeError } from './errors.js';
 
 export const messages = {
   invalidJson: 'Invalid JSON body',
   tooLarge: 'Request body too large',
+  encoded: 'Content-Encoding is not taken here: send the body as it was signed',
 };
 
 /** The largest body read (1 MiB, as docs/api.md documents), JSON or form. */
@@ -29,15 +30,18 @@ export function refuseDeclaredTooLarge(): RequestHandler {
   };
 }
 
-const parseRaw = express.raw({ limit: BODY_LIMIT, type: () => true });
+// Not inflated: a signature covers the bytes sent, so a compressed body is refused (415), not decoded.
+const parseRaw = express.raw({ limit: BODY_LIMIT, type: () => true, inflate: false });
 
-/** The request's body as bytes (an inbound webhook's, whose signature covers them exactly); 413 above 1 MiB. */
+/** The request's body as bytes (an inbound webhook's, whose signature covers them exactly); 413 above 1 MiB, 415 when encoded (gzip). */
 export function readRawBody(req: Request, res: Response): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     parseRaw(req, res, (err?: unknown) => {
       if (!err) return resolve(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));
       const type = (err as { type?: string }).type;
-      reject(type === 'entity.too.large' ? new PayloadTooLargeError(messages.tooLarge) : new BadRequestError((err as Error).message));
+      if (type === 'entity.too.large') return reject(new PayloadTooLargeError(messages.tooLarge));
+      if (type === 'encoding.unsupported') return reject(new HttpError(415, messages.encoded));
+      reject(new BadRequestError((err as Error).message));
     });
   });
 }

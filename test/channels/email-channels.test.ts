@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import nodemailer from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer/index.js';
-import { createHarness, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
+import { createHarness, eventually, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
 import { startSmtpListener, type SmtpLimits, type SmtpListener } from '../../src/channels/smtp.js';
 import { createLogger } from '../../src/logger.js';
 import { loadConfig } from '../../src/config.js';
@@ -184,6 +184,67 @@ describe('inbound email channels', () => {
     expect(again.response).to.match(/^250 /);
     expect(await receiptsOf(channel.id)).to.have.length(1);
     expect((await deliveries(channel.id)).map((d) => d.outcome)).to.deep.equal(['created', 'replayed']);
+  });
+
+  it('takes a Message-ID over 200 characters, a From over 320 and a subject cut at an emoji, on both databases, and replays that Message-ID', async () => {
+    const { channel, address } = await create();
+    const messageId = `<${'a'.repeat(230)}@example.org>`;
+    const from = `"${'B'.repeat(330)}" <bob@example.org>`;
+    const message = { to: address, from, subject: `${'s'.repeat(199)}😀 tail`, text: 'long headers', messageId };
+    expect((await send(message)).response).to.match(/^250 /);
+    expect((await send(message)).response).to.match(/^250 /);
+    const [receipt] = await receiptsOf(channel.id);
+    expect(receipt!.title).to.equal('s'.repeat(199));
+    const rows = await h.db('channel_deliveries').where({ channel_id: channel.id }).orderBy('received_at').select('outcome', 'sender', 'replay_key');
+    expect(rows.map((r) => r.outcome)).to.deep.equal(['created', 'replayed']);
+    // The From header as sent, cut to the 320 characters its column holds.
+    expect(rows[0].sender).to.equal(from.slice(0, 320));
+    expect(rows[0].replay_key).to.equal(`sha256:${sha256Of(messageId)}`);
+  });
+
+  it('refuses with 550 a message whose only channel was disabled between RCPT TO and DATA, and creates nothing', async () => {
+    const { channel, address } = await create();
+    const client = dial(smtp.port);
+    try {
+      await client.reply();
+      await client.command('EHLO sender.example.org');
+      await client.command('MAIL FROM:<ada@example.org>');
+      expect(await client.command(`RCPT TO:<${address}>`)).to.match(/^250 /);
+      await h.services.channels.setEnabled(staffOf(t), channel.id, false);
+      expect(await client.command('DATA')).to.match(/^354 /);
+      client.socket.write('Subject: race lost\r\n\r\nToo late.\r\n');
+      expect(await client.command('.')).to.equal(`550 No mailbox here by that name: ${address}`);
+    } finally {
+      client.socket.end('QUIT\r\n');
+    }
+    expect(await receiptsOf(channel.id)).to.deep.equal([]);
+  });
+
+  it('logs a fault of its own after the whole message is in as an error, answering 451, and a sender that went away mid-message at info', async () => {
+    const lines: string[] = [];
+    const logger = createLogger('info', { destination: { write: (line: string) => void lines.push(line) } });
+    const failing = { ...h.services.channels, receiveEmail: async () => Promise.reject(new Error('the database is down')) };
+    const listener = await startSmtpListener({ host: '127.0.0.1', port: 0, channels: failing, store: h.services.attachmentStore, logger });
+    try {
+      const { address } = await create();
+      expect(await deliverRaw(listener.port, 'ada@example.org', address, Buffer.from('Subject: hello\r\n\r\nHi.\r\n'))).to.equal('451 Try again later');
+      const cut = dial(listener.port);
+      await cut.reply();
+      for (const line of ['EHLO sender.example.org', 'MAIL FROM:<ada@example.org>', `RCPT TO:<${address}>`, 'DATA']) await cut.command(line);
+      cut.socket.write('Subject: half\r\n\r\nThe message beg');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      cut.socket.destroy();
+      await cut.closed;
+      const logged = () => lines.map((line) => JSON.parse(line) as { level: number; msg: string; err?: { message: string } }).filter((l) => /inbound email/.test(l.msg));
+      await eventually(async () => (logged().length >= 2 ? true : undefined));
+      expect(logged().map((l) => [l.level, l.msg])).to.deep.equal([
+        [50, 'could not take an inbound email'],
+        [30, 'an inbound email was cut off'],
+      ]);
+      expect(logged()[0]!.err?.message).to.equal('the database is down');
+    } finally {
+      await listener.close();
+    }
   });
 
   describe('size discipline', () => {

@@ -1,4 +1,5 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
 import { createHarness, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
@@ -98,6 +99,36 @@ describe('inbound webhook channels', () => {
       const { channel, url } = await create();
       await post(url, JSON.stringify({ summary: 'Long title', title: 'T'.repeat(300) })).expect(202);
       expect((await receiptsOf(channel.id))[0]!.title).to.equal('T'.repeat(200));
+    });
+
+    it('cuts a title without splitting a character made of two UTF-16 units (an emoji at the cut is left out whole)', async () => {
+      const { channel, url } = await create();
+      await post(url, JSON.stringify({ summary: 'Emoji title', title: `${'a'.repeat(199)}😀 tail` })).expect(202);
+      const [receipt] = await receiptsOf(channel.id);
+      expect(receipt!.title).to.equal('a'.repeat(199));
+      // Stored as valid text on both databases: the same characters read back.
+      expect(
+        await h
+          .db('requests')
+          .where({ id: receipt!.id, title: 'a'.repeat(199) })
+          .count({ n: '*' })
+          .first(),
+      ).to.deep.equal({ n: 1 });
+    });
+
+    it('refuses a compressed body with 415, since its signature covers the bytes sent, and records the refusal', async () => {
+      const { channel, secret, url } = await create({ verify: 'hmac-sha256' });
+      const zipped = gzipSync('{"summary":"gzip body"}');
+      const res = await h.api
+        .post(url)
+        .set({ 'Content-Type': 'application/json', 'Content-Encoding': 'gzip', 'X-Signature': `sha256=${createHmac('sha256', secret).update(zipped).digest('hex')}` })
+        .send(zipped);
+      expect(res.status).to.equal(415);
+      expect(res.body).to.deep.equal({ error: 'Content-Encoding is not taken here: send the body as it was signed' });
+      expect(await receiptsOf(channel.id)).to.deep.equal([]);
+      expect(await deliveries(channel.id)).to.deep.equal([
+        { outcome: 'refused', status: 415, reason: 'Content-Encoding is not taken here: send the body as it was signed', request_id: null, session_id: null, replay_key: null },
+      ]);
     });
 
     for (const [body, contentType, status, error] of [
@@ -379,6 +410,22 @@ describe('inbound webhook channels', () => {
         ]);
       });
     }
+
+    it('keeps a delivery id over 200 characters by its SHA-256, so two that begin alike are two deliveries and each replays', async () => {
+      const { channel, url } = await create();
+      const [one, two] = ['one', 'two'].map((end) => `${'k'.repeat(250)}-${end}`);
+      const first = await post(url, '{"summary":"long key 1"}', { 'Idempotency-Key': one! }).expect(202);
+      const second = await post(url, '{"summary":"long key 2"}', { 'Idempotency-Key': two! }).expect(202);
+      expect(second.body.request_id).not.to.equal(first.body.request_id);
+      const again = await post(url, '{"summary":"long key 1"}', { 'Idempotency-Key': one! }).expect(202);
+      expect(again.body).to.deep.equal(first.body);
+      const sha = (key: string) => `sha256:${createHash('sha256').update(key).digest('hex')}`;
+      expect((await deliveries(channel.id)).map((d) => [d.outcome, d.replay_key])).to.deep.equal([
+        ['created', sha(one!)],
+        ['created', sha(two!)],
+        ['replayed', null],
+      ]);
+    });
 
     it('creates one receipt for five copies sent at once', async () => {
       const { channel, url } = await create();

@@ -2,6 +2,7 @@ import { ValidationError } from '../../http/errors.js';
 import type { AttachmentInput } from '../schemas.js';
 import { DownloadError, type Downloader } from './download.js';
 import type { AttachmentStore } from './store.js';
+import { cutText } from '../../lib/text.js';
 
 export const messages = {
   downloadFailed: (reason: string) => `Attachment download failed: ${reason}`,
@@ -85,12 +86,14 @@ function lastPathSegment(url: URL): string {
  * other default-ignorable characters, line and paragraph separators).
  */
 export function sanitizeFilename(name: string): string {
-  const cleaned = name
-    .replace(/[\p{Default_Ignorable_Code_Point}\p{Cf}\p{Zl}\p{Zp}]/gu, '')
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces
-    .replace(/[\u0000-\u001f\u007f-\u009f/\\:*?"<>|]+/g, '_')
-    .replace(/^[.\s]+/, '')
-    .trim()
-    .slice(0, 255);
+  const cleaned = cutText(
+    name
+      .replace(/[\p{Default_Ignorable_Code_Point}\p{Cf}\p{Zl}\p{Zp}]/gu, '')
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces
+      .replace(/[\u0000-\u001f\u007f-\u009f/\\:*?"<>|]+/g, '_')
+      .replace(/^[.\s]+/, '')
+      .trim(),
+    255,
+  );
   return cleaned.replace(/^_+$/, '') || 'attachment';
 }

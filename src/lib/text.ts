@@ -1,0 +1,11 @@
+/**
+ * `text` cut to at most `max` UTF-16 code units (what `.length` counts and what the columns'
+ * checks count) without ending inside a surrogate pair: an emoji cut in half is a lone
+ * surrogate, which SQLite stores as invalid UTF-8 and PostgreSQL's driver turns into U+FFFD.
+ */
+export function cutText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const code = text.charCodeAt(max - 1);
+  // A high surrogate last: its pair's other half is past the cut.
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
+}
