@@ -7,6 +7,7 @@ import libmime from 'libmime';
 import { parseAddressHeader, simpleParser } from 'mailparser';
 import { drained } from '../lib/streams.js';
 import type { AttachmentStore, TempFile, TempWriter } from '../requests/attachments/store.js';
+import { isMediaType } from '../requests/attachments/media-type.js';
 
 /** How much of an email's text the summary keeps: 64 KiB of UTF-8, cut back to a whole character. */
 export const SUMMARY_BYTES = 64 * 1024;
@@ -191,8 +192,10 @@ class MessageReader {
 
   private attachment(node: MimeNode, type: string): Writable {
     const filename = node.filename || null;
-    // A generic type says little: the file name's extension says more.
-    const contentType = type === 'application/octet-stream' && filename ? libmime.detectMimeType(filename) : type;
+    // A generic type says little: the file name's extension says more. A type the attachments
+    // cannot keep (over 255 characters, or not a media type) is no type at all.
+    const given = isMediaType(type) ? type : 'application/octet-stream';
+    const contentType = given === 'application/octet-stream' && filename ? libmime.detectMimeType(filename) : given;
     let file: TempWriter;
     return new Writable({
       construct: (done) => {

@@ -202,6 +202,15 @@ describe('inbound email channels', () => {
     expect(rows[0].replay_key).to.equal(`sha256:${sha256Of(messageId)}`);
   });
 
+  it('keeps an attachment whose type the attachments cannot hold (over 255 characters) as application/octet-stream, on both databases', async () => {
+    const { channel, address } = await create();
+    const longType = `application/${'x'.repeat(300)}`;
+    const info = await send({ to: address, subject: 'Odd type', text: 'see file', attachments: [{ filename: 'data', content: 'payload', contentType: longType }] });
+    expect(info.response).to.match(/^250 /);
+    const [receipt] = await receiptsOf(channel.id);
+    expect((await filesOf(receipt!.id)).map((f) => [f.filename, f.content_type])).to.deep.equal([['data', 'application/octet-stream']]);
+  });
+
   it('refuses with 550 a message whose only channel was disabled between RCPT TO and DATA, and creates nothing', async () => {
     const { channel, address } = await create();
     const client = dial(smtp.port);
