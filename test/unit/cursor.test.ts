@@ -20,6 +20,8 @@ describe('cursors', () => {
     ['a one-item array', Buffer.from('["2026-11-21T09:30:00.123Z"]').toString('base64url')],
     ['a date without time', Buffer.from('["2026-11-21","req_01JD0000000000000000000000"]').toString('base64url')],
     ['an impossible date', Buffer.from('["2026-02-31T25:00:00.000Z","req_01JD0000000000000000000000"]').toString('base64url')],
+    ['a day the month does not have (Date would roll it over)', Buffer.from('["2026-02-30T00:00:00.000Z","req_01JD0000000000000000000000"]').toString('base64url')],
+    ['the 31st of April', Buffer.from('["2026-04-31T09:30:00.123Z","req_01JD0000000000000000000000"]').toString('base64url')],
     ['an id of the wrong form', Buffer.from('["2026-11-21T09:30:00.123Z","x; drop table"]').toString('base64url')],
     ['a very long string', 'A'.repeat(2000)],
   ];

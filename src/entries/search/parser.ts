@@ -137,7 +137,8 @@ class Parser {
 
   private parseTerm(): TermNode {
     const start = this.pos;
-    let nesting = 0;
+    // Where each "(" of the term still open was: balanced ones are text, an unclosed one an error.
+    const opens: number[] = [];
     let quoteAt = -1;
     while (!this.atEnd()) {
       const c = this.input[this.pos]!;
@@ -148,14 +149,15 @@ class Parser {
       } else if (this.at('&&') || this.at('||')) {
         break;
       } else if (c === '(') {
-        nesting++;
+        opens.push(this.pos);
       } else if (c === ')') {
-        if (nesting === 0) break; // closes a group, or is unbalanced: the caller decides
-        nesting--;
+        if (opens.length === 0) break; // closes a group, or is unbalanced: the caller decides
+        opens.pop();
       }
       this.pos++;
     }
     if (quoteAt >= 0) throw new SearchSyntaxError('unterminated quote', quoteAt);
+    if (opens.length > 0) throw new SearchSyntaxError('unbalanced parenthesis: "(" is never closed', opens[0]!);
     return splitTerm(this.input.slice(start, this.pos).trim(), start);
   }
 }

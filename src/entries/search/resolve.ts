@@ -77,6 +77,8 @@ function resolveTerm(node: TermNode, fields: readonly FieldRow[]): Predicate {
 /** General text: every word must occur (a quoted term is one phrase). */
 function words(node: TermNode): Predicate {
   const text = fold(node.text);
+  // `""` would look for the empty text, which every value holds.
+  if (node.quoted && text.trim() === '') fail(node, '"" needs text between the quotes');
   const list = node.quoted ? [text] : withoutImplied(text.split(/\s+/).filter(Boolean));
   return { kind: 'words', words: list };
 }
