@@ -1,10 +1,9 @@
-import type { Db } from './db/knex.js';
 import { dialectOf } from './db/dialect.js';
 import type { Clock } from './lib/clock.js';
 import { textIndexOf } from './entries/search/text-index.js';
 import { deleteExpiredConsoleSessions } from './console/queries.js';
 import { pendingMigrations } from './db/migrate.js';
-import { openDatabase } from './db/knex.js';
+import { type Db, openDatabase, probeWrite } from './db/knex.js';
 import { checkCopyTarget, copyDatabase } from './db/copy.js';
 import { pruneRateLimitHits } from './http/rate-limit-store.js';
 import { pruneStreamDeltas } from './streams/queries.js';
@@ -35,9 +34,9 @@ export function createMaintenance({ db, clock }: { db: Db; clock: Clock }) {
       return pruneRateLimitHits(db, clock().toISOString());
     },
 
-    /** Resolves when the database takes writes: a write that changes nothing, refused by a read-only or full database. */
-    async writable(): Promise<void> {
-      await db.transaction((trx) => trx('organizations').whereRaw('1 = 0').update({ name: '' }));
+    /** Resolves when the database takes writes (`probeWrite`). */
+    writable(): Promise<void> {
+      return probeWrite(db);
     },
 
     /** Migrations this code has that the database has not (a process behind its database is not ready). */
@@ -50,7 +49,7 @@ export function createMaintenance({ db, clock }: { db: Db; clock: Clock }) {
       checkCopyTarget(url);
       const target = openDatabase(url, { poolSize: 2 });
       try {
-        return await copyDatabase(db, target);
+        return await copyDatabase(db, target, url);
       } finally {
         await target.destroy();
       }

@@ -9,7 +9,13 @@ import { presentTrace, traceTotals } from '../agents/trace.js';
 
 /** What a command needs: its parsed flags, the services, and the terminal (passwords, warnings). */
 type Flags = Record<string, string | boolean | string[] | undefined>;
-type Command = { usage: string; run: (flags: Flags, services: Services, io: CommandIo) => Promise<object> };
+type Command = {
+  /** What `--help` shows; the flags it names are those the command takes. */
+  usage: string;
+  /** Flags the command reads but its usage leaves out (a way it warns against or refuses in words of its own). */
+  alsoTakes?: readonly string[];
+  run: (flags: Flags, services: Services, io: CommandIo) => Promise<object>;
+};
 
 /** What a command may ask of the person or script running it. */
 export interface CommandIo {
@@ -448,6 +454,7 @@ export const commands: Record<string, Command> = {
   },
   'user create': {
     usage: 'user create --org ORG_ID --email EMAIL [--role admin|viewer]   (the password on standard input, or typed at a prompt)',
+    alsoTakes: ['password'],
     async run(flags, s, io) {
       const org = await s.organizations.getOrganization(required(flags, 'org'));
       const email = required(flags, 'email');
@@ -501,6 +508,7 @@ export const commands: Record<string, Command> = {
   },
   'user set-password': {
     usage: 'user set-password --id USER_ID   (the password on standard input, or typed at a prompt)',
+    alsoTakes: ['password'],
     async run(flags, s, io) {
       if (flags.password !== undefined) throw new UsageError('--password is not taken here: give the password on standard input');
       const { actor, id } = await byId(flags, s.users);

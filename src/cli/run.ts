@@ -7,7 +7,7 @@ import { DatabaseUnreachableError } from '../db/open-failure.js';
 import { createServices } from '../services.js';
 import { openSecretBox } from '../secrets/keys.js';
 import { HttpError } from '../http/errors.js';
-import { BackupNotSupportedError } from '../db/dialect.js';
+import { BackupFailedError, BackupNotSupportedError } from '../db/dialect.js';
 import { CopyRefusedError } from '../db/copy.js';
 import { FLAGS, UsageError, commands, usage } from './commands.js';
 import { type PasswordInput, readPassword } from './password-input.js';
@@ -48,6 +48,13 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv, { stdout,
     stderr.write(`error: unknown command "${parsed.positionals.join(' ')}"\n${usage()}\n`);
     return 2;
   }
+  // Every command parses against all the CLI's flags; one that a command does not take would be ignored.
+  const takes = new Set([...Array.from(command.usage.matchAll(/--([a-z][a-z0-9-]*)/g), (m) => m[1]), ...(command.alsoTakes ?? [])]);
+  const stray = Object.keys(parsed.values).find((name) => name !== 'help' && !takes.has(name));
+  if (stray) {
+    stderr.write(`error: "${words}" takes no --${stray}\nusage: ${command.usage}\n`);
+    return 2;
+  }
 
   let config;
   let secrets;
@@ -78,6 +85,7 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv, { stdout,
     if (
       err instanceof HttpError ||
       err instanceof BackupNotSupportedError ||
+      err instanceof BackupFailedError ||
       err instanceof CopyRefusedError ||
       err instanceof ConfigError ||
       err instanceof DatabaseUnreachableError

@@ -1,6 +1,7 @@
 import type { Db } from './knex.js';
 import { databaseKindOf, dialectOf } from './dialect.js';
 import { migrateToLatest } from './migrate.js';
+import { explainOpenFailure } from './open-failure.js';
 
 export const messages = {
   notPostgres: '--to must be a postgres:// or postgresql:// URL',
@@ -67,9 +68,13 @@ const BATCH_ROWS = 500;
  * transaction: ids, timestamps, key and password hashes as they are, so API keys and
  * console passwords keep working. Attachment files stay in DATA_DIR. Returns rows per table.
  */
-export async function copyDatabase(source: Db, target: Db): Promise<Record<string, number>> {
+export async function copyDatabase(source: Db, target: Db, targetUrl: string): Promise<Record<string, number>> {
   if (dialectOf(source).kind !== 'sqlite') throw new CopyRefusedError(messages.notSqlite);
   if (dialectOf(target).kind !== 'postgres') throw new CopyRefusedError(messages.notPostgres);
+  // A target out of reach is said in one line naming --to, as a DATABASE_URL out of reach is.
+  await target.raw('select 1').catch((err: unknown) => {
+    throw explainOpenFailure(err, targetUrl, '--to');
+  });
   await migrateToLatest(target);
   for (const table of TABLES) {
     if (await target(table).first()) throw new CopyRefusedError(messages.notEmpty(table));

@@ -131,6 +131,30 @@ export class BackupNotSupportedError extends Error {
   override name = 'BackupNotSupportedError';
 }
 
+/** A backup that could not be written where it was asked for, said in one line. */
+export class BackupFailedError extends Error {
+  override name = 'BackupFailedError';
+}
+
+// What the file system or SQLite says, in words an operator can act on.
+const BACKUP_REASONS: Record<string, string> = {
+  EISDIR: 'it is a folder; give a file name',
+  ENOTDIR: 'a part of its path is a file, not a folder',
+  EEXIST: 'a part of its path is a file, not a folder',
+  EACCES: "the service's user may not write there",
+  EPERM: "the service's user may not write there",
+  EROFS: 'the file system is read-only',
+  ENOSPC: 'the disk is full',
+  SQLITE_CANTOPEN: 'the file cannot be created there',
+  SQLITE_FULL: 'the disk is full',
+};
+
+function backupFailed(target: string, err: unknown): Error {
+  const code = (err as { code?: unknown } | null)?.code;
+  const reason = typeof code === 'string' ? BACKUP_REASONS[code] : undefined;
+  return reason ? new BackupFailedError(`Cannot write the backup to ${target}: ${reason}.`) : (err as Error);
+}
+
 /** How long a process waits for another one's migrations before giving up. */
 const MIGRATION_LOCK_WAIT_MS = 60_000;
 
@@ -212,16 +236,27 @@ const sqlite: Dialect = {
    */
   async backup(db, file) {
     const target = path.resolve(file);
-    fs.mkdirSync(path.dirname(target), { recursive: true });
     const partial = `${target}.partial`;
-    fs.rmSync(partial, { force: true });
-    const connection = (await db.client.acquireConnection()) as BetterSqlite3.Database;
     try {
-      await connection.backup(partial);
-    } finally {
-      await db.client.releaseConnection(connection);
+      // Said before the copy, not after it, and no copy left beside the folder.
+      if (fs.statSync(target, { throwIfNoEntry: false })?.isDirectory()) throw Object.assign(new Error(target), { code: 'EISDIR' });
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      fs.rmSync(partial, { force: true });
+      const connection = (await db.client.acquireConnection()) as BetterSqlite3.Database;
+      try {
+        await connection.backup(partial);
+      } finally {
+        await db.client.releaseConnection(connection);
+      }
+      fs.renameSync(partial, target);
+    } catch (err) {
+      try {
+        fs.rmSync(partial, { force: true });
+      } catch {
+        // Nothing could be written there either.
+      }
+      throw backupFailed(target, err);
     }
-    fs.renameSync(partial, target);
     return { file: target, bytes: fs.statSync(target).size };
   },
 };

@@ -182,6 +182,11 @@ export async function readsOf<T extends readonly unknown[]>(db: Db, ...reads: { 
   return results as unknown as T;
 }
 
+/** Resolves when the database takes writes: a write that changes nothing, refused by a read-only or full database. */
+export async function probeWrite(db: Db): Promise<void> {
+  await db.transaction((trx) => trx('organizations').whereRaw('1 = 0').update({ name: '' }));
+}
+
 /** Connections a process keeps to PostgreSQL when not told otherwise (docs/deploy.md, pool sizes). */
 export const DEFAULT_POOL_SIZE = 10;
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Knex } from 'knex';
-import type { Db } from './knex.js';
+import { type Db, probeWrite } from './knex.js';
 import { dialectOf } from './dialect.js';
 import { explainOpenFailure } from './open-failure.js';
 import type { SecretBox } from '../secrets/secret-box.js';
@@ -72,13 +72,15 @@ export async function pendingMigrations(db: Db): Promise<string[]> {
 }
 
 /**
- * `migrateToLatest` for an entry point, whose migration is the first thing to connect: a
- * database out of reach at `location` comes out as a DatabaseUnreachableError, which entry
- * points say in one line.
+ * `migrateToLatest` for an entry point, whose migration is the first thing to connect, then a
+ * write that changes nothing: a database out of reach at `location`, or one it may read but
+ * not write (a restored file the service's user does not own), comes out as a
+ * DatabaseUnreachableError, which entry points say in one line.
  */
 export async function migrateAtStart(db: Db, location: string, options: { secrets?: SecretBox } = {}): Promise<void> {
   try {
     await migrateToLatest(db, options);
+    await probeWrite(db);
   } catch (err) {
     throw explainOpenFailure(err, location);
   }

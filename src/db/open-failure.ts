@@ -1,8 +1,8 @@
 import { databaseKindOf } from './dialect.js';
 
 /**
- * The database cannot be reached or opened at all. Entry points say it in one line and exit 1,
- * as for a taken port: a stack trace there says nothing an operator can act on.
+ * The database cannot be reached, opened or written at all. Entry points say it in one line and
+ * exit 1, as for a taken port: a stack trace there says nothing an operator can act on.
  */
 export class DatabaseUnreachableError extends Error {}
 
@@ -19,20 +19,24 @@ const NETWORK_REASONS: Record<string, string> = {
 const POSTGRES_REFUSALS = new Set(['28P01', '28000', '3D000', '57P03']);
 
 /**
- * `err` as a DatabaseUnreachableError when it says the database at `location` cannot be reached
- * or opened; else `err` itself. The message names the host, port and database, never the URL's
- * user or password.
+ * `err` as a DatabaseUnreachableError when it says the database at `location` cannot be reached,
+ * opened or written; else `err` itself. The message names the host, port and database, never
+ * the URL's user or password, and `setting`, where the location came from.
  */
-export function explainOpenFailure(err: unknown, location: string): unknown {
+export function explainOpenFailure(err: unknown, location: string, setting = 'DATABASE_URL'): unknown {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return err;
   if (databaseKindOf(location) === 'sqlite') {
-    return code === 'SQLITE_CANTOPEN' ? new DatabaseUnreachableError(`Cannot open the SQLite database ${location}: ${(err as Error).message}.`) : err;
+    if (code === 'SQLITE_CANTOPEN') return new DatabaseUnreachableError(`Cannot open the SQLite database ${location}: ${(err as Error).message}.`);
+    if (code === 'SQLITE_READONLY') {
+      return new DatabaseUnreachableError(`Cannot write the SQLite database ${location}: the service's user may not write the file or its folder (owner and mode).`);
+    }
+    return err;
   }
   const reason = NETWORK_REASONS[code] ?? (POSTGRES_REFUSALS.has(code) ? (err as Error).message : undefined);
   if (reason === undefined) return err;
   const url = new URL(location);
   return new DatabaseUnreachableError(
-    `Cannot connect to the database at ${url.hostname}:${url.port || '5432'}${url.pathname} (DATABASE_URL): ${reason}${/[.?]$/.test(reason) ? '' : '.'}`,
+    `Cannot connect to the database at ${url.hostname}:${url.port || '5432'}${url.pathname} (${setting}): ${reason}${/[.?]$/.test(reason) ? '' : '.'}`,
   );
 }

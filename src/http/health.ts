@@ -13,7 +13,9 @@ export const TICK_STALE_MS = 10_000;
  * and `/metrics` (Prometheus text; with METRICS_TOKEN set, only with that bearer token).
  */
 export function healthRoutes({ config, services }: { config: Config; services: Services }): Router {
-  const router = Router();
+  // Exact paths only: Express would also answer /METRICS and /metrics/, which a proxy's
+  // allow-list for /metrics (docs/deploy.md) does not cover.
+  const router = Router({ caseSensitive: true, strict: true });
 
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -53,7 +55,8 @@ export function healthRoutes({ config, services }: { config: Config; services: S
 }
 
 function bearerMatches(req: Request, token: string): boolean {
-  const given = Buffer.from(/^Bearer (.+)$/.exec(req.get('authorization') ?? '')?.[1] ?? '');
+  // The scheme's name is case-insensitive (RFC 9110); the token is compared exactly.
+  const given = Buffer.from(/^Bearer (.+)$/i.exec(req.get('authorization') ?? '')?.[1] ?? '');
   const wanted = Buffer.from(token);
   return given.length === wanted.length && timingSafeEqual(given, wanted);
 }

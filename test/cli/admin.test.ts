@@ -425,6 +425,12 @@ describe('the admin CLI', function () {
     ['a key for an unknown org', ['key', 'create', '--org', 'nope'], /Organization not found/],
     ['a missing flag', ['org', 'create'], /--name is required/],
     ['an unknown flag', ['org', 'create', '--name', 'X', '--colour', 'red'], /Unknown option/],
+    [
+      'a flag of another command',
+      ['scribe', 'create', '--org', '__ORG__', '--slug', 'hermes', '--name', 'Hermes', '--model', 'gpt-4o'],
+      /^error: "scribe create" takes no --model\nusage: scribe create /,
+    ],
+    ['a flag no listing takes', ['org', 'list', '--org', '__ORG__'], /^error: "org list" takes no --org\nusage: org list\n$/],
     ['an unknown command', ['org', 'delete'], /unknown command/],
   ];
   for (const [what, args, message] of failures) {

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
@@ -95,6 +96,23 @@ onlyOn('postgres')('admin copy-database', function () {
     const file = await runAdmin(['copy-database', '--to', '/tmp/elsewhere.sqlite'], sqlite.env);
     expect(file.code).to.equal(1);
     expect(file.stderr).to.equal('error: --to must be a postgres:// or postgresql:// URL\n');
+    // A target out of reach: one line naming --to, the host, port and database, not the password.
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const unreachable = await runAdmin(['copy-database', '--to', `postgres://scribe:hunter2@127.0.0.1:${port}/moved`], sqlite.env);
+    expect(unreachable).to.deep.equal({
+      code: 1,
+      stdout: '',
+      stderr: `error: Cannot connect to the database at 127.0.0.1:${port}/moved (--to): connection refused. Is PostgreSQL running there?\n`,
+    });
+    const cluster = new URL(postgres.databaseUrl);
+    cluster.pathname = '/no_such_database';
+    const missing = await runAdmin(['copy-database', '--to', cluster.toString()], sqlite.env);
+    expect(missing.stderr).to.equal(
+      `error: Cannot connect to the database at ${cluster.hostname}:${cluster.port}/no_such_database (--to): database "no_such_database" does not exist.\n`,
+    );
     const fromPostgres = await runAdmin(['copy-database', '--to', postgres.databaseUrl], postgres.env);
     expect(fromPostgres.code).to.equal(1);
     expect(fromPostgres.stderr).to.equal('error: copy-database copies from a SQLite install (DATABASE_URL is already PostgreSQL)\n');

@@ -96,14 +96,28 @@ async function startUntil(
 }
 
 /** Runs an entry point to completion (for ones expected to fail at start). */
-export function runToExit(entry: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  return runCommandToExit(process.execPath, [builtEntry(entry)], { env });
+export function runToExit(
+  entry: string,
+  env: Record<string, string>,
+  { args = [], user }: { args?: string[]; user?: RunAs } = {},
+): Promise<{ code: number | null; output: string }> {
+  return runCommandToExit(process.execPath, [builtEntry(entry), ...args], { env, user });
+}
+
+/** The user a process runs as (spawn's uid and gid: the suite must be root to give them). */
+export interface RunAs {
+  uid: number;
+  gid: number;
 }
 
 /** Runs a command to completion; its stdout and stderr as one text. */
-export function runCommandToExit(command: string, args: string[], { cwd, env }: { cwd?: string; env: Record<string, string> }): Promise<{ code: number | null; output: string }> {
+export function runCommandToExit(
+  command: string,
+  args: string[],
+  { cwd, env, user }: { cwd?: string; env: Record<string, string>; user?: RunAs },
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd, env: { PATH: process.env.PATH ?? '', ...env } });
+    const child = spawn(command, args, { cwd, env: { PATH: process.env.PATH ?? '', ...env }, ...user });
     let output = '';
     child.stdout.on('data', (c) => (output += c));
     child.stderr.on('data', (c) => (output += c));

@@ -75,6 +75,23 @@ describe('backups and data care', function () {
     }
   });
 
+  itOnlyOn('sqlite')('admin backup says in one line why it cannot write where it was told, and leaves no partial copy', async () => {
+    const dataDir = tempDir();
+    const env = await installEnv(dataDir);
+    const folder = tempDir();
+    const aFile = path.join(folder, 'a-file');
+    fs.writeFileSync(aFile, '');
+    for (const [to, reason] of [
+      [folder, 'it is a folder; give a file name'],
+      [path.join(aFile, 'scribe.sqlite'), 'a part of its path is a file, not a folder'],
+      [path.join(aFile, 'nightly', 'scribe.sqlite'), 'a part of its path is a file, not a folder'],
+    ] as const) {
+      expect(await runAdmin(['backup', '--to', to], env), to).to.deep.equal({ code: 1, stdout: '', stderr: `error: Cannot write the backup to ${to}: ${reason}.\n` });
+    }
+    expect(fs.existsSync(`${folder}.partial`)).to.equal(false);
+    expect(fs.readdirSync(folder)).to.deep.equal(['a-file']);
+  });
+
   describe('retention', () => {
     let h: Harness;
     let t: Tenant;

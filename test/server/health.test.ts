@@ -96,6 +96,15 @@ describe('health, readiness and metrics', () => {
     expect(await metric('scribe_agent_parked', 'sessions')).to.equal(parked);
   });
 
+  it('answers /metrics, /healthz and /readyz at their exact paths only, so a proxy that guards /metrics guards every way to it', async () => {
+    for (const path of ['/metrics/', '/METRICS', '/Metrics/', '/healthz/', '/HEALTHZ', '/readyz/']) {
+      const res = await h.api.get(path);
+      expect(res.status, path).not.to.equal(200);
+      expect(res.text, path).not.to.include('scribe_receipts');
+    }
+    expect((await h.api.get('/metrics')).status).to.equal(200);
+  });
+
   it('/metrics requires the bearer token when METRICS_TOKEN is set', async () => {
     const guarded = await createHarness({ env: { METRICS_TOKEN: 'scrape-me' } });
     try {
@@ -104,6 +113,9 @@ describe('health, readiness and metrics', () => {
       const ok = await guarded.api.get('/metrics').set('Authorization', 'Bearer scrape-me');
       expect(ok.status).to.equal(200);
       expect(ok.text).to.include('scribe_receipts');
+      // The scheme's name in any case (RFC 9110), the token exactly.
+      expect((await guarded.api.get('/metrics').set('Authorization', 'bearer scrape-me')).status).to.equal(200);
+      expect((await guarded.api.get('/metrics').set('Authorization', 'Bearer SCRAPE-ME')).status).to.equal(401);
     } finally {
       await guarded.close();
     }

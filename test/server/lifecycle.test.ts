@@ -345,6 +345,23 @@ describe('the server process', function () {
     await endInOneLine({ ...env, DATABASE_URL: file }, `Cannot open the SQLite database ${file}: unable to open database file.`);
   });
 
+  itOnlyOn('sqlite')('ends with one line naming the file when the SQLite database may be read but not written, for npm start and the admin CLI', async () => {
+    // A restore without its chown: a database file the service's user may not write.
+    const dataDir = tempDir();
+    const env = { DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0' };
+    expect((await runAdmin(['org', 'create', '--name', 'Restored'], env)).code).to.equal(0);
+    const file = path.join(dataDir, 'scribe.sqlite');
+    fs.chmodSync(file, 0o444);
+    // Root writes any file: as root, the processes run as nobody, who owns the folder but not the file.
+    const user = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;
+    if (user) {
+      for (const name of [dataDir, ...fs.readdirSync(dataDir).map((entry) => path.join(dataDir, entry))]) if (name !== file) fs.chownSync(name, user.uid, user.gid);
+    }
+    const said = `Cannot write the SQLite database ${file}: the service's user may not write the file or its folder (owner and mode).`;
+    expect(await runToExit('src/main.ts', env, { user })).to.deep.equal({ code: 1, output: `${said}\n` });
+    expect(await runToExit('src/cli/admin.ts', env, { args: ['org', 'create', '--name', 'Another'], user })).to.deep.equal({ code: 1, output: `error: ${said}\n` });
+  });
+
   // One database is enough: DATA_DIR is used before any database is opened.
   itOnlyOn('sqlite')('ends with one line naming DATA_DIR when it cannot be used, for npm start, npm run demo and the admin CLI', async () => {
     const env = await installEnv(tempDir());
