@@ -15,6 +15,7 @@ import type { SecretBox } from '../secrets/secret-box.js';
 import type { AnswerDraft } from './reply-writer.js';
 import { createCompletionAccumulator, readCompletionChunks, UnfinishedAnswer } from './completion-stream.js';
 import { loadOpenAiSdk, openAiSdk } from './openai-sdk.js';
+import { cutText } from '../lib/text.js';
 
 /** Model rounds (each possibly with tool calls) before an answer must have come, unless the scribe says otherwise. */
 export const DEFAULT_MAX_ROUNDS = 8;
@@ -370,7 +371,7 @@ function mcpToolSpec<T>(tool: McpTool): ToolSpec<T> {
       try {
         return { result: await tool.call(args) };
       } catch (err) {
-        return { result: { error: `${mcpMessages.toolFailed}${(err as Error).message.slice(0, 200)}` } };
+        return { result: { error: `${mcpMessages.toolFailed}${cutText((err as Error).message, 200)}` } };
       }
     },
   };

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import BetterSqlite3 from 'better-sqlite3';
+import { FILE_PROBLEMS } from '../lib/file-problems.js';
 
 /**
  * Every way SQLite and PostgreSQL differ for this application, in one place. Code that
@@ -138,15 +139,9 @@ export class BackupFailedError extends Error {
 
 // What the file system or SQLite says, in words an operator can act on.
 const BACKUP_REASONS: Record<string, string> = {
-  EISDIR: 'it is a folder; give a file name',
-  ENOTDIR: 'a part of its path is a file, not a folder',
-  EEXIST: 'a part of its path is a file, not a folder',
-  EACCES: "the service's user may not write there",
-  EPERM: "the service's user may not write there",
-  EROFS: 'the file system is read-only',
-  ENOSPC: 'the disk is full',
+  ...FILE_PROBLEMS,
   SQLITE_CANTOPEN: 'the file cannot be created there',
-  SQLITE_FULL: 'the disk is full',
+  SQLITE_FULL: FILE_PROBLEMS.ENOSPC!,
 };
 
 function backupFailed(target: string, err: unknown): Error {

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../config-error.js';
+import { FILE_PROBLEMS } from './file-problems.js';
 
 /**
  * A secret generated once and kept in a file of the data directory (readable by the service's
@@ -12,22 +13,12 @@ export function keptInDataDir(dataDir: string, fileName: string, generate: () =>
   try {
     return readOrWrite(dataDir, fileName, generate);
   } catch (err) {
-    const reason = UNUSABLE[(err as NodeJS.ErrnoException).code ?? ''];
+    const reason = FILE_PROBLEMS[(err as NodeJS.ErrnoException).code ?? ''];
     if (reason === undefined) throw err;
     // Said in one line at start (a ConfigError), as a bad variable is.
     throw new ConfigError(`Cannot use DATA_DIR ${dataDir}: ${reason} (${fileName}).`);
   }
 }
-
-// What the file system says when the operator must fix DATA_DIR before anything can start.
-const UNUSABLE: Record<string, string> = {
-  ENOTDIR: 'a part of its path is a file, not a folder',
-  EACCES: "the service's user may not write there",
-  EPERM: "the service's user may not write there",
-  EROFS: 'it is on a read-only file system',
-  ENOSPC: 'no space is left on its device',
-  EISDIR: 'a folder stands where its file should be',
-};
 
 function readOrWrite(dataDir: string, fileName: string, generate: () => string): string {
   const file = path.join(dataDir, fileName);

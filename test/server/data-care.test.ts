@@ -82,7 +82,7 @@ describe('backups and data care', function () {
     const aFile = path.join(folder, 'a-file');
     fs.writeFileSync(aFile, '');
     for (const [to, reason] of [
-      [folder, 'it is a folder; give a file name'],
+      [folder, 'a folder stands where its file should be'],
       [path.join(aFile, 'scribe.sqlite'), 'a part of its path is a file, not a folder'],
       [path.join(aFile, 'nightly', 'scribe.sqlite'), 'a part of its path is a file, not a folder'],
     ] as const) {
