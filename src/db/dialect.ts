@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Knex } from 'knex';
 import BetterSqlite3 from 'better-sqlite3';
 import { FILE_PROBLEMS } from '../lib/file-problems.js';
+import { BACKUP_FILE_MODE, DATA_FOLDER_MODE } from '../lib/paths.js';
 
 /**
  * Every way SQLite and PostgreSQL differ for this application, in one place. Code that
@@ -235,7 +236,7 @@ const sqlite: Dialect = {
     try {
       // Said before the copy, not after it, and no copy left beside the folder.
       if (fs.statSync(target, { throwIfNoEntry: false })?.isDirectory()) throw Object.assign(new Error(target), { code: 'EISDIR' });
-      fs.mkdirSync(path.dirname(target), { recursive: true });
+      fs.mkdirSync(path.dirname(target), { recursive: true, mode: DATA_FOLDER_MODE });
       fs.rmSync(partial, { force: true });
       const connection = (await db.client.acquireConnection()) as BetterSqlite3.Database;
       try {
@@ -243,6 +244,7 @@ const sqlite: Dialect = {
       } finally {
         await db.client.releaseConnection(connection);
       }
+      fs.chmodSync(partial, BACKUP_FILE_MODE);
       fs.renameSync(partial, target);
     } catch (err) {
       try {

@@ -4,6 +4,7 @@ import knexFactory, { type Knex } from 'knex';
 import type BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { databaseKindOf, dialectOf } from './dialect.js';
+import { DATA_FOLDER_MODE } from '../lib/paths.js';
 
 export type Db = Knex;
 
@@ -140,7 +141,7 @@ const KNEX_LOG = { warn: (message: string) => void (message.startsWith('Acquire 
 
 /** A SQLite file with the pragmas and functions above on every connection. */
 function openSqlite(filename: string, { readonly = false }: OpenOptions): Db {
-  if (filename !== ':memory:' && !readonly) fs.mkdirSync(path.dirname(filename), { recursive: true });
+  if (filename !== ':memory:' && !readonly) fs.mkdirSync(path.dirname(filename), { recursive: true, mode: DATA_FOLDER_MODE });
   return knexFactory({
     client: 'better-sqlite3',
     connection: { filename, options: { readonly } },

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../config-error.js';
 import { FILE_PROBLEMS } from './file-problems.js';
+import { DATA_FOLDER_MODE } from './paths.js';
 
 /**
  * A secret generated once and kept in a file of the data directory (readable by the service's
@@ -27,7 +28,7 @@ function readOrWrite(dataDir: string, fileName: string, generate: () => string):
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  fs.mkdirSync(dataDir, { recursive: true });
+  fs.mkdirSync(dataDir, { recursive: true, mode: DATA_FOLDER_MODE });
   const secret = generate();
   // Written whole under a name of its own, then linked into place: a process that loses the
   // race reads the winner's file complete, never half-written.

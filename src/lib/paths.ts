@@ -23,3 +23,13 @@ export const PUBLIC_DIR = path.join(PROJECT_ROOT, 'public');
 
 /** Whether this runs from the TypeScript sources (under tsx, as the tests do), not from a build in dist/. */
 export const FROM_SOURCES = import.meta.url.endsWith('.ts');
+
+/**
+ * Folders Scribe makes for data (DATA_DIR, attachments, a database's or a backup's folder): for
+ * its user alone, whatever the umask, since everything in them (tasks, transcripts, entries,
+ * files) is the organizations' data. Folders that exist already keep their mode.
+ */
+export const DATA_FOLDER_MODE = 0o700;
+
+/** A backup: the whole database, for its user alone (a cron job's umask leaves files readable by all). */
+export const BACKUP_FILE_MODE = 0o600;

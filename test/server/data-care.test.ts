@@ -7,6 +7,7 @@ import { runAdmin } from '../helpers/cli.js';
 import { runToExit, startProcess } from '../helpers/process.js';
 import { KEY_FILE } from '../../src/secrets/keys.js';
 import { provision } from '../helpers/provision.js';
+import { createAttachmentStore } from '../../src/requests/attachments/store.js';
 
 describe('backups and data care', function () {
   this.timeout(60_000);
@@ -43,6 +44,9 @@ describe('backups and data care', function () {
       expect(printed.file).to.equal(backupFile);
       expect(printed.bytes).to.equal(fs.statSync(backupFile).size);
       expect(fs.existsSync(`${backupFile}.partial`)).to.equal(false);
+      // The whole database: its user's alone, whatever the umask of the cron job that makes it.
+      expect(fs.statSync(backupFile).mode & 0o777).to.equal(0o600);
+      expect(fs.statSync(path.dirname(backupFile)).mode & 0o777).to.equal(0o700);
     } finally {
       server.child.kill('SIGTERM');
       await server.exited;
@@ -72,6 +76,23 @@ describe('backups and data care', function () {
     } finally {
       again.child.kill('SIGTERM');
       await again.exited;
+    }
+  });
+
+  it("makes DATA_DIR, its database's folder and the attachments' folders for its user alone, whatever the umask", async () => {
+    const dataDir = path.join(tempDir(), 'srv', 'data');
+    const previous = process.umask(0o022);
+    try {
+      expect((await runAdmin(['org', 'create', '--name', 'Private'], { ...(await installEnv(tempDir())), DATA_DIR: dataDir })).code).to.equal(0);
+      const store = createAttachmentStore(path.join(dataDir, 'attachments'));
+      const temp = await store.tempFile();
+      fs.writeFileSync(temp, 'report');
+      await store.keep(temp, 'ab'.repeat(32));
+      for (const folder of [path.dirname(dataDir), dataDir, path.join(dataDir, 'attachments'), path.join(dataDir, 'attachments', 'ab'), path.join(dataDir, 'attachments', 'tmp')]) {
+        expect(fs.statSync(folder).mode & 0o777, folder).to.equal(0o700);
+      }
+    } finally {
+      process.umask(previous);
     }
   });
 

@@ -4,6 +4,7 @@ import { finished } from 'node:stream/promises';
 import path from 'node:path';
 import { createHash, randomUUID } from 'node:crypto';
 import { drained } from '../../lib/streams.js';
+import { DATA_FOLDER_MODE } from '../../lib/paths.js';
 
 export type AttachmentStore = ReturnType<typeof createAttachmentStore>;
 
@@ -33,7 +34,7 @@ export function createAttachmentStore(dir: string) {
 
   return {
     async tempFile(): Promise<string> {
-      await fs.mkdir(tmpDir, { recursive: true });
+      await fs.mkdir(tmpDir, { recursive: true, mode: DATA_FOLDER_MODE });
       return path.join(tmpDir, randomUUID());
     },
 
@@ -44,7 +45,7 @@ export function createAttachmentStore(dir: string) {
     /** Moves a downloaded file to its content address; replacing a copy already there is harmless, the bytes are the same. */
     async keep(tempFile: string, sha256: string): Promise<void> {
       const target = this.pathFor(sha256);
-      await fs.mkdir(path.dirname(target), { recursive: true });
+      await fs.mkdir(path.dirname(target), { recursive: true, mode: DATA_FOLDER_MODE });
       await fs.rename(tempFile, target);
     },
 
