@@ -3,7 +3,7 @@ import type { AddressPolicy } from '../net/address-policy.js';
 import { createGuardedFetch, networkFailure } from '../net/guarded-agent.js';
 import type { McpServerRow } from './queries.js';
 import type { Trace } from './trace.js';
-import { cutText } from '../lib/text.js';
+import { cutNoted } from '../lib/text.js';
 
 export interface McpLimits {
   /** Connecting and listing a server's tools. */
@@ -96,7 +96,7 @@ export function createMcpConnector(policy: AddressPolicy, limits: McpLimits = de
     const text =
       (result.content as Array<{ type: string; text?: string }> | undefined)?.map((part) => (part.type === 'text' ? (part.text ?? '') : `[${part.type} content]`)).join('\n') ??
       JSON.stringify(result.structuredContent ?? null);
-    const kept = text.length > limits.resultChars ? `${cutText(text, limits.resultChars)}… (cut: ${text.length} characters in all)` : text;
+    const kept = cutNoted(text, limits.resultChars);
     return result.isError ? { error: `${messages.toolFailed}${kept}` } : { result: kept };
   }
 

@@ -2,7 +2,7 @@ import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import type * as queries from './queries.js';
 import { TOOL_NAMES, type Toolbox } from './toolbox.js';
-import { cutText } from '../lib/text.js';
+import { cutNoted, cutText } from '../lib/text.js';
 
 /** How much of a tool call's arguments and result a trace keeps. */
 export const TRACE_KEEP_CHARS = 4000;
@@ -38,7 +38,7 @@ export const noTrace: Trace = { record: () => {}, stored: async () => {} };
 export function keep(value: unknown): string | null {
   if (value === undefined || value === null) return null;
   const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return text.length > TRACE_KEEP_CHARS ? `${cutText(text, TRACE_KEEP_CHARS)}… (cut: ${text.length} characters in all)` : text;
+  return cutNoted(text, TRACE_KEEP_CHARS);
 }
 
 /** Where the traces of a process store their calls: the runtime's line of runs' writes (runtime/run-writes.ts). */

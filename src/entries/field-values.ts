@@ -1,5 +1,6 @@
 import { ValidationError } from '../http/errors.js';
 import type { FieldRow, LinkRow, PostingKey, ValueRow } from './queries.js';
+import { namesRealTime } from '../lib/clock.js';
 
 export const messages = {
   fieldsNotObject: 'fields must be an object keyed by field name',
@@ -28,8 +29,7 @@ export function fieldMap<T = FieldValue>(entries: Iterable<readonly [string, T]>
 /** YYYY-MM-DD of a real calendar day. */
 export function isDate(value: string): boolean {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(value)) return false;
-  const date = new Date(`${value}T00:00:00.000Z`);
-  return !Number.isNaN(date.getTime()) && date.toISOString().startsWith(value);
+  return namesRealTime(value, Date.parse(`${value}T00:00:00.000Z`));
 }
 
 /** Folds text for case-insensitive matching, the same way for stored values and queries. */

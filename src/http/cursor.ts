@@ -1,4 +1,5 @@
 import { BadRequestError } from './errors.js';
+import { namesRealTime } from '../lib/clock.js';
 
 export const messages = { invalidCursor: 'Invalid cursor format' };
 
@@ -52,13 +53,7 @@ export function decodeCursor(cursor: unknown, isId: (id: string) => boolean): Po
   }
   if (!Array.isArray(decoded) || decoded.length !== 2) throw invalid;
   const [createdAt, id] = decoded as unknown[];
-  if (typeof createdAt !== 'string' || !ISO_MS.test(createdAt) || !isRealTime(createdAt)) throw invalid;
+  if (typeof createdAt !== 'string' || !ISO_MS.test(createdAt) || !namesRealTime(createdAt, Date.parse(createdAt))) throw invalid;
   if (typeof id !== 'string' || !isId(id)) throw invalid;
   return { createdAt, id };
-}
-
-/** Whether the time exists as written: Date rolls 2026-02-30 over into March rather than refuse it. */
-function isRealTime(iso: string): boolean {
-  const ms = Date.parse(iso);
-  return !Number.isNaN(ms) && new Date(ms).toISOString() === iso;
 }

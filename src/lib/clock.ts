@@ -17,3 +17,11 @@ export function laterThan(clock: Clock, previous: string): string {
 export function atOrAfter(now: Date, previous: string): string {
   return new Date(Math.max(now.getTime(), Date.parse(previous) + 1)).toISOString();
 }
+
+/**
+ * Whether `ms`, what Date.parse made of `text` (a UTC date, or date and time), is the very time
+ * the text names: Date rolls a day or time that does not exist (2026-02-30) over into the next.
+ */
+export function namesRealTime(text: string, ms: number): boolean {
+  return !Number.isNaN(ms) && new Date(ms).toISOString().startsWith(text.replace(/Z$/, ''));
+}

@@ -9,3 +9,8 @@ export function cutText(text: string, max: number): string {
   // A high surrogate last: its pair's other half is past the cut.
   return text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
 }
+
+/** `text` cut to `max` (`cutText`) with a note of its whole length when it was longer: what a trace or a model is shown of a long value. */
+export function cutNoted(text: string, max: number): string {
+  return text.length > max ? `${cutText(text, max)}… (cut: ${text.length} characters in all)` : text;
+}

@@ -2,9 +2,12 @@ import { CronExpressionParser, type CronExpression } from 'cron-parser';
 import cronstrue from 'cronstrue';
 import { ValidationError } from '../http/errors.js';
 
+/** The longest expression kept: its column's size. */
+const MAX_CRON = 200;
+
 export const messages = {
   fieldCount: 'Cron expression must have 5 fields, or 6 with seconds first',
-  tooLong: 'Cron expression must be at most 200 characters',
+  tooLong: `Cron expression must be at most ${MAX_CRON} characters`,
   invalidCron: (reason: string) => `Invalid cron expression: ${reason}`,
   notInWords: (reason: string) => `Cron expression is not supported: ${reason}`,
   /** What lists say of a stored expression the product cannot compute or put into words. */
@@ -30,7 +33,7 @@ export function checkCron({ cron, timezone }: CronSchedule): CronSchedule {
   const zone = canonicalZone(timezone);
   if (!zone) throw new ValidationError(messages.unknownZone(timezone));
   const normalized = fields.join(' ');
-  if (normalized.length > 200) throw new ValidationError(messages.tooLong);
+  if (normalized.length > MAX_CRON) throw new ValidationError(messages.tooLong);
   try {
     // Stepping forward is what firing needs (latestFireAtOrBefore steps forward too).
     CronExpressionParser.parse(normalized, { tz: zone, strict: false }).next();

@@ -8,6 +8,7 @@ import { NAMED_SUBJECT_TYPES } from '../../audit/queries.js';
 import { BadRequestError } from '../../http/errors.js';
 import { filtersScope, pageAt, pagerOf, serialCursor } from '../pager.js';
 import { render } from '../views.js';
+import { namesRealTime } from '../../lib/clock.js';
 
 const PAGE = 50;
 const ACTOR_TYPES = ['user', 'api_key', 'operator', 'schedule', 'channel'] as const;
@@ -58,8 +59,7 @@ function timeBound(value: unknown, name: string, endOfDay: boolean): string | un
   if (text === '') return undefined;
   const ok = DATE_ONLY.test(text) || DATE_TIME.test(text);
   const at = ok ? Date.parse(DATE_ONLY.test(text) ? `${text}T00:00:00Z` : text.endsWith('Z') ? text : `${text}Z`) : NaN;
-  const exists = !Number.isNaN(at) && new Date(at).toISOString().slice(0, 16).startsWith(text.replace(/Z$/, '').slice(0, 16));
-  if (!exists) throw new BadRequestError(`${name} must be a date (2026-11-23) or a date and time in UTC (2026-11-23T14:30)`);
+  if (!namesRealTime(text, at)) throw new BadRequestError(`${name} must be a date (2026-11-23) or a date and time in UTC (2026-11-23T14:30)`);
   return new Date(endOfDay && DATE_ONLY.test(text) ? at + 86_400_000 : at).toISOString();
 }
 
