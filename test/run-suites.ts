@@ -1,5 +1,6 @@
 // The `npm test` runner: the mocha suite once per database, in parallel, sharing one
-// throwaway PostgreSQL cluster. Usage: node --import tsx test/run-suites.ts [mocha args]
+// throwaway PostgreSQL cluster, with the type check and the linter beside them. Usage:
+// node --import tsx test/run-suites.ts [mocha args] (given mocha args, those runs only).
 // TEST_DATABASES=sqlite,postgres (the default) picks which runs happen.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -120,6 +121,38 @@ function configInOrder(reversed: boolean, { first, last }: { first: boolean; las
   return file;
 }
 
+/**
+ * The checks `npm test` makes of the code beside the runs: tsc and Biome each keep one core busy
+ * for some seconds, which the runs' first stretch (the build, the cluster, mocha loading the
+ * files) leaves idle; one after the other before the runs, they held the runs back by as long.
+ */
+const STATIC_CHECKS: ReadonlyArray<{ name: string; script: string }> = [
+  { name: 'Type check', script: 'typecheck' },
+  { name: 'Lint', script: 'lint' },
+];
+
+interface CheckResult {
+  name: string;
+  ok: boolean;
+  output: string;
+}
+
+/** One of STATIC_CHECKS, through its npm script (package.json says what it runs). */
+function runCheck({ name, script }: { name: string; script: string }): Promise<CheckResult> {
+  const child = spawn('npm', ['run', '--silent', script], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  const chunks: Buffer[] = [];
+  child.stdout.on('data', (c: Buffer) => chunks.push(c));
+  child.stderr.on('data', (c: Buffer) => chunks.push(c));
+  return new Promise((resolve) => {
+    child.once('error', (err) => chunks.push(Buffer.from(`failed to start npm run ${script}: ${err.message}\n`)));
+    child.once('close', (code) => {
+      children.delete(child);
+      resolve({ name, ok: code === 0, output: Buffer.concat(chunks).toString('utf8') });
+    });
+  });
+}
+
 // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes start with ESC
 const stripAnsi = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
 
@@ -162,6 +195,8 @@ async function main(): Promise<number> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
+  // The whole suite checks the code too; a run of chosen files (mocha arguments) does not.
+  const checks = args.length > 0 ? [] : STATIC_CHECKS.map(runCheck);
   // Once here, before the runs start, rather than by both runs at once.
   buildIfStale();
   if (wanted.includes('postgres') && !env.TEST_POSTGRES_URL) {
@@ -182,6 +217,7 @@ async function main(): Promise<number> {
     console.error(`… ${seconds} s: ${runs.map((run) => `${suites[run.suite]} ${run.progress()}`).join('; ')}`);
   }, 30_000);
   const results = await Promise.all(runs.map((run) => run.result));
+  const checked = await Promise.all(checks);
   clearInterval(ticker);
   for (const config of configs) fs.rmSync(config, { force: true });
 
@@ -192,6 +228,9 @@ async function main(): Promise<number> {
     process.stdout.write(`=== ${suites[suite]} ===\n${output}${output.endsWith('\n') ? '' : '\n'}`);
   }
   await cluster?.stop();
+  for (const { name, ok, output } of checked) {
+    process.stdout.write(`\n=== ${name}: ${ok ? 'passed' : 'failed'} ===\n${ok ? '' : output}`);
+  }
   for (const { suite, output } of inOrder) {
     const failures = failureReport(output);
     if (failures) process.stdout.write(`\n=== Failed on ${suites[suite]} ===\n${failures}\n`);
@@ -207,6 +246,8 @@ async function main(): Promise<number> {
     failing += count(output, 'failing') ?? 0;
     pending += count(output, 'pending') ?? 0;
   }
+  // A failed check counts as a failure in the total, which CI reads.
+  failing += checked.filter((check) => !check.ok).length;
   // Mocha's own epilogue form, so CI greps work on the combined total.
   console.log(`\n=== Total (${results.map((r) => suites[r.suite]).join(' + ') || 'nothing ran'}) ===`);
   console.log(`  ${passing} passing`);
@@ -217,7 +258,7 @@ async function main(): Promise<number> {
     console.error(`interrupted by ${interrupted}`);
     return 128 + (os.constants.signals[interrupted] ?? 1);
   }
-  return results.every((r) => r.code === 0) ? 0 : 1;
+  return results.every((r) => r.code === 0) && checked.every((check) => check.ok) ? 0 : 1;
 }
 
 main().then(
