@@ -15,6 +15,8 @@ declare module 'express-session' {
     /** When this session signed in (the services' clock): sessions older than the user's last password change end. */
     signedInAt?: string;
     flash?: Flash;
+    /** Forms answered with a secret lately: each one's `_once` token and the address of what it made (console/forms.ts). */
+    sentForms?: Array<[token: string, madeAt: string]>;
   }
 }
 

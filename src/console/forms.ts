@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { HttpError } from '../http/errors.js';
 
@@ -51,4 +52,44 @@ function typedFields(body: unknown, { form, secrets = [] }: KeepTyped): TypedFor
     if (name !== '_csrf' && !secrets.includes(name) && typeof value === 'string') values[name] = value;
   }
   return { form, values };
+}
+
+/**
+ * Forms whose answer shows a secret once (an API key, a signing secret, an invitation or reset
+ * link) are answered with a page, not a redirect, so that the secret is stored nowhere in clear;
+ * a reload, or Back and Forward, would send them again and make another. Each such form carries
+ * a token of its own (`_once`, from `onceToken`); the first success keeps it in the staff
+ * member's session beside the address of what it made (`rememberSent`), and the same form sent
+ * again goes there instead (`sentAlready`), with a notice. A form sent without the token (not
+ * from the console's page) is taken as it comes: the token guards against repeats, not forgery
+ * (the CSRF token does that).
+ */
+const SENT_FORMS_KEPT = 20;
+
+/** A new `_once` token for a form that shows a secret (views: `h.onceToken()`). */
+export const onceToken = (): string => randomUUID();
+
+const onceTokenOf = (req: Request): string | undefined => (typeof req.body?._once === 'string' && req.body._once !== '' ? req.body._once : undefined);
+
+/** Before a form that shows a secret: when this form was sent and answered before, to what it made (303), saying so. */
+export function sentAlready(notice: string): RequestHandler {
+  return (req, res, next) => {
+    const token = onceTokenOf(req);
+    const sent = token === undefined ? undefined : req.session.sentForms?.find(([kept]) => kept === token);
+    if (!sent) return next();
+    flash(req, 'notice', notice);
+    res.redirect(303, sent[1]);
+  };
+}
+
+/**
+ * After such a form's success: a repeat of it goes to `madeAt`, where what it made is shown
+ * (without its secret); the page answering it takes that address in the browser's history
+ * (public/address.js), so that a reload reads that page rather than sending the form again.
+ */
+export function rememberSent(req: Request, res: Response, madeAt: string): void {
+  res.locals.address = madeAt;
+  const token = onceTokenOf(req);
+  if (token === undefined) return;
+  req.session.sentForms = [[token, madeAt] as [string, string], ...(req.session.sentForms ?? [])].slice(0, SENT_FORMS_KEPT);
 }

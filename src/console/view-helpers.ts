@@ -2,7 +2,7 @@ import { describeStored } from '../schedules/cron.js';
 import { zoneOrUtc } from '../lib/time-zones.js';
 import { markdown } from './markdown.js';
 import { TIMELINE_UNITS, traceTimeline } from './trace-timeline.js';
-import type { Flash } from './forms.js';
+import { onceToken, type Flash } from './forms.js';
 
 /**
  * Helpers every view gets (as `h`). Templates escape with `<%= %>`; none of these return
@@ -218,6 +218,7 @@ export const viewHelpers = {
   inZone,
   describeSchedule: describeStored,
   markdown,
+  onceToken,
   traceTimeline,
   TIMELINE_UNITS,
 };

@@ -3,7 +3,7 @@ import type { Services } from '../../services.js';
 import { HttpError } from '../../http/errors.js';
 import { USER_ROLES, userState } from '../../users/service.js';
 import { requireAdmin, userActor } from '../auth.js';
-import { action, flash } from '../forms.js';
+import { action, flash, rememberSent, sentAlready } from '../forms.js';
 import { render } from '../views.js';
 
 /** A link shown once on the page that made it. */
@@ -40,11 +40,13 @@ export function userRoutes(services: Services): Router {
       res.locals.flash = { kind: 'error', text: err.message };
       return page(req, res, null, 422, form);
     }
+    rememberSent(req, res, '/users');
     await page(req, res, shown);
   };
 
   // Rendered, not redirected: the link is shown in this response only.
-  router.post('/users', (req, res) => {
+  const repeat = sentAlready('This form was sent already: the link it made was shown once, when it was made. Make a new link to show one again.');
+  router.post('/users', repeat, (req, res) => {
     const form = { email: String(req.body.email ?? '').trim(), role: String(req.body.role ?? 'viewer') };
     return showLink(
       req,
@@ -57,7 +59,7 @@ export function userRoutes(services: Services): Router {
     );
   });
 
-  router.post('/users/:id/reset', (req, res) =>
+  router.post('/users/:id/reset', repeat, (req, res) =>
     showLink(req, res, async () => {
       const { user, url } = await services.users.reset(userActor(req), String(req.params.id));
       return { kind: 'reset', email: user.email, url };
