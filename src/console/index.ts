@@ -87,6 +87,9 @@ export function consoleRouter({ services, logger, sessionSecret, options = {} }:
       now: services.clock().getTime(),
     } satisfies Partial<BaseLocals>);
     if (!refresh) delete req.session.flash;
+    // No page of the console is kept by the browser or a cache on the way: each shows an
+    // organization's data (or a secret, or a link's token), and Back after Sign out would show it again.
+    res.set('Cache-Control', 'no-store');
     next();
   });
   router.use(csrf.csrfSynchronisedProtection);

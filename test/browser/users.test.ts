@@ -48,6 +48,19 @@ describe('the Users page in Chromium', function () {
     await page.close();
   });
 
+  it('shows nothing of the pages read before Sign out on Back, but the sign-in page', async () => {
+    const page = await c.newPage(1366);
+    await page.goto(`${c.base}/users`);
+    await expectText(page.locator('main'), 'a.viewer.with.a.rather.long.address@example.com');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(/\/login$/);
+    await page.goBack();
+    expect(new URL(page.url()).pathname).to.equal('/login');
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).to.equal('Sign in to Scribe');
+    expect(await page.locator('main').textContent()).not.to.include('a.viewer.with.a.rather.long.address@example.com');
+    await page.close();
+  });
+
   it('fits the page to a phone at 390 px, the table scrolling in its own box', async () => {
     const phone = await c.newPage(390);
     await phone.goto(`${c.base}/users`);

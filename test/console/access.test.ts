@@ -146,6 +146,19 @@ describe('console access', () => {
       expect((await agent.get('/keys')).status).to.equal(303);
     });
 
+    it('lets no browser or cache keep a page: every page answers Cache-Control: no-store, signed in or not', async () => {
+      const admin = await signIn(h, t, 'admin');
+      for (const path of [...pages(), '/users', '/webhooks', '/channels', '/schedules', '/sessions', '/account']) {
+        const res = await admin.get(path);
+        expect([res.status, res.headers['cache-control']], path).to.deep.equal([200, 'no-store']);
+      }
+      const signedOut = supertest(h.app);
+      expect((await signedOut.get('/login')).headers['cache-control']).to.equal('no-store');
+      expect((await signedOut.get('/keys')).headers['cache-control']).to.equal('no-store');
+      // The console's own files are kept a while.
+      expect((await signedOut.get('/assets/console.css')).headers['cache-control']).to.equal('public, max-age=3600');
+    });
+
     it('never sends a signed-in user to another site after sign-in', async () => {
       await h.services.users.create({ organizationId: t.organizationId, email: 'next@example.com', password: PASSWORD });
       for (const next of ['//evil.example/x', 'https://evil.example/', '/\\evil.example']) {

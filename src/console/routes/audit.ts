@@ -129,7 +129,6 @@ export function auditRoutes(services: Services): Router {
     const filter = filterOf(givenFilters(req));
     res.attachment(`audit-${new Date().toISOString().slice(0, 10)}.csv`);
     res.type('text/csv; charset=utf-8');
-    res.set('Cache-Control', 'no-store');
     const events = services.audit.each(req.user!.organization_id, filter);
     async function* rows() {
       for await (const e of events) yield [e.id, e.created_at, e.actor_type, e.actor_id ?? '', inert(e.actor_label), e.action, e.subject_type, e.subject_id, inert(e.detail)];

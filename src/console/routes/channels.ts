@@ -53,7 +53,6 @@ export function channelRoutes(services: Services): Router {
   const renderChannel = async (req: Request, res: Response, channel: ChannelListRow, secret: string | null = null) => {
     const page = await services.channels.deliveryPage(channel.id, pageAt(req, cursor), DELIVERIES_PAGE);
     const pager = pagerOf(page, { path: pageOf(channel.id), filters: {}, codec: cursor, noun: ['delivery', 'deliveries'], scope: 'to this channel' });
-    if (secret) res.set('Cache-Control', 'no-store');
     const url = channel.kind === 'webhook' ? inboundUrl(req, channel) : null;
     render(res, 'channels/show', { title: channel.name, channel, url, sample: url === null ? null : sampleRequest(url, channel.mode), deliveries: page.items, pager, secret });
   };

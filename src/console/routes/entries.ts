@@ -79,7 +79,6 @@ export function entryRoutes(services: Services): Router {
   router.get('/entry-types/:id/options', async (req, res) => {
     const type = await services.entryTypes.get(req.user!.organization_id, String(req.params.id));
     const q = typeof req.query.q === 'string' ? req.query.q.slice(0, 200) : '';
-    res.set('Cache-Control', 'no-store');
     res.json({ entries: await services.entries.titlesMatching(type.organization_id, type.id, q, PICKER_MATCHES) });
   });
 

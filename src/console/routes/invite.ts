@@ -13,13 +13,11 @@ export function inviteRoutes(services: Services): Router {
   const router = Router();
 
   const form = (res: Response, status: number, locals: { purpose: PasswordLinkPurpose; email: string; token: string; error?: string }) => {
-    // The page's address holds the token: kept out of caches (and, by the Referrer-Policy, out of other sites' logs).
-    res.set('Cache-Control', 'no-store');
+    // The page's address holds the token: kept out of caches (console/index.ts) and, by the Referrer-Policy, out of other sites' logs.
     render(res, 'invite/show', { title: locals.purpose === 'invite' ? 'Welcome to Scribe' : 'Set a new password', error: null, ...locals }, status);
   };
   const refused = (res: Response, err: unknown) => {
     if (!(err instanceof HttpError) || err.status !== 410) throw err;
-    res.set('Cache-Control', 'no-store');
     render(res, 'error', { title: 'This link cannot be used', message: err.message, status: 410 }, 410);
   };
 

@@ -22,7 +22,6 @@ export function keyRoutes(services: Services): Router {
       const created = await services.organizations.createApiKey({ organizationId: req.user!.organization_id, name });
       await services.audit.record(userActor(req), 'key.create', { type: 'api_key', id: created.id }, name || 'API key');
       rememberSent(req, res, '/keys');
-      res.set('Cache-Control', 'no-store');
       await page(req, res, { created, error: null, name: '' });
     } catch (err) {
       if (!(err instanceof HttpError) || err.status !== 422) throw err;

@@ -24,7 +24,6 @@ export function userRoutes(services: Services): Router {
 
   const page = async (req: Request, res: Response, shown: ShownLink | null, status = 200, form = { email: '', role: 'viewer' }) => {
     const users = (await services.users.list(req.user!.organization_id)).map((u) => ({ ...u, state: userState(u) }));
-    if (shown) res.set('Cache-Control', 'no-store');
     render(res, 'users/index', { title: 'Users', users, roles: USER_ROLES, shown, form }, status);
   };
 

@@ -63,7 +63,6 @@ export function webhookRoutes(services: Services): Router {
     const filters = { status, event_type: eventType };
     const scope = status || eventType ? 'to this endpoint matching these filters' : 'to this endpoint';
     const pager = pagerOf(page, { path: pageOf(endpoint.id), filters, codec: cursor, noun: ['delivery', 'deliveries'], scope });
-    if (secret) res.set('Cache-Control', 'no-store');
     render(res, 'webhooks/show', {
       title: endpoint.url,
       endpoint,
