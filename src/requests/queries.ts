@@ -200,7 +200,12 @@ export async function finishClaimedRequests(db: Db, claim: { ids: readonly strin
     });
 }
 
-/** Gives a claimed receipt back for another try at `retryAt`. */
-export async function releaseClaimedRequest(db: Db, claim: { id: string; token: string }, retryAt: string): Promise<void> {
-  await db('requests').where({ id: claim.id, claim_token: claim.token, status: 'dispatched' }).update({ claim_token: null, available_at: retryAt });
+/**
+ * Gives a claimed receipt back for another try at `retryAt`. A hand-back (`attempted: false`,
+ * a shutdown) is no attempt: only dispatches that failed or whose process died count towards giving up.
+ */
+export async function releaseClaimedRequest(db: Db, claim: { id: string; token: string }, retryAt: string, { attempted }: { attempted: boolean }): Promise<void> {
+  await db('requests')
+    .where({ id: claim.id, claim_token: claim.token, status: 'dispatched' })
+    .update({ claim_token: null, available_at: retryAt, ...(attempted ? {} : { attempts: db.raw('attempts - 1') }) });
 }

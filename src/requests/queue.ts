@@ -130,8 +130,8 @@ export function createDispatcher({
         throw err;
       }
     },
-    retry: (claim, _request, retryAt) => queries.releaseClaimedRequest(db, claim, retryAt),
-    handBack: (claim) => queries.releaseClaimedRequest(db, claim, clock().toISOString()),
+    retry: (claim, _request, retryAt) => queries.releaseClaimedRequest(db, claim, retryAt, { attempted: true }),
+    handBack: (claim) => queries.releaseClaimedRequest(db, claim, clock().toISOString(), { attempted: false }),
     tidy: () => dialectOf(db).tidyAfterDrain(db, ['requests']),
     async giveUp(claim, request) {
       const at = laterThan(clock, request.updated_at);

@@ -213,7 +213,8 @@ const drafts = { sessions: ['session_messages', 'session_id'], tasks: ['task_eve
 
 /** Gives claimed work back at `at` (the process is stopping), so that another process takes it up at once, afresh. */
 export async function releaseClaim(db: Db, table: 'sessions' | 'tasks', claim: { id: string; token: string }, at: string): Promise<void> {
-  await db.transaction((trx) => clearClaim(trx, table, claim, at, {}, { handedBack: true }));
+  // A hand-back (a shutdown) is no attempt at the work: only runs that failed or whose process died count towards giving up.
+  await db.transaction((trx) => clearClaim(trx, table, claim, at, { attempts: trx.raw('attempts - 1') }, { handedBack: true }));
 }
 
 /**

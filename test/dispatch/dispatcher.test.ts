@@ -111,6 +111,23 @@ describe('the dispatcher', () => {
     expect(await tasksOf(id)).to.have.length(1);
   });
 
+  it('counts no hand-back at shutdown as an attempt: a receipt handed back four times in a row is still fulfilled, once', async () => {
+    const t = await h.tenant();
+    const id = await submit(t);
+    for (let stop = 1; stop <= 4; stop++) {
+      // A process claims the receipt and is stopped before it dispatches it.
+      const stopping = createDispatcher({ db: h.db, clock, logger: createLogger('silent'), createTasks: h.services.tasks.createForReceipts });
+      const claimed = await stopping.claim();
+      expect(claimed.items.map((r) => r.id)).to.deep.equal([id]);
+      await stopping.stop();
+      await stopping.work(claimed);
+      expect(await h.db('requests').where({ id }).first(), `stop ${stop}`).to.include({ status: 'dispatched', claim_token: null, attempts: 0 });
+    }
+    await h.services.dispatcher.tick();
+    expect((await poll(t, id)).status).to.equal('fulfilled');
+    expect(await tasksOf(id)).to.have.length(1);
+  });
+
   it('never creates two tasks for one receipt when ticks and dispatchers race', async () => {
     const t = await h.tenant();
     const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => submit(t, `race ${i}`)));

@@ -319,8 +319,13 @@ describe('agent runs at scale', function () {
     const takeover = await claimRuns(h.db, { token: randomUUID(), now: later.toISOString(), leaseUntil: new Date(later.getTime() + 30_000).toISOString(), slots: 5 }, () => []);
     expect(takeover.runs.map((run) => run.row.id)).to.deep.equal([handed]);
     expect(await count()).to.deep.include({ counted: 1, claimed: 1 });
-    // That claim's process dies too: the next runtime takes it over once more, and gives up (attempts used up).
+    // The hand-back was no attempt; these two claims were.
+    expect(await h.db('sessions').where({ id: handed }).first()).to.include({ attempts: 2 });
+    // That claim's process dies too, and so does the next one's: the runtime after them gives up (attempts used up).
     await h.db('sessions').where({ id: handed }).update({ lease_until: now.toISOString() });
+    const third = await claimRuns(h.db, { token: randomUUID(), now: later.toISOString(), leaseUntil: later.toISOString(), slots: 5 }, () => []);
+    expect(third.runs.map((run) => run.row.id)).to.deep.equal([handed]);
+    expect(await count()).to.deep.include({ counted: 1, claimed: 1 });
     const restarted = createServices({
       config: h.config,
       db: h.db,

@@ -213,6 +213,27 @@ describe('answers written as the model streams them', function () {
     expect(done.map((e) => [e.author, e.text, Boolean(e.partial)])).to.deep.equal([['scribe', REPLY, false]]);
   });
 
+  it('counts no hand-back at shutdown as an attempt: a task and a session handed back four times in a row are still answered, once', async () => {
+    const task = await submitTask('Ferry timetable');
+    const session = await chat('When does the ferry leave?');
+    for (let stop = 1; stop <= 4; stop++) {
+      const other = otherProcess();
+      fake.script({ reply: 'A first try', chunks: 4, holdAt: 2 }, { reply: 'A first try', chunks: 4, holdAt: 2 });
+      other.fill();
+      await writing(() => events(task), firstPieces('A first try', 2, 4));
+      await writing(() => messages(session), firstPieces('A first try', 2, 4));
+      await other.stop();
+      expect(await h.db('tasks').where({ id: task }).first(), `task, stop ${stop}`).to.include({ status: 'in_progress', claim_token: null, attempts: 0 });
+      expect(await h.db('sessions').where({ id: session }).first(), `session, stop ${stop}`).to.include({ claim_token: null, attempts: 0 });
+    }
+    fake.script({ reply: REPLY, chunks: 5 }, { reply: REPLY, chunks: 5 });
+    await h.services.runtime.tick();
+    await eventually(async () => ((await h.db('tasks').where({ id: task }).first()).status === 'done' ? true : undefined));
+    expect(await h.db('tasks').where({ id: task }).first()).to.include({ result: REPLY, last_error: null });
+    const replies = (await messages(session)).filter((m) => m.author === 'scribe').map((m) => m.text);
+    expect(replies).to.deep.equal([REPLY]);
+  });
+
   it('completes the result a run left under way when its process died (its lease lapsed): that same event, once', async () => {
     const id = await submitTask('Tides for the harbour master');
     const other = otherProcess();
