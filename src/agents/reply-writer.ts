@@ -44,8 +44,9 @@ export function createReplyWriter({ save, onSaved, onError, everyMs = DRAFT_FLUS
   let timer: NodeJS.Timeout | undefined;
   let saving: Promise<void> | undefined;
   let lastSaveAt: number | undefined;
-  // The answer is stored trimmed, as it is recorded: what readers see is always a prefix of it.
-  const shown = () => text.trimStart();
+  // The answer is stored trimmed, as it is recorded, so what readers see is always a prefix of
+  // it and the deltas add up to it: blanks at its end wait for the text that follows them.
+  const shown = () => text.trim();
 
   function schedule(): void {
     if (closed || timer || saving || shown() === saved) return;

@@ -128,6 +128,28 @@ describe('event streams: GET /tasks/:id/events and /sessions/:id/events', functi
     expect(events.at(-1)!.data).to.include({ id, status: 'waiting' });
   });
 
+  it('sends deltas that add up to the recorded text when the model writes blank lines and spaces around it', async () => {
+    // The whole text, blank ends and all, is written before the model pauses: the stored draft
+    // then holds what the model wrote so far, and the answer recorded is trimmed.
+    fake.script({ reply: '\n\nThe ferry leaves at nine. \n', chunks: 3, holdAt: 3 });
+    const id = await chat('When does the ferry leave?');
+    const reading = readStream(`${one.url}/api/v1/sessions/${id}/events`, headers(), (event) => event.event === 'status' && event.data.status === 'waiting');
+    const ticking = h.services.runtime.tick();
+    await eventually(async () => ((await h.db('session_messages').where({ session_id: id, author: 'scribe', partial: true }).first()) ? true : undefined));
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    fake.release();
+    await ticking;
+    const { events } = await reading;
+    const reply = events.find((e) => e.event === 'message' && e.data.author === 'scribe')!;
+    expect(reply.data.text).to.equal('The ferry leaves at nine.');
+    expect(
+      events
+        .filter((e) => e.event === 'delta')
+        .map((e) => e.data.text)
+        .join(''),
+    ).to.equal('The ferry leaves at nine.');
+  });
+
   it('reads exactly the remaining events after a reconnect with Last-Event-ID, from the other process too', async () => {
     fake.script({ reply: REPLY, chunks: 5, chunkDelayMs: 50 });
     const id = await chat('Ferry times?');
