@@ -1,4 +1,5 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
+import { wellFormed } from '../lib/text.js';
 import { BadRequestError, HttpError, PayloadTooLargeError } from './errors.js';
 
 export const messages = {
@@ -10,8 +11,18 @@ export const messages = {
 /** The largest body read (1 MiB, as docs/api.md documents), JSON or form. */
 export const BODY_LIMIT = 1024 * 1024;
 
+/** Requests whose JSON body escapes a surrogate (`\ud800`): only those can hold half of one. */
+const escapesSurrogates = new WeakSet<Request>();
+
 // Any Content-Type is read as JSON, so a client that forgets the header still works.
-const parseJson = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
+const parseJson = express.json({
+  limit: BODY_LIMIT,
+  strict: false,
+  type: () => true,
+  verify: (req, _res, body) => {
+    if (/\\u[dD][89a-fA-F]/.test(body.toString('latin1'))) escapesSurrogates.add(req as Request);
+  },
+});
 
 /**
  * 413 `Request body too large` at once, before anything else, when the request's
@@ -55,9 +66,28 @@ export function readRawBody(req: Request, res: Response): Promise<Buffer> {
 export function readJsonBody(req: Request, res: Response): Promise<unknown> {
   return new Promise((resolve, reject) => {
     parseJson(req, res, (err?: unknown) => {
-      if (!err) return resolve(req.body);
+      if (!err) return resolve(escapesSurrogates.has(req) ? wellFormedTexts(req.body) : req.body);
       const type = (err as { type?: string }).type;
       reject(type === 'entity.too.large' ? new PayloadTooLargeError(messages.tooLarge) : new BadRequestError(messages.invalidJson));
     });
   });
+}
+
+/**
+ * Every text in a parsed body made well-formed (lib/text.ts, `wellFormed`), so that both
+ * databases store the same characters. A loop, not recursion: bodies may nest deeper than the stack.
+ */
+function wellFormedTexts(body: unknown): unknown {
+  if (typeof body === 'string') return wellFormed(body);
+  const open: unknown[] = [body];
+  for (let value = open.pop(); value !== undefined; value = open.pop()) {
+    if (typeof value !== 'object' || value === null) continue;
+    const holder = value as Record<string, unknown>;
+    for (const key of Object.keys(holder)) {
+      const inner = holder[key];
+      if (typeof inner === 'string') holder[key] = wellFormed(inner);
+      else if (typeof inner === 'object' && inner !== null) open.push(inner);
+    }
+  }
+  return body;
 }

@@ -14,3 +14,12 @@ export function cutText(text: string, max: number): string {
 export function cutNoted(text: string, max: number): string {
   return text.length > max ? `${cutText(text, max)}… (cut: ${text.length} characters in all)` : text;
 }
+
+/**
+ * `text` with each lone surrogate (half an emoji, which JSON's `\ud800` escapes can write) as
+ * U+FFFD, as PostgreSQL's driver stores it; SQLite would store it as invalid UTF-8 and read back
+ * three U+FFFD. Node 20 has `String.prototype.toWellFormed`; the ES2022 library types do not declare it.
+ */
+export function wellFormed(text: string): string {
+  return (text as string & { toWellFormed(): string }).toWellFormed();
+}

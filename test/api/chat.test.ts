@@ -53,6 +53,16 @@ describe('POST /api/v1/scribes/:id/chat', () => {
     }
   });
 
+  it('stores half an emoji (a lone surrogate, as JSON can write it) as U+FFFD, the same on either database, and a whole one as it is', async () => {
+    const res = await h.api
+      .post(`/api/v1/scribes/${t.scribe.slug}/chat`)
+      .set(t.headers)
+      .set('Content-Type', 'application/json')
+      .send('{"message":"lone \\ud800 and \\udc00 halves, a whole \\ud83d\\ude00"}');
+    expect(res.status).to.equal(202);
+    expect(await transcript(res.body.session_id)).to.deep.equal([{ author: 'user', text: 'lone \ufffd and \ufffd halves, a whole 😀' }]);
+  });
+
   it('ignores unknown fields', async () => {
     expect((await chat({ message: 'hi', colour: 'blue' })).status).to.equal(202);
   });
