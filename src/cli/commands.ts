@@ -5,6 +5,7 @@ import type { ChannelListRow } from '../channels/queries.js';
 import type { EndpointRow } from '../webhooks/queries.js';
 import type { ScribeRow } from '../scribes/queries.js';
 import { EVENT_TYPES } from '../webhooks/events.js';
+import { ValidationError } from '../http/errors.js';
 import { presentTrace, traceTotals } from '../agents/trace.js';
 
 /** What a command needs: its parsed flags, the services, and the terminal (passwords, warnings). */
@@ -30,6 +31,13 @@ export class UsageError extends Error {}
 function required(flags: Flags, name: string): string {
   const value = flags[name];
   if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+/** A flag that must be given, whose value (blank included) the service checks and refuses in its own words. */
+function given(flags: Flags, name: string): string {
+  const value = flags[name];
+  if (typeof value !== 'string') throw new UsageError(`--${name} is required`);
   return value;
 }
 
@@ -233,8 +241,8 @@ export const commands: Record<string, Command> = {
       const org = await s.organizations.getOrganization(required(flags, 'org'));
       const schedule = await s.schedules.create(operatorActor(org.id), required(flags, 'scribe'), {
         ...scheduleFlags(flags),
-        cron: required(flags, 'cron'),
-        summary: required(flags, 'summary'),
+        cron: given(flags, 'cron'),
+        summary: given(flags, 'summary'),
       });
       return { id: schedule.id, next_run_at: schedule.next_run_at };
     },
@@ -616,13 +624,15 @@ function presentEndpoint(endpoint: EndpointRow) {
 
 /** The schedule flags given; absent ones stay undefined (create's defaults, edit's current values). */
 function scheduleFlags(flags: Flags) {
-  const given = {
+  // A blank zone would read as UTC (a script's unset "$TZ"), moving a schedule without a word.
+  if (optional(flags, 'timezone')?.trim() === '') throw new ValidationError('--timezone is blank: give an IANA name such as Europe/Berlin, or leave it out');
+  const values = {
     title: optional(flags, 'title'),
     acceptance_criteria: optional(flags, 'acceptance-criteria'),
     timezone: optional(flags, 'timezone'),
     overlap: optional(flags, 'overlap'),
   };
-  return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined));
 }
 
 function presentSchedule(schedule: ScheduleListRow) {

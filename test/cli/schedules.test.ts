@@ -28,6 +28,11 @@ describe('the admin CLI: schedules', function () {
     expect(new Date(created.next_run_at).toISOString()).to.equal(created.next_run_at);
     const id = created.id as string;
 
+    // A blank zone (a script's unset "$TZ") is refused, and the schedule keeps its own.
+    const blank = await admin('schedule', 'edit', '--id', id, '--timezone', '');
+    expect(blank).to.include({ code: 1, stdout: '', stderr: 'error: --timezone is blank: give an IANA name such as Europe/Berlin, or leave it out\n' });
+    expect(await json('schedule', 'show', '--id', id)).to.include({ timezone: 'Europe/Berlin', next_run_at: created.next_run_at });
+
     const edited = await json('schedule', 'edit', '--id', id, '--cron', '*/15 * * * *', '--overlap', 'allow');
     expect(Object.keys(edited)).to.deep.equal(['id', 'next_run_at']);
     expect(new Date(edited.next_run_at).getUTCMinutes() % 15).to.equal(0);
@@ -85,9 +90,13 @@ describe('the admin CLI: schedules', function () {
       [['--cron', '* * *'], 'error: Cron expression must have 5 fields, or 6 with seconds first\n'],
       [['--cron', '0 9 * * *', '--timezone', 'Nowhere/Land'], 'error: Unknown time zone: Nowhere/Land (use an IANA name such as Europe/Berlin)\n'],
       [['--cron', 'H * * * *'], "error: Cron expression is not supported: Expression contains invalid values: 'H'\n"],
+      // Given but blank: the documented refusals (exit 1), not a missing flag (exit 2).
+      [['--cron', ''], 'error: Cron expression must have 5 fields, or 6 with seconds first\n'],
+      [['--cron', '0 9 * * *', '--summary', '  '], 'error: Summary is required\n'],
+      [['--cron', '0 9 * * *', '--timezone', ''], 'error: --timezone is blank: give an IANA name such as Europe/Berlin, or leave it out\n'],
     ] as const) {
       const result = await admin('schedule', 'create', '--org', cli.orgId, '--scribe', 'atlas', '--summary', 'x', ...args);
-      expect(result).to.include({ code: 1, stdout: '', stderr: message });
+      expect(result, args.join(' ')).to.include({ code: 1, stdout: '', stderr: message });
     }
     const missing = await admin('schedule', 'pause', '--id', '01935f00-0000-7000-8000-000000000000');
     expect(missing).to.include({ code: 1, stderr: 'error: Schedule not found\n' });
