@@ -49,6 +49,16 @@ describe('console: webhooks', () => {
     expect(res.text).to.include('value="ftp://example.com/x"').and.include('value="Kept"');
   });
 
+  it('refuses "All events" unticked with no event ticked, rather than sending every event', async () => {
+    const before = Number((await h.db('webhook_endpoints').count({ n: '*' }).first())!.n);
+    const res = await admin.post('/webhooks', { url: 'https://example.org/only-none', description: 'None' });
+    expect(res.status).to.equal(422);
+    expect(res.text).to.include('<p class="flash flash-error" role="alert">Choose at least one event type, or all of them</p>');
+    // As typed: "All events" stays unticked.
+    expect(res.text).to.include('value="https://example.org/only-none"').and.include('<input type="checkbox" name="all_events"> All events');
+    expect(Number((await h.db('webhook_endpoints').count({ n: '*' }).first())!.n)).to.equal(before);
+  });
+
   it('edits, tests, shows deliveries with filters, and redelivers the failed ones of a time range after a preview', async () => {
     const id = idOn((await admin.post('/webhooks', { url: receiver.url, all_events: 'on' })).text);
     const saved = await admin.post(`/webhooks/${id}`, { url: `${receiver.url}/v2`, description: 'Renamed', events: ['session.failed'] });
@@ -79,7 +89,7 @@ describe('console: webhooks', () => {
   });
 
   it('rotates the secret (shown once), disables, enables and deletes, each audited', async () => {
-    const id = idOn((await admin.post('/webhooks', { url: receiver.url })).text);
+    const id = idOn((await admin.post('/webhooks', { url: receiver.url, all_events: 'on' })).text);
     const rotated = await admin.post(`/webhooks/${id}/rotate-secret`, {});
     expect(secretOn(rotated.text)).to.match(/^whsec_/);
     expect(rotated.text).to.include('each delivery carries signatures with both');

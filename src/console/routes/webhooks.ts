@@ -15,13 +15,13 @@ import { render } from '../views.js';
 const DELIVERIES_PAGE = 50;
 const cursor = timeAndIdCursor((id) => UUID_PATTERN.test(id));
 
-/** The form's fields: the URL, a description, and the event types ticked ("all" or none ticked: every type). */
+/** The form's fields: the URL, a description, and the event types ticked ("All events": every type; none at all is refused). */
 function endpointInput(body: Record<string, unknown>): EndpointInput & { url: string } {
   const ticked = ([] as unknown[]).concat(body.events ?? []).map(String);
   return {
     url: String(body.url ?? '').trim(),
     description: String(body.description ?? ''),
-    events: body.all_events === 'on' || ticked.length === 0 ? null : ticked,
+    events: body.all_events === 'on' ? null : ticked,
   };
 }
 
