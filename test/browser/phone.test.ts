@@ -12,8 +12,14 @@ describe('the console in Chromium at 390 px', function () {
 
   before(async () => {
     const long = 'A long title that goes on and on for quite a while, to see that it wraps rather than widens the page';
+    // A scribe's long name fills the scribe filters' menus; a title may be one long address.
+    await c.h.services.scribes.create({ organizationId: c.t.organizationId, slug: 'emea', name: 'Customer Success Research Assistant for EMEA Enterprise Accounts' });
     const ids = await oneOfEach(c, {
-      task: { title: long, summary: long, acceptance_criteria: 'https://example.com/a/very/long/path/that/has/no/spaces/in/it/at/all/anywhere' },
+      task: {
+        title: 'Check https://example.com/reports/2026/quarterly/customer-success/very-long-path-segment-without-breaks',
+        summary: long,
+        acceptance_criteria: 'https://example.com/a/very/long/path/that/has/no/spaces/in/it/at/all/anywhere',
+      },
       message: long,
       fields: [
         { name: 'Name', type: 'text', primary: true },
