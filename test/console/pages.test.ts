@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
+import { createHarness, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
 import { stored } from '../helpers/databases.js';
 import { signIn, type ConsoleClient } from '../helpers/console.js';
 import { startFileServer } from '../helpers/file-server.js';
@@ -305,9 +305,14 @@ describe('console pages and actions', () => {
       const page = await admin.get(`/tasks/${task.id}`);
       expect(page.text).to.include('Input from staff: The most expensive one').and.include('badge-ok">done');
       expect((await audit()).at(-1)).to.include({ action: 'task.input', subject_id: task.id, actor_label: admin.email });
-      const again = await admin.post(`/tasks/${task.id}/input`, { text: 'more' });
+      // Input typed in a second tab, sent after the first: refused, and what was typed is shown to copy.
+      const again = await admin.post(`/tasks/${task.id}/input`, { text: 'A long answer <b>typed</b> in vain' });
       expect(again.status).to.equal(303);
-      expect((await admin.get(`/tasks/${task.id}`)).text).to.include('Task is not waiting');
+      const refused = (await admin.get(`/tasks/${task.id}`)).text;
+      expect(refused).to.include('Task is not waiting').and.include('<pre class="pre" id="not-sent">A long answer &lt;b&gt;typed&lt;/b&gt; in vain</pre>');
+      expect(refused).not.to.include('Answer the scribe');
+      // Shown once, as the message is.
+      expect((await admin.get(`/tasks/${task.id}`)).text).not.to.include('id="not-sent"');
     });
 
     it('lets staff reply to a waiting session from its transcript', async () => {
@@ -323,6 +328,11 @@ describe('console pages and actions', () => {
       const empty = await admin.post(`/sessions/${id}/reply`, { text: '   ' });
       expect(empty.status).to.equal(303);
       expect((await admin.get(`/sessions/${id}`)).text).to.include('Reply is required');
+      // A reply to a session closed meanwhile: refused, and what was typed is shown to copy.
+      await h.services.sessions.cancel(staffOf(t), id);
+      await admin.post(`/sessions/${id}/reply`, { text: 'Are you still there?' });
+      const closed = (await admin.get(`/sessions/${id}`)).text;
+      expect(closed).to.include('Only a session waiting for a reply can be answered').and.include('<pre class="pre" id="not-sent">Are you still there?</pre>');
     });
   });
 

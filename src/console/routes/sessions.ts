@@ -42,6 +42,7 @@ export function sessionRoutes(services: Services): Router {
         return pageOf(String(req.params.id));
       },
       (req) => pageOf(String(req.params.id)),
+      { form: 'session-reply' },
     ),
   );
 

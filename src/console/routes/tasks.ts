@@ -57,6 +57,7 @@ export function taskRoutes(services: Services): Router {
         return pageOf(String(req.params.id));
       },
       (req) => pageOf(String(req.params.id)),
+      { form: 'task-input' },
     ),
   );
 
