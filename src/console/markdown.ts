@@ -58,6 +58,22 @@ function linkNamed(state: StateCore): void {
 }
 md.core.ruler.push('link_named', linkNamed);
 
+/**
+ * A table column's alignment as a class (`align-right`), not the inline style markdown-it
+ * writes: the console's Content-Security-Policy allows no inline styles, so the browser
+ * dropped them (and reported each one).
+ */
+function alignByClass(state: StateCore): void {
+  for (const token of state.tokens) {
+    if (token.type !== 'th_open' && token.type !== 'td_open') continue;
+    const align = /^text-align:(left|center|right)$/.exec(String(token.attrGet('style') ?? ''))?.[1];
+    if (!align) continue;
+    token.attrs = (token.attrs ?? []).filter(([name]) => name !== 'style');
+    token.attrJoin('class', `align-${align}`);
+  }
+}
+md.core.ruler.push('align_by_class', alignByClass);
+
 function text(state: StateCore, content: string): Token {
   const token = new state.Token('text', '', 0);
   token.content = content;

@@ -136,6 +136,10 @@ describe('the console in Chromium: one click away', function () {
       '<script>alert("script")</script> <img src=x onerror="alert(\'img\')"> <b>raw</b>',
       '',
       '[click me](javascript:alert("link")) and [the docs](https://example.com/docs) and receipt req_01JABCDEFGHJKMNPQRSTVWXYZ0',
+      '',
+      '| Item | Amount |',
+      '|:--|--:|',
+      '| Tea | 4.50 |',
     ].join('\n');
     await c.h.db('session_messages').insert([
       { session_id: id, author: 'user', text: 'What did you find?', created_at: at },
@@ -157,6 +161,8 @@ describe('the console in Chromium: one click away', function () {
         ['the docs', 'https://example.com/docs'],
         ['req_01JABCDEFGHJKMNPQRSTVWXYZ0', '/receipts/req_01JABCDEFGHJKMNPQRSTVWXYZ0'],
       ]);
+      // A table's number column to the right, within the CSP (no inline style).
+      expect(await text.locator('td').evaluateAll((cells) => cells.map((td) => getComputedStyle(td).textAlign))).to.deep.equal(['left', 'right']);
       await page.waitForTimeout(100);
       expect(problems).to.deep.equal([]);
       expect(await overflowsSideways(page), `${width} px`).to.equal(false);

@@ -34,6 +34,12 @@ describe('markdown() for replies in the console', () => {
     );
   });
 
+  it("aligns a table's columns by class, not by an inline style the console's CSP would drop", () => {
+    expect(markdown('| Item | Amount |\n|:-|-:|\n| Tea | 4.50 |')).to.equal(
+      '<table>\n<thead>\n<tr>\n<th class="align-left">Item</th>\n<th class="align-right">Amount</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n<td class="align-left">Tea</td>\n<td class="align-right">4.50</td>\n</tr>\n</tbody>\n</table>',
+    );
+  });
+
   it('renders nothing for an empty or missing text', () => {
     expect([markdown(''), markdown(null), markdown(undefined)]).to.deep.equal(['', '', '']);
   });
