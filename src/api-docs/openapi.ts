@@ -6,6 +6,7 @@ import { REQUEST_LIST_LIMIT } from '../requests/routes.js';
 import { ENTRY_LIST_LIMIT } from '../entries/routes.js';
 import { encodeCursor } from '../http/cursor.js';
 import * as responses from './responses.js';
+import { messages as streamMessages } from '../streams/routes.js';
 
 /**
  * The OpenAPI 3.1 description of the API, generated from the zod schemas that validate the
@@ -174,7 +175,8 @@ const lastEventId = {
   name: 'Last-Event-ID',
   in: 'header',
   required: false,
-  description: 'The `id:` of the last event received: the stream goes on with the events after it, each once (browsers send it when they reconnect).',
+  description:
+    'The `id:` of the last event received, a whole number: the stream goes on with the events after it, each once (browsers send it when they reconnect). Anything else answers 400 `Invalid Last-Event-ID: …`.',
   schema: { type: 'string' },
 };
 
@@ -318,7 +320,7 @@ export function openApiDocument(): Record<string, unknown> {
           requestBody: { required: true, content: json(ref('InputBody'), examples.input) },
           responses: {
             202: { description: 'Accepted; the task, now open', content: json(ref('TaskEnvelope')) },
-            ...errors('A', { ...common, 400: 'Invalid JSON body', 404: 'Task not found', 409: 'Task is not waiting', 422: 'Input is required' }),
+            ...errors('A', { ...common, 400: 'Invalid JSON body', 404: 'Task not found', 409: 'Task is not waiting', 413: 'Request body too large', 422: 'Input is required' }),
           },
         },
       },
@@ -331,7 +333,7 @@ export function openApiDocument(): Record<string, unknown> {
           parameters: [pathParam('id', 'The task id'), idempotencyKey],
           responses: {
             200: { description: 'The task, cancelled', content: json(ref('TaskEnvelope')) },
-            ...errors('A', { ...common, 400: 'Invalid JSON body', 404: 'Task not found', 409: 'Task is already finished' }),
+            ...errors('A', { ...common, 400: 'Invalid JSON body', 404: 'Task not found', 409: 'Task is already finished', 413: 'Request body too large' }),
           },
         },
       },
@@ -358,7 +360,7 @@ export function openApiDocument(): Record<string, unknown> {
           requestBody: { required: true, content: json(ref('MessageBody'), examples.message) },
           responses: {
             202: { description: 'Accepted; the session with the message', content: json(ref('SessionEnvelope')) },
-            ...errors('A', { ...common, 400: 'Invalid JSON body', 404: 'Session not found', 409: 'Session is closed', 422: 'Message is required' }),
+            ...errors('A', { ...common, 400: 'Invalid JSON body', 404: 'Session not found', 409: 'Session is closed', 413: 'Request body too large', 422: 'Message is required' }),
           },
         },
       },
@@ -371,7 +373,7 @@ export function openApiDocument(): Record<string, unknown> {
           parameters: [pathParam('id', 'The session id'), idempotencyKey],
           responses: {
             200: { description: 'The session, cancelled', content: json(ref('SessionEnvelope')) },
-            ...errors('A', { ...common, 400: 'Invalid JSON body', 404: 'Session not found', 409: 'Session is closed' }),
+            ...errors('A', { ...common, 400: 'Invalid JSON body', 404: 'Session not found', 409: 'Session is closed', 413: 'Request body too large' }),
           },
         },
       },
@@ -384,7 +386,7 @@ export function openApiDocument(): Record<string, unknown> {
           parameters: [pathParam('id', 'The task id'), lastEventId],
           responses: {
             200: { description: 'A stream of server-sent events', content: { 'text/event-stream': { schema: { type: 'string' }, example: examples.taskStream } } },
-            ...errors('A', { ...common, 404: 'Task not found' }),
+            ...errors('A', { ...common, 400: streamMessages.invalidLastEventId, 404: 'Task not found' }),
           },
         },
       },
@@ -397,7 +399,7 @@ export function openApiDocument(): Record<string, unknown> {
           parameters: [pathParam('id', 'The session id'), lastEventId],
           responses: {
             200: { description: 'A stream of server-sent events', content: { 'text/event-stream': { schema: { type: 'string' }, example: examples.sessionStream } } },
-            ...errors('A', { ...common, 404: 'Session not found' }),
+            ...errors('A', { ...common, 400: streamMessages.invalidLastEventId, 404: 'Session not found' }),
           },
         },
       },

@@ -7,6 +7,11 @@ import { type ApiMessage, presentMessages } from '../sessions/api.js';
 import type { TaskService } from '../tasks/service.js';
 import type { StreamFeed } from './feed.js';
 import * as queries from './queries.js';
+import { BadRequestError } from '../http/errors.js';
+
+export const messages = {
+  invalidLastEventId: 'Invalid Last-Event-ID: send the id of the last event received, a whole number',
+};
 
 /** Events read per look: a long history is sent in pieces, never held whole. */
 const PAGE = 200;
@@ -152,8 +157,13 @@ export function streamRoutes({
   return router;
 }
 
-/** The `Last-Event-ID` a reconnecting client sends: the number of the last event it got (0: from the start). */
+/**
+ * The `Last-Event-ID` a reconnecting client sends: the number of the last event it got (0, or
+ * none: from the start). Anything else is 400 rather than a guess (`1e1` is not event 10).
+ */
 function lastEventId(req: Request): number {
-  const value = Number(req.get('last-event-id'));
-  return Number.isSafeInteger(value) && value > 0 ? value : 0;
+  const given = req.get('last-event-id')?.trim() ?? '';
+  if (given === '') return 0;
+  if (!/^\d{1,15}$/.test(given)) throw new BadRequestError(messages.invalidLastEventId);
+  return Number(given);
 }

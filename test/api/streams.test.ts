@@ -294,4 +294,27 @@ describe('event streams: GET /tasks/:id/events and /sessions/:id/events', functi
       expect([res.status, res.headers['content-type'], res.body], path).to.deep.equal([status, 'application/json; charset=utf-8', { error }]);
     }
   });
+
+  it('answers a Last-Event-ID that is not a whole number with 400 JSON, and takes none, 0 or a blank one as the start', async () => {
+    const id = await chat('When?');
+    await h.services.sessions.cancel({ type: 'api_key', id: null, label: 'client', organizationId: t.organizationId }, id);
+    const whole = await readStream(`${one.url}/api/v1/sessions/${id}/events`, headers());
+    for (const given of ['1e1', '0x4', 'abc', '-1', '3.5', '4,5', '9'.repeat(16)]) {
+      const res = await h.api.get(`/api/v1/sessions/${id}/events`).set('x-api-key', t.key).set('last-event-id', given);
+      expect([res.status, res.headers['content-type'], res.body], given).to.deep.equal([
+        400,
+        'application/json; charset=utf-8',
+        { error: 'Invalid Last-Event-ID: send the id of the last event received, a whole number' },
+      ]);
+    }
+    for (const given of ['0', '', ' ']) {
+      const again = await readStream(`${one.url}/api/v1/sessions/${id}/events`, { ...headers(), 'last-event-id': given });
+      expect(
+        again.events.map((e) => e.id),
+        JSON.stringify(given),
+      ).to.deep.equal(whole.events.map((e) => e.id));
+    }
+    const rest = await readStream(`${one.url}/api/v1/sessions/${id}/events`, { ...headers(), 'last-event-id': ' 2 ' });
+    expect(rest.events.map((e) => e.id)).to.deep.equal(whole.events.map((e) => e.id).filter((n) => n > 2));
+  });
 });

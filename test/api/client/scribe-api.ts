@@ -1469,6 +1469,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorA"];
                 };
             };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Request body too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
             /** @description Input is required */
             422: {
                 headers: {
@@ -1588,6 +1602,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": "Task is already finished"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Request body too large"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorA"];
@@ -1822,6 +1850,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorA"];
                 };
             };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Request body too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
             /** @description Message is required */
             422: {
                 headers: {
@@ -1946,6 +1988,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorA"];
                 };
             };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Request body too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
+                };
+            };
             /** @description Rate limit exceeded */
             429: {
                 headers: {
@@ -1980,7 +2036,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The `id:` of the last event received: the stream goes on with the events after it, each once (browsers send it when they reconnect). */
+                /** @description The `id:` of the last event received, a whole number: the stream goes on with the events after it, each once (browsers send it when they reconnect). Anything else answers 400 `Invalid Last-Event-ID: …`. */
                 "Last-Event-ID"?: string;
             };
             path: {
@@ -2007,6 +2063,20 @@ export interface operations {
                      *     data: {"message_id":57,"text":"Three tickets are open: "}
                      */
                     "text/event-stream": string;
+                };
+            };
+            /** @description Invalid Last-Event-ID: send the id of the last event received, a whole number */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Invalid Last-Event-ID: send the id of the last event received, a whole number"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
                 };
             };
             /** @description API key is required */
@@ -2071,7 +2141,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The `id:` of the last event received: the stream goes on with the events after it, each once (browsers send it when they reconnect). */
+                /** @description The `id:` of the last event received, a whole number: the stream goes on with the events after it, each once (browsers send it when they reconnect). Anything else answers 400 `Invalid Last-Event-ID: …`. */
                 "Last-Event-ID"?: string;
             };
             path: {
@@ -2100,6 +2170,20 @@ export interface operations {
                      *     : keep-alive
                      */
                     "text/event-stream": string;
+                };
+            };
+            /** @description Invalid Last-Event-ID: send the id of the last event received, a whole number */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "Invalid Last-Event-ID: send the id of the last event received, a whole number"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorA"];
                 };
             };
             /** @description API key is required */
