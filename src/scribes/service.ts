@@ -23,7 +23,7 @@ export const messages = {
   invalidMaxConcurrency: 'Max concurrency must be a whole number from 1 to 10000',
   scribeNotFound: 'Scribe not found',
   scribeNotActive: 'Scribe is not active',
-  invalidSlug: 'Slug must match ^[a-z0-9][a-z0-9-]{0,62}$',
+  invalidSlug: 'Slug must be 1 to 63 lowercase letters, digits and hyphens, starting with a letter or digit',
   slugTaken: 'Slug is already used by another scribe in this organization',
   invalidState: `State must be one of ${SCRIBE_STATES.join(', ')}`,
   ...nameMessages,

@@ -408,7 +408,11 @@ describe('the admin CLI', function () {
     ['a duplicate slug', ['scribe', 'create', '--org', '__ORG__', '--slug', 'atlas', '--name', 'Again'], /Slug is already used/],
     ['an unknown org', ['scribe', 'create', '--org', '00000000-0000-0000-0000-000000000000', '--slug', 'x', '--name', 'X'], /Organization not found/],
     ['a bad state', ['scribe', 'create', '--org', '__ORG__', '--slug', 'y', '--name', 'Y', '--state', 'asleep'], /State must be one of/],
-    ['a bad slug', ['scribe', 'create', '--org', '__ORG__', '--slug', 'Bad Slug', '--name', 'Z'], /Slug must match/],
+    [
+      'a bad slug',
+      ['scribe', 'create', '--org', '__ORG__', '--slug', 'Bad Slug', '--name', 'Z'],
+      /Slug must be 1 to 63 lowercase letters, digits and hyphens, starting with a letter or digit/,
+    ],
     ['a bad agent', ['scribe', 'create', '--org', '__ORG__', '--slug', 'w', '--name', 'W', '--agent', 'gpt'], /Agent must be one of builtin, openai/],
     ['set-agent with a bad agent', ['scribe', 'set-agent', '--org', '__ORG__', '--slug', 'atlas', '--agent', 'gpt'], /Agent must be one of builtin, openai/],
     ['an unknown session', ['session', 'show', '--id', '01935f00-0000-7000-8000-000000000000'], /Session not found/],

@@ -82,7 +82,7 @@ describe('console scribes: create and rename', () => {
   });
 
   const invalid: Array<[string, Record<string, string>, string]> = [
-    ['a bad slug', { name: 'Bad', slug: 'Bad Slug' }, 'Slug must match ^[a-z0-9][a-z0-9-]{0,62}$'],
+    ['a bad slug', { name: 'Bad', slug: 'Bad Slug' }, 'Slug must be 1 to 63 lowercase letters, digits and hyphens, starting with a letter or digit'],
     ['a slug already used', { name: 'Again', slug: 'atlas' }, 'Slug is already used by another scribe in this organization'],
     ['a blank name', { name: '  ', slug: 'nameless' }, 'Name is required'],
     ['a bad state', { name: 'S', slug: 'sleepy', state: 'asleep' }, 'State must be one of active, powered_off, unprovisioned'],
