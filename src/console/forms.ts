@@ -66,6 +66,14 @@ function typedFields(body: unknown, { form, secrets = [] }: KeepTyped): TypedFor
  */
 const SENT_FORMS_KEPT = 20;
 
+/** What a form sent again says (`sentAlready`), by what it had made. */
+export const sentAgain = {
+  key: 'This form was sent already: the key it made is in the list, and was shown once, when it was made.',
+  made: (what: 'channel' | 'endpoint') => `This form was sent already: this is the ${what} it made. Its secret was shown once, when it was made.`,
+  secret: 'This form was sent already: the secret it made is the one in use, and was shown once, when it was made.',
+  link: 'This form was sent already: the link it made was shown once, when it was made. Make a new link to show one again.',
+};
+
 /** A new `_once` token for a form that shows a secret (views: `h.onceToken()`). */
 export const onceToken = (): string => randomUUID();
 

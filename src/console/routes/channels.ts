@@ -5,7 +5,7 @@ import type { ChannelInput, ChannelListRow } from '../../channels/service.js';
 import { CHANNEL_MODES } from '../../channels/queries.js';
 import { VERIFY_PRESETS } from '../../channels/verify.js';
 import { requireAdmin, userActor } from '../auth.js';
-import { action, flash, rememberSent, sentAlready } from '../forms.js';
+import { action, flash, rememberSent, sentAgain, sentAlready } from '../forms.js';
 import { pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
 import { UUID_PATTERN } from '../../lib/ids.js';
 import { render } from '../views.js';
@@ -62,47 +62,37 @@ export function channelRoutes(services: Services): Router {
   });
 
   // Rendered, not redirected: the secret is shown in this response only.
-  router.post(
-    '/b/:slug/channels',
-    requireAdmin,
-    sentAlready('This form was sent already: this is the channel it made. Its secret was shown once, when it was made.'),
-    async (req, res) => {
-      const slug = String(req.params.slug);
-      const values = channelInput(req.body);
-      try {
-        const { channel, secret } = await services.channels.create(userActor(req), slug, values);
-        rememberSent(req, res, pageOf(channel.id));
-        res.locals.flash = { kind: 'notice', text: 'Channel created.' };
-        await renderChannel(req, res, await services.channels.get(req.user!.organization_id, channel.id), secret);
-      } catch (err) {
-        if (!(err instanceof HttpError) || err.status !== 422) throw err;
-        await renderForm(req, res, slug, values, err.message);
-      }
-    },
-  );
+  router.post('/b/:slug/channels', requireAdmin, sentAlready(sentAgain.made('channel')), async (req, res) => {
+    const slug = String(req.params.slug);
+    const values = channelInput(req.body);
+    try {
+      const { channel, secret } = await services.channels.create(userActor(req), slug, values);
+      rememberSent(req, res, pageOf(channel.id));
+      res.locals.flash = { kind: 'notice', text: 'Channel created.' };
+      await renderChannel(req, res, await services.channels.get(req.user!.organization_id, channel.id), secret);
+    } catch (err) {
+      if (!(err instanceof HttpError) || err.status !== 422) throw err;
+      await renderForm(req, res, slug, values, err.message);
+    }
+  });
 
   router.get('/channels/:id', async (req, res) => {
     await renderChannel(req, res, await services.channels.get(req.user!.organization_id, String(req.params.id)));
   });
 
-  router.post(
-    '/channels/:id/rotate-secret',
-    requireAdmin,
-    sentAlready('This form was sent already: the secret it made is the one in use, and was shown once, when it was made.'),
-    async (req, res) => {
-      const id = String(req.params.id);
-      try {
-        const secret = await services.channels.rotateSecret(userActor(req), id);
-        rememberSent(req, res, pageOf(id));
-        res.locals.flash = { kind: 'notice', text: 'New secret made: the old one no longer verifies.' };
-        await renderChannel(req, res, await services.channels.get(req.user!.organization_id, id), secret);
-      } catch (err) {
-        if (!(err instanceof HttpError) || err.status !== 422) throw err;
-        flash(req, 'error', err.message);
-        res.redirect(303, pageOf(id));
-      }
-    },
-  );
+  router.post('/channels/:id/rotate-secret', requireAdmin, sentAlready(sentAgain.secret), async (req, res) => {
+    const id = String(req.params.id);
+    try {
+      const secret = await services.channels.rotateSecret(userActor(req), id);
+      rememberSent(req, res, pageOf(id));
+      res.locals.flash = { kind: 'notice', text: 'New secret made: the old one no longer verifies.' };
+      await renderChannel(req, res, await services.channels.get(req.user!.organization_id, id), secret);
+    } catch (err) {
+      if (!(err instanceof HttpError) || err.status !== 422) throw err;
+      flash(req, 'error', err.message);
+      res.redirect(303, pageOf(id));
+    }
+  });
 
   for (const [name, enabled, notice] of [
     ['disable', false, 'Disabled: its URL or address now answers as unknown.'],

@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import type { Services } from '../../services.js';
 import { requireAdmin, userActor } from '../auth.js';
-import { action, flash, rememberSent, sentAlready } from '../forms.js';
+import { action, flash, rememberSent, sentAgain, sentAlready } from '../forms.js';
 import { render, type Views } from '../views.js';
 import { HttpError } from '../../http/errors.js';
 
@@ -16,7 +16,7 @@ export function keyRoutes(services: Services): Router {
   router.get('/keys', (req, res) => page(req, res, { created: null, error: null, name: '' }));
 
   // Rendered, not redirected: the key is shown in this response only and stored nowhere in clear.
-  router.post('/keys', requireAdmin, sentAlready('This form was sent already: the key it made is in the list, and was shown once, when it was made.'), async (req, res) => {
+  router.post('/keys', requireAdmin, sentAlready(sentAgain.key), async (req, res) => {
     const name = String(req.body.name ?? '').trim();
     try {
       const created = await services.organizations.createApiKey({ organizationId: req.user!.organization_id, name });

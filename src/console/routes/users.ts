@@ -3,7 +3,7 @@ import type { Services } from '../../services.js';
 import { HttpError } from '../../http/errors.js';
 import { USER_ROLES, userState } from '../../users/service.js';
 import { requireAdmin, userActor } from '../auth.js';
-import { action, flash, rememberSent, sentAlready } from '../forms.js';
+import { action, flash, rememberSent, sentAgain, sentAlready } from '../forms.js';
 import { render } from '../views.js';
 
 /** A link shown once on the page that made it. */
@@ -44,7 +44,7 @@ export function userRoutes(services: Services): Router {
   };
 
   // Rendered, not redirected: the link is shown in this response only.
-  const repeat = sentAlready('This form was sent already: the link it made was shown once, when it was made. Make a new link to show one again.');
+  const repeat = sentAlready(sentAgain.link);
   router.post('/users', repeat, (req, res) => {
     const form = { email: String(req.body.email ?? '').trim(), role: String(req.body.role ?? 'viewer') };
     return showLink(

@@ -6,7 +6,7 @@ import { RESPONSE_KEEP_BYTES } from '../../webhooks/send.js';
 import { DELIVERY_STATUSES, type DeliveryStatus, type EndpointRow } from '../../webhooks/queries.js';
 import type { EndpointInput } from '../../webhooks/service.js';
 import { requireAdmin, userActor } from '../auth.js';
-import { action, flash, rememberSent, sentAlready } from '../forms.js';
+import { action, flash, rememberSent, sentAgain, sentAlready } from '../forms.js';
 import { pageAt, pagerOf, timeAndIdCursor } from '../pager.js';
 import { UUID_PATTERN } from '../../lib/ids.js';
 import { render } from '../views.js';
@@ -78,23 +78,18 @@ export function webhookRoutes(services: Services): Router {
   router.get('/webhooks/new', requireAdmin, (_req, res) => renderForm(res, null, { url: '', description: '', events: null }));
 
   // Rendered, not redirected: the secret is shown in this response only.
-  router.post(
-    '/webhooks',
-    requireAdmin,
-    sentAlready('This form was sent already: this is the endpoint it made. Its secret was shown once, when it was made.'),
-    async (req, res) => {
-      const values = endpointInput(req.body);
-      try {
-        const { endpoint, secret } = await services.webhooks.create(userActor(req), values);
-        rememberSent(req, res, pageOf(endpoint.id));
-        res.locals.flash = { kind: 'notice', text: 'Endpoint created.' };
-        await renderEndpoint(req, res, endpoint, secret);
-      } catch (err) {
-        if (!(err instanceof HttpError) || err.status !== 422) throw err;
-        renderForm(res, null, values, err.message);
-      }
-    },
-  );
+  router.post('/webhooks', requireAdmin, sentAlready(sentAgain.made('endpoint')), async (req, res) => {
+    const values = endpointInput(req.body);
+    try {
+      const { endpoint, secret } = await services.webhooks.create(userActor(req), values);
+      rememberSent(req, res, pageOf(endpoint.id));
+      res.locals.flash = { kind: 'notice', text: 'Endpoint created.' };
+      await renderEndpoint(req, res, endpoint, secret);
+    } catch (err) {
+      if (!(err instanceof HttpError) || err.status !== 422) throw err;
+      renderForm(res, null, values, err.message);
+    }
+  });
 
   router.get('/webhooks/:id', async (req, res) => {
     await renderEndpoint(req, res, await services.webhooks.get(org(req), String(req.params.id)));
@@ -130,18 +125,13 @@ export function webhookRoutes(services: Services): Router {
     }
   });
 
-  router.post(
-    '/webhooks/:id/rotate-secret',
-    requireAdmin,
-    sentAlready('This form was sent already: the secret it made is the one in use, and was shown once, when it was made.'),
-    async (req, res) => {
-      const id = String(req.params.id);
-      const { secret, previousValidUntil } = await services.webhooks.rotateSecret(userActor(req), id);
-      rememberSent(req, res, pageOf(id));
-      res.locals.flash = { kind: 'notice', text: `New secret made. Until ${previousValidUntil.slice(0, 16).replace('T', ' ')} UTC each delivery carries signatures with both.` };
-      await renderEndpoint(req, res, await services.webhooks.get(org(req), id), secret);
-    },
-  );
+  router.post('/webhooks/:id/rotate-secret', requireAdmin, sentAlready(sentAgain.secret), async (req, res) => {
+    const id = String(req.params.id);
+    const { secret, previousValidUntil } = await services.webhooks.rotateSecret(userActor(req), id);
+    rememberSent(req, res, pageOf(id));
+    res.locals.flash = { kind: 'notice', text: `New secret made. Until ${previousValidUntil.slice(0, 16).replace('T', ' ')} UTC each delivery carries signatures with both.` };
+    await renderEndpoint(req, res, await services.webhooks.get(org(req), id), secret);
+  });
 
   const back = (req: Request) => pageOf(String(req.params.id));
   const act = (name: string, run: (req: Request, id: string) => Promise<string>) =>
