@@ -83,7 +83,9 @@ export interface Views {
   'channels/show': {
     title: string;
     channel: ChannelListRow;
+    /** A webhook channel's URL: whole for admins, its token cut for viewers (`wholeUrl` false). */
     url: string | null;
+    wholeUrl: boolean;
     sample: string | null;
     deliveries: Result<Services['channels']['deliveryPage']>['items'];
     pager: Pager;

@@ -95,6 +95,13 @@ describe('console: channels', () => {
 
     expect((await viewer.get(`/channels/${id}`)).text).not.to.include(`/channels/${id}/disable`);
     expect((await viewer.post(`/channels/${id}/disable`, {})).status).to.equal(403);
+    // The whole URL lets its holder post work: a viewer sees its token's first characters, no sample.
+    const token = path.split('/').at(-1)!;
+    const seen = (await viewer.get(`/channels/${id}`)).text;
+    expect(urlOn(seen)).to.match(new RegExp(`^http://127\\.0\\.0\\.1:\\d+/inbound/${token.slice(0, 4)}…$`));
+    expect(seen).not.to.include(token).and.not.to.include('id="sample-request"');
+    expect(seen).to.include('(the whole URL lets its holder post work: admins see it)');
+    expect(new URL(urlOn((await admin.get(`/channels/${id}`)).text)).pathname).to.equal(path);
     expect((await viewer.get(`/b/${t.scribe.slug}/channels/new`)).status).to.equal(403);
     const actions = await h.db('audit_events').where({ subject_type: 'channel', subject_id: id }).orderBy('id').pluck('action');
     expect(actions).to.deep.equal(['channel.create', 'channel.disable', 'channel.enable', 'channel.rotate_secret']);

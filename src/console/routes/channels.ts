@@ -19,8 +19,17 @@ function channelInput(body: Record<string, unknown>): ChannelInput & { kind: str
   return { kind: text('kind') || 'webhook', mode: text('mode'), name: text('name'), verify: text('verify'), secret: text('secret') || undefined, address: text('address') };
 }
 
-/** The full URL senders post to, as this request reached the console. */
-const inboundUrl = (req: Request, channel: ChannelListRow) => `${req.protocol}://${req.get('host')}/inbound/${channel.token}`;
+/**
+ * The URL senders post to, as this request reached the console: whole for admins; for viewers
+ * with its token cut to its first characters, since the whole URL lets anyone who has it post
+ * work to the scribe (with no signature at all for a channel that verifies nothing), and a
+ * viewer changes nothing.
+ */
+function inboundUrl(req: Request, channel: ChannelListRow): { url: string; whole: boolean } {
+  const whole = req.user!.role === 'admin';
+  const token = whole ? channel.token! : `${channel.token!.slice(0, 4)}…`;
+  return { url: `${req.protocol}://${req.get('host')}/inbound/${token}`, whole };
+}
 
 /** A curl command that sends the channel a JSON body of the fields its mode reads. */
 export function sampleRequest(url: string, mode: string): string {
@@ -53,8 +62,9 @@ export function channelRoutes(services: Services): Router {
   const renderChannel = async (req: Request, res: Response, channel: ChannelListRow, secret: string | null = null) => {
     const page = await services.channels.deliveryPage(channel.id, pageAt(req, cursor), DELIVERIES_PAGE);
     const pager = pagerOf(page, { path: pageOf(channel.id), filters: {}, codec: cursor, noun: ['delivery', 'deliveries'], scope: 'to this channel' });
-    const url = channel.kind === 'webhook' ? inboundUrl(req, channel) : null;
-    render(res, 'channels/show', { title: channel.name, channel, url, sample: url === null ? null : sampleRequest(url, channel.mode), deliveries: page.items, pager, secret });
+    const inbound = channel.kind === 'webhook' ? inboundUrl(req, channel) : null;
+    const sample = inbound?.whole ? sampleRequest(inbound.url, channel.mode) : null;
+    render(res, 'channels/show', { title: channel.name, channel, url: inbound?.url ?? null, wholeUrl: inbound?.whole ?? false, sample, deliveries: page.items, pager, secret });
   };
 
   router.get('/b/:slug/channels/new', requireAdmin, async (req, res) => {
