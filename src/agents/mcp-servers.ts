@@ -14,7 +14,8 @@ export const messages = {
   serverNotFound: 'MCP server not found',
   invalidUrl: 'MCP server URL must be an http:// or https:// URL without credentials, at most 2000 characters',
   privateAddress: 'MCP server URL must not point at a private or local address (ATTACHMENTS_ALLOW_PRIVATE=true allows it)',
-  invalidHeader: (line: string) => `Header must be "Name: value": ${line.slice(0, 60)}`,
+  // The line's number, never its text: a header line holds a secret (an Authorization value).
+  invalidHeader: (line: number) => `Header line ${line} must be "Name: value"`,
   tooManyServers: 'A scribe may have at most 10 MCP servers',
 };
 
@@ -55,11 +56,14 @@ export function createMcpServerService({
   function checkHeaders(lines: readonly string[]): Record<string, string> {
     // No prototype: a header named __proto__ is a header like any other.
     const headers = Object.create(null) as Record<string, string>;
-    for (const line of lines.map((l) => l.trim()).filter(Boolean)) {
+    for (const [index, line] of lines
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .entries()) {
       const colon = line.indexOf(':');
       const name = colon > 0 ? line.slice(0, colon).trim() : '';
       const value = colon > 0 ? line.slice(colon + 1).trim() : '';
-      if (!HEADER_NAME.test(name) || !value || /[\r\n]/.test(value)) throw new ValidationError(messages.invalidHeader(name || line));
+      if (!HEADER_NAME.test(name) || !value || /[\r\n]/.test(value)) throw new ValidationError(messages.invalidHeader(index + 1));
       headers[name] = value;
     }
     return headers;

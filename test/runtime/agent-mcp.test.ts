@@ -139,11 +139,12 @@ describe('tools over MCP', function () {
   });
 
   it('refuses a header that is not "Name: value", and audits adding and removing', async () => {
-    const bad = await h.services.mcpServers.add(staffOf(t), 'oracle', { url: mcp.url, headers: ['Authorization Bearer x'] }).then(
+    // The refusal names the line, never its text: a header line holds a secret.
+    const bad = await h.services.mcpServers.add(staffOf(t), 'oracle', { url: mcp.url, headers: ['X-Team: blue', '', 'Authorization Bearer sk-live-secret'] }).then(
       () => 'added',
       (err: Error) => err.message,
     );
-    expect(bad).to.equal('Header must be "Name: value": Authorization Bearer x');
+    expect(bad).to.equal('Header line 2 must be "Name: value"');
     const server = await h.services.mcpServers.add(staffOf(t), 'oracle', { url: mcp.url });
     await h.services.mcpServers.remove(staffOf(t), server.id);
     const actions = await h
