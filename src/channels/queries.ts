@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Db } from '../db/knex.js';
 import { readKeysetPage, type KeysetPage, type PageAt } from '../db/keyset.js';
 import type { VerifyPreset } from './verify.js';
@@ -14,7 +15,10 @@ export interface ChannelRow {
   kind: ChannelKind;
   mode: ChannelMode;
   name: string;
+  /** A webhook channel's token as stored: sealed (the service opens it to show the URL). */
   token: string | null;
+  /** Its SHA-256, by which the inbound side finds the channel. */
+  token_hash: string | null;
   verify: VerifyPreset | null;
   secret: string | null;
   address: string | null;
@@ -64,9 +68,15 @@ export async function findChannelById(db: Db, id: string): Promise<ChannelRow | 
   return row && withBoolean(row);
 }
 
+/** The stored hash of a webhook channel's token: only it is looked up, as API keys are. */
+export function tokenHash(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
 /** An enabled channel by its webhook token or email address (the inbound side knows nothing else). */
 export async function findEnabledChannel(db: Db, by: { token: string } | { address: string }): Promise<ChannelRow | undefined> {
-  const row = await db<ChannelRow>('channels').where(by).where({ enabled: true }).first();
+  const where = 'token' in by ? { token_hash: tokenHash(by.token) } : by;
+  const row = await db<ChannelRow>('channels').where(where).where({ enabled: true }).first();
   return row && withBoolean(row);
 }
 

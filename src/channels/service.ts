@@ -110,7 +110,12 @@ export function createChannelService({
   async function get(organizationId: string, id: string): Promise<ChannelListRow> {
     const channel = UUID_PATTERN.test(id) ? await queries.findChannel(db, organizationId, id) : undefined;
     if (!channel) throw new NotFoundError(messages.channelNotFound);
-    return channel;
+    return opened(channel);
+  }
+
+  /** A channel as its readers (an admin's page, the CLI) see it: its token opened, to show the URL. */
+  function opened<T extends ChannelRow>(channel: T): T {
+    return channel.token === null ? channel : { ...channel, token: secrets.open(channel.token) };
   }
 
   /** The channel acting on its own in the audit log. */
@@ -215,31 +220,35 @@ export function createChannelService({
   }
 
   return {
-    /** A new channel; the secret is returned here and shown this once. */
+    /** A new channel, its token in clear (for its URL); the secret is returned here and shown this once. */
     async create(actor: Actor, scribeSlug: string, input: ChannelInput): Promise<{ channel: ChannelRow; secret: string | null }> {
       const scribe = await scribes.getBySlug(actor.organizationId, scribeSlug);
       const checked = check(input);
       const at = isoNow(clock);
-      const channel: ChannelRow = {
+      // The token and the secret sealed: a copy of the database holds neither in clear.
+      const seal = (value: string | null) => (value === null ? null : secrets.seal(value));
+      const stored: ChannelRow = {
         id: newId(),
         organization_id: actor.organizationId,
         scribe_id: scribe.id,
         ...checked,
-        secret: checked.secret === null ? null : secrets.seal(checked.secret),
+        token: seal(checked.token),
+        token_hash: checked.token === null ? null : queries.tokenHash(checked.token),
+        secret: seal(checked.secret),
         enabled: true,
         created_at: at,
         updated_at: at,
       };
       try {
         await db.transaction(async (trx) => {
-          await queries.insertChannel(trx, channel);
-          await audit.record(actor, 'channel.create', { type: 'channel', id: channel.id }, channel.address ?? `${channel.mode}, verify ${channel.verify}`, trx);
+          await queries.insertChannel(trx, stored);
+          await audit.record(actor, 'channel.create', { type: 'channel', id: stored.id }, stored.address ?? `${stored.mode}, verify ${stored.verify}`, trx);
         });
       } catch (err) {
-        if (channel.address && isUniqueViolation(err)) throw new ValidationError(messages.addressTaken);
+        if (stored.address && isUniqueViolation(err)) throw new ValidationError(messages.addressTaken);
         throw err;
       }
-      return { channel, secret: checked.secret };
+      return { channel: { ...stored, token: checked.token }, secret: checked.secret };
     },
 
     /** Turns a channel off (its URL or address then answers as unknown) or on again. */
@@ -273,7 +282,7 @@ export function createChannelService({
       return channel.organization_id;
     },
 
-    list: (organizationId: string, scribeId?: string) => queries.listChannels(db, organizationId, scribeId),
+    list: async (organizationId: string, scribeId?: string) => (await queries.listChannels(db, organizationId, scribeId)).map(opened),
     deliveries: (channelId: string, limit = 50) => queries.listDeliveries(db, channelId, limit),
     /** A page of the channel's deliveries, newest first, for the console's pager. */
     deliveryPage: (channelId: string, at: PageAt, limit: number) => queries.pageDeliveries(db, channelId, at, limit),

@@ -54,17 +54,20 @@ describe('secrets at rest', function () {
   let h: Harness;
   let t: Tenant;
   let clear: string[];
+  /** The channels' tokens, which are credentials too: whoever holds one may post to the scribe. */
+  let tokens: string[];
 
   before(async () => {
     h = await createHarness({ env: { MODELS_ALLOW_PRIVATE: 'true' }, options: { runOnNewWork: false, dispatchOnAccept: false } });
     t = await h.tenant({ slug: 'oracle' });
     await h.services.scribes.setAgent(t.organizationId, 'oracle', { agent: 'openai', baseUrl: 'https://models.example.com/v1', apiKey: MODEL_KEY });
     await h.services.mcpServers.add(staffOf(t), 'oracle', { url: 'https://tools.example.com/mcp', headers: [`Authorization: ${MCP_TOKEN}`] });
-    await h.services.channels.create(staffOf(t), 'oracle', { kind: 'webhook', verify: 'hmac-sha256', secret: CHANNEL_SECRET });
+    const signed = await h.services.channels.create(staffOf(t), 'oracle', { kind: 'webhook', verify: 'hmac-sha256', secret: CHANNEL_SECRET });
     const generated = await h.services.channels.create(staffOf(t), 'oracle', { kind: 'webhook', verify: 'standard-webhooks' });
     const { endpoint, secret: first } = await h.services.webhooks.create(staffOf(t), { url: 'https://hooks.example.com/in' });
     const { secret: second } = await h.services.webhooks.rotateSecret(staffOf(t), endpoint.id);
     clear = [MODEL_KEY, MCP_TOKEN, CHANNEL_SECRET, generated.secret!, first, second];
+    tokens = [signed.channel.token!, generated.channel.token!];
   });
   after(() => h.close());
 
@@ -81,6 +84,21 @@ describe('secrets at rest', function () {
       expect(copy.includes(secret), `found in the copy: ${secret}`).to.equal(false);
     }
     expect(copy).to.include(h.services.secrets.keyId);
+  });
+
+  it("keeps the channels' tokens hashed (how the inbound side finds them) and sealed (how an admin's page shows them), none in clear", async () => {
+    const rows = await h.db('channels').orderBy('created_at').select('token', 'token_hash');
+    expect(rows.map((row) => isSealed(row.token))).to.deep.equal([true, true]);
+    expect(rows.map((row) => h.services.secrets.open(row.token)).sort()).to.deep.equal([...tokens].sort());
+    expect(rows.map((row) => row.token_hash).sort()).to.deep.equal(tokens.map((token) => crypto.createHash('sha256').update(token).digest('hex')).sort());
+    const copy = await databaseCopy(h);
+    for (const token of tokens) expect(copy.includes(token), `found in the copy: ${token}`).to.equal(false);
+    // And the token still finds its channel.
+    const res = await h.api.post(`/inbound/${tokens[1]}`).set('Content-Type', 'application/json').send('{"summary":"x"}');
+    expect(res.status, JSON.stringify(res.body)).to.equal(401);
+    expect(res.body).to.deep.equal({ error: 'Invalid signature' });
+    const unknown = `${tokens[1]!.slice(0, -1)}${tokens[1]!.endsWith('A') ? 'B' : 'A'}`;
+    expect((await h.api.post(`/inbound/${unknown}`).set('Content-Type', 'application/json').send('{}')).status).to.equal(404);
   });
 
   it('keeps the key outside the database: generated once in DATA_DIR (mode 0600) when SECRETS_KEY is unset', () => {
@@ -115,7 +133,11 @@ describe('secrets at rest', function () {
     const channel = await h.db('channels').where({ verify: 'hmac-sha256' }).first();
     const body = JSON.stringify({ summary: 'Signed after the migration' });
     const signature = crypto.createHmac('sha256', CHANNEL_SECRET).update(body).digest('hex');
-    const res = await h.api.post(`/inbound/${channel.token}`).set('Content-Type', 'application/json').set('X-Signature', `sha256=${signature}`).send(body);
+    const res = await h.api
+      .post(`/inbound/${secrets.open(channel.token)}`)
+      .set('Content-Type', 'application/json')
+      .set('X-Signature', `sha256=${signature}`)
+      .send(body);
     expect(res.status).to.equal(202);
   });
 });
