@@ -12,5 +12,11 @@ export function createLogger(level: string, { pretty = false, destination }: { p
     redact: { paths: REDACT, censor: '[redacted]' },
     ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true } } } : {}),
   };
-  return destination ? pino(options, destination) : pino(options);
+  if (destination) return pino(options, destination);
+  if (pretty) return pino(options);
+  // Written as each line is logged, not buffered for later: pino flushes a buffer when the
+  // process exits, and its stream (sonic-boom 4) retries that flush forever when nothing reads
+  // stdout any more (EPIPE: a pipe to head, a log reader that died), so SIGTERM never ended the
+  // process. A line written at once that meets EPIPE turns the log off instead.
+  return pino(options, pino.destination({ dest: 1, sync: true }));
 }

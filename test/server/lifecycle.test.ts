@@ -262,6 +262,17 @@ describe('the server process', function () {
     }
   });
 
+  // One database is enough: what is tested is the log's stream, not the data.
+  itOnlyOn('sqlite')('stops on SIGTERM and exits 0 when whatever read its stdout has gone (a pipe to head, a log reader that died)', async () => {
+    const server = await startProcess('src/main.ts', { DATA_DIR: tempDir() });
+    // The reading end closes: each line the server logs from now on meets EPIPE.
+    server.child.stdout!.destroy();
+    server.child.kill('SIGTERM');
+    const code = await Promise.race([server.exited, new Promise((resolve) => setTimeout(() => resolve('still running after 15 s'), 15_000))]);
+    if (code !== 0) server.child.kill('SIGKILL');
+    expect(code).to.equal(0);
+  });
+
   it('ends with one line naming PORT (or SMTP_PORT) when the port is taken, for npm start and npm run demo, not a stack trace', async () => {
     const taken = net.createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
