@@ -19,8 +19,9 @@ const quiet = logger.child({}, { level: 'silent' });
 const demo = await seed((options) => createServices({ config, db, logger: quiet, secrets, options }));
 await db.destroy();
 
+const stopsOnSignals = stopOnSignals(logger);
 const server = await startOrExit(config, logger);
-stopOnSignals(server, logger);
+stopsOnSignals(server);
 
 process.stdout.write(
   [

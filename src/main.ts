@@ -7,7 +7,7 @@ const logger = processLogger(config);
 if (config.webConcurrency > 1 && cluster.isPrimary) {
   superviseWorkers(config.webConcurrency, logger);
 } else {
-  const server = await startOrExit(config, logger);
-  stopOnSignals(server, logger);
+  const stopsOnSignals = stopOnSignals(logger);
+  stopsOnSignals(await startOrExit(config, logger));
   reportReady();
 }

@@ -37,14 +37,18 @@ export function processLogger(config: Config): Logger {
   return createLogger(config.logLevel, { pretty: config.logFormat === 'pretty' });
 }
 
-/** SIGTERM and SIGINT stop the server gracefully; a second signal exits at once. */
-export function stopOnSignals(server: RunningServer, logger: Logger): void {
-  let stopping = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) process.exit(1);
-    stopping = true;
+/**
+ * SIGTERM and SIGINT stop the server gracefully; a second signal exits at once. Called before
+ * the server starts, and handed the server once it is up: a signal sent the moment the server
+ * says it listens (a supervisor's, a script's) would otherwise meet the default action, which
+ * ends the process on the spot. One that comes while it starts stops it as soon as it is up.
+ */
+export function stopOnSignals(logger: Logger): (server: RunningServer) => void {
+  let server: RunningServer | undefined;
+  let signalled: NodeJS.Signals | undefined;
+  const stop = (running: RunningServer, signal: NodeJS.Signals) => {
     logger.info({ signal }, 'shutting down');
-    server.stop().then(
+    running.stop().then(
       () => process.exit(0),
       (err: unknown) => {
         logger.error({ err }, 'shutdown failed');
@@ -52,8 +56,17 @@ export function stopOnSignals(server: RunningServer, logger: Logger): void {
       },
     );
   };
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) process.exit(1);
+    signalled = signal;
+    if (server) stop(server, signal);
+  };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  return (started) => {
+    server = started;
+    if (signalled) stop(started, signalled);
+  };
 }
 
 /**

@@ -273,6 +273,20 @@ describe('the server process', function () {
     expect(code).to.equal(0);
   });
 
+  // One database is enough: what is tested is the process's signals.
+  itOnlyOn('sqlite')('stops gracefully on a SIGTERM that comes while it starts, once it is up, rather than being killed by it', async () => {
+    const dataDir = tempDir();
+    const child = spawn(process.execPath, [builtEntry('src/main.ts')], { env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0' } });
+    let output = '';
+    child.stdout.on('data', (c) => (output += c));
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (code, signal) => resolve([code, signal])));
+    // The secrets key is written as the server starts: the process is past its first lines, not yet listening.
+    await eventually(async () => (fs.existsSync(path.join(dataDir, 'secrets-key')) ? true : undefined), 20_000);
+    child.kill('SIGTERM');
+    expect(await exited).to.deep.equal([0, null]);
+    expect(output).to.include('"msg":"scribe is listening"').and.include('"msg":"scribe stopped"');
+  });
+
   it('ends with one line naming PORT (or SMTP_PORT) when the port is taken, for npm start and npm run demo, not a stack trace', async () => {
     const taken = net.createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
