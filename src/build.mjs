@@ -1,4 +1,6 @@
 // Compiles the TypeScript sources into dist/, bundles the entry points, and records what it built.
+// Compiling strips the types with esbuild, file by file, as tsx does for the tests: the type
+// check is `npm run typecheck` (tsc), which `npm test` runs, so a build does not pay for it again.
 //
 //   node src/build.mjs              compile and bundle (npm run build)
 //   node src/build.mjs --if-stale   build only when the sources differ from the last
@@ -9,7 +11,6 @@
 // the sources' contents, not of their times: a checkout, a copy or a clock change that keeps
 // the contents keeps the build, and any changed byte rebuilds. Everything it prints goes to
 // stderr, so `npm run --silent admin` keeps one JSON object alone on stdout.
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -18,7 +19,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 /** What the compiled output depends on: the compiled folders, the compiler settings and the dependency tree. */
-const INPUTS = ['src', 'migrations', 'seeds', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json'];
+const INPUTS = ['src', 'migrations', 'seeds', 'tsconfig.json', 'package-lock.json'];
 const STAMP = path.join(root, 'dist', '.sources-sha256');
 /**
  * The processes' entry points, each bundled with the code it imports into dist/<name>.js
@@ -61,7 +62,7 @@ const ENTRY = path.join(root, 'dist', 'main.js');
 const messages = {
   building: 'Building dist/: the sources changed since the last build.',
   noCompiler:
-    'Cannot build dist/: TypeScript and esbuild (development dependencies) are not installed. ' +
+    'Cannot build dist/: esbuild (a development dependency) is not installed. ' +
     'Run `npm ci` to install everything and build, then `npm prune --omit=dev` to drop the build tools again.',
 };
 
@@ -103,13 +104,36 @@ function devDependency(specifier) {
   }
 }
 
+/** The folders compiled into dist/, each .ts file to a .js file beside its source map. */
+const COMPILED = ['src', 'migrations', 'seeds'];
+
 /**
- * Bundles ENTRY_POINTS from tsc's output (the code the tests run, source maps carried through).
+ * Compiles COMPILED into dist/ as tsc would emit it (the server runs its migrations and seeds
+ * from there, and the bundles are made from it), reading the compiler settings esbuild honours
+ * (verbatimModuleSyntax, class fields) from tsconfig.json.
+ */
+async function compile(esbuild) {
+  const sources = COMPILED.flatMap(filesUnder).filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'));
+  await esbuild.build({
+    absWorkingDir: root,
+    entryPoints: sources,
+    outdir: 'dist',
+    outbase: '.',
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    sourcemap: true,
+    tsconfig: 'tsconfig.json',
+    logLevel: 'warning',
+  });
+}
+
+/**
+ * Bundles ENTRY_POINTS from the compiled output (the code the tests run, source maps carried through).
  * Bundled CommonJS packages call require() and read __dirname, which an ES module lacks: the
  * banner defines them, as Node does for a CommonJS file.
  */
-async function bundle(esbuildPath) {
-  const esbuild = await import(pathToFileURL(esbuildPath).href);
+async function bundle(esbuild) {
   fs.rmSync(path.join(root, 'dist', 'chunks'), { recursive: true, force: true });
   await esbuild.build({
     absWorkingDir: root,
@@ -137,11 +161,8 @@ async function bundle(esbuildPath) {
   });
 }
 
-/** The folders tsc compiles into dist/ (tsconfig.build.json's `include`). */
-const COMPILED = ['src', 'migrations', 'seeds'];
-
 /**
- * Removes what dist/ holds of sources that are gone: tsc never deletes an output, and the
+ * Removes what dist/ holds of sources that are gone: compiling never deletes an output, and the
  * server runs its migrations from dist/, so a migration removed or renamed (a checkout of an
  * older version, another branch) would otherwise still run.
  */
@@ -152,18 +173,22 @@ function pruneOrphans() {
   }
 }
 
-/** Runs tsc and bundles its output; on success records `hash`, taken before compiling, so an edit made meanwhile rebuilds next time. */
+/** Compiles and bundles; on success records `hash`, taken before compiling, so an edit made meanwhile rebuilds next time. */
 async function build(hash) {
-  const tsc = devDependency('typescript/bin/tsc');
-  const esbuild = devDependency('esbuild');
-  if (!tsc || !esbuild) {
+  const esbuildPath = devDependency('esbuild');
+  if (!esbuildPath) {
     console.error(messages.noCompiler);
     return 1;
   }
+  const esbuild = await import(pathToFileURL(esbuildPath).href);
   // The stamp goes first: a failed or interrupted build must not leave an old stamp claiming freshness.
   fs.rmSync(STAMP, { force: true });
-  const { status } = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: ['ignore', 2, 2] });
-  if (status !== 0) return status ?? 1;
+  try {
+    await compile(esbuild);
+  } catch {
+    // esbuild has printed the errors (logLevel 'warning').
+    return 1;
+  }
   pruneOrphans();
   await bundle(esbuild);
   const temporary = `${STAMP}.${process.pid}`;

@@ -35,7 +35,7 @@ function localPrebuilds(dir: string): string {
 describe('a production install as docs/deploy.md writes it', function () {
   this.timeout(300_000);
 
-  it('installs a clean clone with the npm commands of deploy.md, without TypeScript in the end, starts with npm start and answers /healthz; after a source change npm start refuses to run old code', async () => {
+  it('installs a clean clone with the npm commands of deploy.md, without the build tools in the end, starts with npm start and answers /healthz; after a source change npm start refuses to run old code', async () => {
     const dir = tempDir('scribe-install-');
     try {
       const app = path.join(dir, 'app');
@@ -58,7 +58,7 @@ describe('a production install as docs/deploy.md writes it', function () {
         // No install script left to review, and none that reports the install.
         expect(output, command).not.to.match(/install-scripts|scarf/i);
       }
-      expect(fs.existsSync(path.join(app, 'node_modules/typescript')), 'TypeScript is pruned').to.equal(false);
+      expect(fs.existsSync(path.join(app, 'node_modules/esbuild')), 'esbuild is pruned').to.equal(false);
       expect(fs.existsSync(path.join(app, 'dist/main.js')), 'dist/ is built').to.equal(true);
 
       const serverEnv = { ...env, HOST: '127.0.0.1', PORT: '0', DATA_DIR: path.join(dir, 'data') };
@@ -76,7 +76,7 @@ describe('a production install as docs/deploy.md writes it', function () {
       expect(stale.code).to.equal(1);
       expect(stale.output).to.include(
         'Building dist/: the sources changed since the last build.\n' +
-          'Cannot build dist/: TypeScript and esbuild (development dependencies) are not installed. ' +
+          'Cannot build dist/: esbuild (a development dependency) is not installed. ' +
           'Run `npm ci` to install everything and build, then `npm prune --omit=dev` to drop the build tools again.\n',
       );
       expect(stale.output).not.to.include('"msg":"listening"');

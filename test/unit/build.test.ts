@@ -9,7 +9,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 
 /**
  * A project of its own in a temporary folder, built by a copy of src/build.mjs with this
- * install's TypeScript, so the repository's own dist/ (which other suites run from) is untouched.
+ * install's esbuild, so the repository's own dist/ (which other suites run from) is untouched.
  */
 function project() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scribe-build-'));
@@ -23,10 +23,6 @@ function project() {
   write(
     'tsconfig.json',
     JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', rootDir: '.', outDir: 'dist', sourceMap: true, types: [] } }),
-  );
-  write(
-    'tsconfig.build.json',
-    JSON.stringify({ extends: './tsconfig.json', compilerOptions: { incremental: true, tsBuildInfoFile: 'dist/.tsbuildinfo' }, include: ['src', 'migrations', 'seeds'] }),
   );
   // The entry points build.mjs bundles, each importing one shared module.
   write('src/shared.ts', "export const shared = (name: string) => name + ' started';\n");
@@ -68,7 +64,7 @@ describe('src/build.mjs', function () {
     }
   });
 
-  it("bundles each entry point into dist/<name>.js, the code they share into dist/chunks/, and the bundles run without tsc's output beside them", () => {
+  it('bundles each entry point into dist/<name>.js, the code they share into dist/chunks/, and the bundles run without the compiled files beside them', () => {
     const p = project();
     try {
       expect(p.build().status).to.equal(0);
@@ -93,6 +89,24 @@ describe('src/build.mjs', function () {
         [0, 'cli/admin started\n'],
         [0, 'entries/read-worker started\n'],
       ]);
+    } finally {
+      p.remove();
+    }
+  });
+
+  it('fails on a source that does not compile, naming it, and leaves no stamp: the next start builds again', () => {
+    const p = project();
+    try {
+      p.write('src/broken.ts', 'export const x = ;\n');
+      const failed = p.build();
+      expect(failed.status).to.equal(1);
+      expect(failed.stderr).to.include('src/broken.ts:1:');
+      expect(fs.existsSync(path.join(p.dir, 'dist/.sources-sha256'))).to.equal(false);
+
+      p.write('src/broken.ts', 'export const x = 1;\n');
+      const again = p.build('--if-stale');
+      expect([again.status, again.stderr.trim()]).to.deep.equal([0, 'Building dist/: the sources changed since the last build.']);
+      expect(fs.readFileSync(path.join(p.dir, 'dist/src/broken.js'), 'utf8')).to.include('const x = 1;');
     } finally {
       p.remove();
     }
