@@ -76,6 +76,13 @@ function checkValue(field: FieldRow, raw: unknown): FieldValue {
 }
 
 /**
+ * What joins an entry's text values into its row's `search_text`, which general text is first
+ * looked for in. A text can hold it too (a value on several lines), so a text that does is
+ * looked for in each value on its own: in the joined text it could span two values.
+ */
+export const TEXT_SEPARATOR = '\n';
+
+/**
  * The rows that make an entry searchable: typed values and links (each carrying the entry's
  * `key`), folded text and primary value.
  */
@@ -109,5 +116,5 @@ export function searchRows(key: PostingKey, fields: readonly FieldRow[], values:
     }
     valueRows.push(row);
   }
-  return { valueRows, links, searchText: texts.join('\n'), primaryText };
+  return { valueRows, links, searchText: texts.join(TEXT_SEPARATOR), primaryText };
 }

@@ -35,6 +35,7 @@ for (const plan of [
       clock.set('2026-11-24T08:00:00.000Z');
       await add(fx.company({ Name: 'Umbrella', City: 'Berlin', Employees: 5000, Public: true }, { draft: true }));
       await add(fx.company({ Name: 'Hooli', City: 'Palo Alto', Employees: 900 }, { archived: true }));
+      await add(fx.company({ Name: 'Two Lines', City: 'Upper Qwv\nLower Qwv' }, { archived: true }));
       await add(fx.contact({ Name: 'Ada Lovelace', 'Job Title': 'Chief Technology Officer', Company: [acme.id], Score: 9.5 }));
       await add(fx.contact({ Name: 'Bob Builder', 'Job Title': 'Engineer', Company: [globex.id], Score: 7 }));
       await add(fx.contact({ Name: 'Carol', 'Job Title': 'Engineer (Lead)', Company: [acme.id, globex.id], Score: 8 }));
@@ -67,6 +68,16 @@ for (const plan of [
       it('treats a quoted term as one phrase', async () => {
         expect(await companies('"zurich oerlikon"')).to.deep.equal(['Initech']);
         expect(await companies('"oerlikon zurich"')).to.deep.equal([]);
+      });
+      it('matches a phrase across lines of one field, never across two fields', async () => {
+        const archived = '&include_archived=true';
+        expect(await companies('"qwv\nlower"', archived)).to.deep.equal(['Two Lines']);
+        expect(await companies('"v\nl"', archived)).to.deep.equal(['Two Lines']);
+        // Name "Acme Corp", City "Zurich"; Name "Two Lines", City "Upper…": the end of one and the start of the other.
+        expect(await companies('"corp\nzurich"', archived)).to.deep.equal([]);
+        expect(await companies('"p\nz"', archived)).to.deep.equal([]);
+        expect(await companies('"lines\nupper"', archived)).to.deep.equal([]);
+        expect(await companies('"s\nu"', archived)).to.deep.equal([]);
       });
       it('takes LIKE wildcards literally', async () => {
         expect(await companies('50%')).to.deep.equal(['50% Off Ltd']);
@@ -250,6 +261,8 @@ for (const plan of [
         ['City>5', 'City is a text field: ">" does not apply; use ":" at position 0'],
         ['City:', '"City:" needs a value at position 0'],
         ['created_at>yesterday', 'created_at needs a date (YYYY-MM-DD) or an ISO 8601 timestamp, not "yesterday" at position 0'],
+        ['created_at>2026-02-30T00:00:00Z', 'created_at needs a date (YYYY-MM-DD) or an ISO 8601 timestamp, not "2026-02-30T00:00:00Z" at position 0'],
+        ['updated_at<2026-04-31T10:00:00+02:00', 'updated_at needs a date (YYYY-MM-DD) or an ISO 8601 timestamp, not "2026-04-31T10:00:00+02:00" at position 0'],
         ['relationship>x', 'relationship "&gt;" does not apply; use ":" at position 0'.replace('&gt;', '>')],
         [`${'('.repeat(101)}x${')'.repeat(101)}`, 'parentheses nested more than 100 deep at position 100'],
         ['('.repeat(1999), 'parentheses nested more than 100 deep at position 100'],

@@ -4,6 +4,7 @@ import type { Position } from '../../http/cursor.js';
 import { BadRequestError } from '../../http/errors.js';
 import type { EntryTypeWithFields } from '../entry-type-service.js';
 import { entriesInWindow, pageOrder } from '../queries.js';
+import { TEXT_SEPARATOR } from '../field-values.js';
 import { type SearchNode, SearchSyntaxError, parseSearch } from './parser.js';
 import { type Predicate, resolveSearch } from './resolve.js';
 import type { RememberedCounts } from './remembered-counts.js';
@@ -407,9 +408,13 @@ function check(db: Db, query: Knex.QueryBuilder, predicate: Predicate, context: 
       });
       return;
     }
-    case 'words':
+    case 'words': {
       whereEvery(query, predicate.words, whereEntryHasText);
+      const acrossLines = predicate.words.filter((word) => word.includes(TEXT_SEPARATOR));
+      const anyValueRow = () => db('entry_values as v').select(db.raw('1')).whereRaw('v.entry_id = ??', [context.entryId]);
+      for (const word of acrossLines) query.whereExists(whereTextContains(anyValueRow(), 'v', word));
       return;
+    }
     case 'text-contains':
       if (context.entryRow) whereEntryHasText(query, predicate.text);
       query.whereExists(whereTextContains(valueRowOf(predicate.field.id), 'v', predicate.text));

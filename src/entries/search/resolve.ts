@@ -125,7 +125,7 @@ function timestampTerm(node: TermNode, column: 'created_at' | 'updated_at', oper
     }
     return { kind: 'timestamp', column, operator: sqlOperator(operator), value: start };
   }
-  if (TIMESTAMP.test(value) && !Number.isNaN(Date.parse(value))) {
+  if (TIMESTAMP.test(value) && isDate(value.slice(0, 10)) && !Number.isNaN(Date.parse(value))) {
     return { kind: 'timestamp', column, operator: sqlOperator(operator), value: new Date(value).toISOString() };
   }
   return fail(node, `${column} needs a date (YYYY-MM-DD) or an ISO 8601 timestamp, not "${value}"`);
