@@ -96,11 +96,11 @@ export function createWebhookWorker({
         skipOrganizations: full.organization!,
         skipEndpoints,
       };
-      let shares: Array<[endpointId: string, count: number]> = [];
-      const claimed = await queries.claimInTurn(db, terms, (turns) => (shares = shareOut(limit, turns, room)));
-      // An endpoint given its whole share may have more due: a next claim shares out what is left.
-      const more = shares.some(([endpointId, share]) => claimed.filter((d) => d.endpoint_id === endpointId).length >= share);
-      return { items: claimed, inconclusive: more };
+      const claimed = await queries.claimInTurn(db, terms, (turns) => shareOut(limit, turns, room));
+      // A claim serves one endpoint per organization: an organization served may have other
+      // endpoints due, and an endpoint given its whole share more deliveries. A next claim
+      // looks for them at once, and one that finds nothing ends the round.
+      return { items: claimed, inconclusive: claimed.length > 0 };
     },
     run: async (delivery, { token }) => {
       await deliver(delivery, token);

@@ -173,6 +173,20 @@ describe('webhook deliveries shared among organizations and endpoints', function
     ).to.equal(true);
   });
 
+  it("sends an event to all of one organization's endpoints on being told of it, not one endpoint per poll", async () => {
+    const h = await harness({});
+    const r = await receiver();
+    const t = await h.tenant();
+    const ids: string[] = [];
+    for (let i = 0; i < 8; i++) ids.push(await endpoint(h, t, `${r.url}/${i}`));
+    await insertWebhookBacklog(h.db, { organizationId: t.organizationId, endpointIds: ids, events: 1 });
+    // Told once, as recording an event tells it; no poll runs, so what arrives came of that alone.
+    h.services.webhookWorker.nudge();
+    await r.waitFor(8, 5_000);
+    expect(r.received.map((request) => request.path).sort()).to.deep.equal(ids.map((_, i) => `/${i}`).sort());
+    await eventually(async () => ((await attempted(h, ids)) === 8 ? true : undefined));
+  });
+
   it('finds the deliveries of an organization whose turn a claim that began later has just passed on', async () => {
     const h = await harness({});
     const r = await receiver();
