@@ -444,6 +444,7 @@ export const commands: Record<string, Command> = {
       const { actor, id } = await byId(flags, s.webhooks);
       const delivery = optional(flags, 'delivery');
       if (delivery !== undefined) {
+        // One delivery: redelivered, or refused with the reason.
         await s.webhooks.redeliver(actor, id, delivery);
         return { id, redelivered: 1 };
       }

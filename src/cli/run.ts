@@ -70,7 +70,9 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv, { stdout,
   }
   const logger = createLogger('silent');
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
-  const services = createServices({ config, db, logger, secrets, options: { dispatchOnAccept: false, runOnNewWork: false } });
+  // A command does no background work: what it records (receipts, tasks, webhook events) is the
+  // servers' to do, under their settings, found by their poll or told by NOTIFY on PostgreSQL.
+  const services = createServices({ config, db, logger, secrets, options: { dispatchOnAccept: false, runOnNewWork: false, deliverOnEvent: false } });
   try {
     await migrateAtStart(db, config.databaseUrl, { secrets });
     const io = { readPassword: () => readPassword(stdin, stderr), warn: (text: string) => void stderr.write(`${text}\n`) };

@@ -16,6 +16,7 @@ import { generateSecret } from './sign.js';
 export const messages = {
   endpointNotFound: 'Webhook endpoint not found',
   deliveryNotFound: 'Delivery not found',
+  deliveryPending: 'This delivery is still being tried: redeliver it once it has been delivered or has failed',
   invalidUrl: 'URL must be an http:// or https:// URL without credentials, at most 2000 characters',
   privateAddress: 'URL must not point at a private or local address (WEBHOOKS_ALLOW_PRIVATE=true allows it)',
   unknownEvent: (type: string) => `Unknown event type: ${type} (expected ${EVENT_TYPES.join(', ')})`,
@@ -177,13 +178,14 @@ export function createWebhookService({
       });
     },
 
-    /** Tries one delivery again from its first attempt (same event, same webhook-id). */
+    /** Tries one delivery again from its first attempt (same event, same webhook-id); one still pending is refused. */
     async redeliver(actor: Actor, endpointId: string, deliveryId: string): Promise<void> {
       const endpoint = await get(actor.organizationId, endpointId);
       const delivery = UUID_PATTERN.test(deliveryId) ? await queries.findDelivery(db, endpointId, deliveryId) : undefined;
       if (!delivery) throw new NotFoundError(messages.deliveryNotFound);
       await db.transaction(async (trx) => {
-        await queries.redeliver(trx, endpointId, { id: deliveryId }, isoNow(clock));
+        // Checked as it is changed: one found pending is under way, and its attempts count on.
+        if ((await queries.redeliver(trx, endpointId, { id: deliveryId }, isoNow(clock))) === 0) throw new ValidationError(messages.deliveryPending);
         await audit.record(actor, 'webhook.redeliver', { type: 'webhook', id: endpoint.id }, `${delivery.event_type} ${delivery.event_id}`, trx);
       });
     },

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { cliInstall } from '../helpers/cli.js';
 import { openInstall } from '../helpers/databases.js';
 import { EVENT_TYPES } from '../../src/webhooks/events.js';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 
 describe('the admin CLI: webhooks', function () {
   this.timeout(90_000);
@@ -57,6 +58,30 @@ describe('the admin CLI: webhooks', function () {
       expect(new Set(audit.map((a) => a.actor_type))).to.deep.equal(new Set(['operator']));
     } finally {
       await db.destroy();
+    }
+  });
+
+  it("leaves an event's deliveries to the servers: a command sends none itself, under its own settings", async () => {
+    const receiver = await startWebhookReceiver();
+    const env = cli.env;
+    try {
+      // The shell allows private addresses, as a server of this install may; the command still must not send.
+      cli.env = { ...env, WEBHOOKS_ALLOW_PRIVATE: 'true' };
+      const created = await json('webhook', 'create', '--org', cli.orgId, '--url', `${receiver.url}/hook`);
+      const tested = await json('webhook', 'test', '--id', created.id);
+      expect(receiver.received).to.deep.equal([]);
+      const db = await openInstall(dir);
+      try {
+        const delivery = await db('webhook_deliveries').where({ endpoint_id: created.id }).first();
+        expect([delivery.event_id, delivery.status, delivery.attempts]).to.deep.equal([tested.event_id, 'pending', 0]);
+        expect((await db('webhook_endpoints').where({ id: created.id }).first()).failing_since).to.equal(null);
+      } finally {
+        await db.destroy();
+      }
+      await json('webhook', 'delete', '--id', created.id);
+    } finally {
+      cli.env = env;
+      await receiver.close();
     }
   });
 

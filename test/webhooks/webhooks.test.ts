@@ -345,6 +345,13 @@ describe('outbound webhooks', function () {
     const [row] = await deliveries(e.id);
     expect(row).to.deep.include({ status: 'delivered', attempts: 1 });
     await h.services.webhooks.redeliver(staffOf(t), e.id, row.id);
+    // Pending again until sent: a second redelivery now is refused, and neither changes nor audits anything.
+    const refused = await h.services.webhooks.redeliver(staffOf(t), e.id, row.id).then(
+      () => 'redelivered',
+      (err: Error) => err.message,
+    );
+    expect(refused).to.equal('This delivery is still being tried: redeliver it once it has been delivered or has failed');
+    expect((await deliveries(e.id))[0]).to.deep.include({ status: 'pending', attempts: 0 });
     await send();
     expect(r.received).to.have.length(3);
     const actions = await h.db('audit_events').where({ subject_type: 'webhook', subject_id: e.id }).orderBy('id').pluck('action');
