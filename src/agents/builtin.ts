@@ -75,7 +75,8 @@ async function describeWork(tools: Toolbox): Promise<string> {
   const { counts, unfinished } = await tools.workload();
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
   if (total === 0) return 'I have no tasks yet. Send me one through the requests API and I will work on it.';
-  const order: TaskStatus[] = ['open', 'in_progress', 'waiting', 'done'];
+  // Cancelled ones only when there are any: most scribes have none.
+  const order: TaskStatus[] = ['open', 'in_progress', 'waiting', 'done', ...(counts.cancelled > 0 ? (['cancelled'] as const) : [])];
   const tally = order.map((s) => `${counts[s]} ${s.replace('_', ' ')}`).join(', ');
   if (unfinished.length === 0) return `My tasks: ${tally}. Everything is done.`;
   return `My tasks: ${tally}. Unfinished, newest first:\n${unfinished.map((t) => `- ${t.title} (${t.status.replace('_', ' ')})`).join('\n')}`;

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createHarness, type Harness, type Tenant } from '../helpers/harness.js';
+import { createHarness, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
 import { keywordsOf } from '../../src/agents/builtin.js';
 
 describe('the builtin agent', () => {
@@ -48,6 +48,7 @@ describe('the builtin agent', () => {
 
   it('says so when nothing matches', async () => {
     expect(await ask('Tell me about Zanzibar')).to.equal('I found nothing about "zanzibar" in your entries. Ask me what I am working on, or name something to look up.');
+    expect(await ask('Is it so?')).to.equal('I found nothing in your entries. Ask me what I am working on, or name something to look up.');
   });
 
   it('reports its work: counts by status and unfinished tasks, newest first', async () => {
@@ -64,6 +65,15 @@ describe('the builtin agent', () => {
     await h.services.dispatcher.tick();
     const reply = await ask('status please');
     expect(reply).to.equal('My tasks: 1 open, 0 in progress, 1 waiting, 1 done. Unfinished, newest first:\n- Plan the Oslo trip (open)\n- Which city is best? (waiting)');
+    // Cancelled ones are counted once there are any, so that the counts add up to its tasks.
+    await h.api
+      .post('/api/v1/scribes/helper/requests')
+      .set(t.headers)
+      .send({ task: { summary: 'Drop this one' } });
+    await h.services.dispatcher.tick();
+    const dropped = await h.db('tasks').where({ title: 'Drop this one' }).first();
+    await h.services.tasks.cancel(staffOf(t), dropped.id);
+    expect(await ask('status please')).to.equal('My tasks: 0 open, 0 in progress, 1 waiting, 2 done, 1 cancelled. Unfinished, newest first:\n- Which city is best? (waiting)');
   });
 
   it('writes a result note naming the entries related to the task', async () => {
