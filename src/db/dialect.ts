@@ -44,6 +44,14 @@ export interface Dialect {
    */
   fromIndex(db: Knex, table: string, index: string): Knex.QueryBuilder;
   /**
+   * SQL for "the uuid column `column` equals `listed`", an id given as a parameter (text) in a
+   * VALUES list, in a form the column's index serves. SQLite compares text as it is: a cast
+   * of the column hid its index, and from 64 listed rows the planner built a temporary index
+   * of every row of the same status at each statement instead. PostgreSQL's uuid is compared
+   * as text (a parameter there is text), its rows found by a list of the ids beside it.
+   */
+  sameId(column: string, listed: string): string;
+  /**
    * Writes `set` on the rows `candidates` (SELECTs of ids, taken together) pick, so that no
    * two claimers, in any process, write the same row; `due` guards the write where the
    * database needs it. Returns the rows as written, each with what `alongside` adds (db/claims.ts).
@@ -177,6 +185,7 @@ const sqlite: Dialect = {
   fromIndex(db, table, index) {
     return db.from(db.raw('?? indexed by ??', [table, index]));
   },
+  sameId: (column, listed) => `${column} = ${listed}`,
   /** One writer at a time: a guarded UPDATE cannot meet another claim. */
   claimRows(db, table, candidates, due, set, alongside = []) {
     const claim = db(table).whereIn('id', unionAll(db, candidates));
@@ -293,6 +302,7 @@ const postgres: Dialect = {
   fromIndex(db, table) {
     return db(table);
   },
+  sameId: (column, listed) => `cast(${column} as varchar(36)) = ${listed}`,
   /**
    * The candidates are locked (passing over rows other claimers hold) until the claim is
    * written. NO KEY UPDATE, the lock the claim's own UPDATE takes: unlike FOR UPDATE it does

@@ -51,7 +51,8 @@ export async function insertRowsReturning<T>(db: Db, table: string, rows: readon
  * `where` as `v.<name>`. A CASE of every id in each column (`caseById`) has each row read
  * through the others' values, and costs Knex as much again to build. The values are
  * parameters, which PostgreSQL reads as text here: compare them with a column of another type
- * through a cast. The rows written, with the `returning` columns.
+ * through a cast (the ids through the dialect's `sameId`). The rows written, with the
+ * `returning` columns.
  */
 export async function updateFromValues<T>(
   db: Db,
@@ -65,7 +66,7 @@ export async function updateFromValues<T>(
   // The ids also as a list, so the rows are found through the primary key.
   const answer = await db.raw(
     `update ?? set ${set} from (${values}) as v
-      where ${table}.id in (${rows.map(() => '?').join(', ')}) and cast(${table}.id as varchar(36)) = v.id and ${where}
+      where ${table}.id in (${rows.map(() => '?').join(', ')}) and ${dialectOf(db).sameId(`${table}.id`, 'v.id')} and ${where}
       returning ${returning.map((column) => `${table}.${column}`).join(', ')}`,
     [table, ...rows.flat(), ...rows.map((values) => values[0]!)],
   );

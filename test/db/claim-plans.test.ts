@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { onlyOn, statementsDuring, type RanStatement } from '../helpers/databases.js';
+import { finishRuns, type RunFinish } from '../../src/tasks/queries.js';
 
 /*
  * A claim must read only its queue's partial index (the due rows), never an index that
@@ -92,5 +94,30 @@ onlyOn('sqlite')('the indexes claims read (SQLite)', function () {
       ).to.deep.equal([]);
       expect(searched, look.sql).to.not.deep.equal([]);
     }
+  });
+
+  it("finds the rows of many runs' ends in one statement by their primary key, never through an index built for the statement", async () => {
+    // As many ends as one UPDATE takes: from 64 listed rows, a cast of the id column led the
+    // planner to build an automatic index of every in-progress task at each statement.
+    const finishes: RunFinish[] = Array.from({ length: 64 }, () => ({
+      id: randomUUID(),
+      claimToken: randomUUID(),
+      to: 'done',
+      author: 'scribe',
+      text: 'Done',
+      at: new Date().toISOString(),
+      result: 'Done',
+      lastError: null,
+    }));
+    const { statements } = await statementsDuring(h.db, () => finishRuns(h.db, finishes));
+    const ends = statements.filter((statement) => /^update [`"]?tasks[`"]? set status = v\.status/i.test(statement.sql));
+    expect(ends).to.have.length(1);
+    const plan: Array<{ detail: string }> = await h.db.raw(`explain query plan ${ends[0]!.sql}`, ends[0]!.bindings);
+    const steps = plan.map(({ detail }) => detail);
+    expect(steps.filter((step) => /AUTOMATIC/.test(step))).to.deep.equal([]);
+    expect(
+      steps.some((step) => /SEARCH tasks USING (?:COVERING )?INDEX sqlite_autoindex_tasks_1 \(id=\?\)/.test(step)),
+      steps.join(' | '),
+    ).to.equal(true);
   });
 });
