@@ -105,7 +105,7 @@ export async function insertPasswordLink(db: Db, row: PasswordLinkRow): Promise<
   await db('password_links').insert(row);
 }
 
-/** Withdraws the user's links not used yet (a newer one replaces them, or the user was disabled). */
+/** Withdraws the user's links not used yet (a newer one replaces them, the password was set another way, or the user was disabled). */
 export async function deleteOpenPasswordLinks(db: Db, userId: string): Promise<void> {
   await db('password_links').where({ user_id: userId }).whereNull('used_at').delete();
 }

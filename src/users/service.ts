@@ -247,25 +247,35 @@ export function createUserService({
       return { user, url };
     },
 
-    /** Sets the user's password as the operator (the admin CLI); the user's console sessions end. */
+    /** Sets the user's password as the operator (the admin CLI); the user's console sessions end, and any link not used yet is withdrawn. */
     async setPassword(actor: Actor, id: string, password: string): Promise<void> {
       checkPassword(password);
       const user = await ofActor(actor, id);
-      await queries.updateUser(db, id, { password_hash: await hashPassword(password), sessions_valid_from: isoNow(clock) });
-      await audit.record(actor, 'user.password', { type: 'user', id }, user.email);
+      const passwordHash = await hashPassword(password);
+      await db.transaction(async (trx) => {
+        await queries.updateUser(trx, id, { password_hash: passwordHash, sessions_valid_from: isoNow(clock) });
+        // A link sent before would set the password again: whoever holds it could take the account.
+        await queries.deleteOpenPasswordLinks(trx, id);
+        await audit.record(actor, 'user.password', { type: 'user', id }, user.email, trx);
+      });
     },
 
     /**
      * The signed-in user changes their own password: the current one is required. Their other
-     * sessions end; the caller keeps the one that asked by marking it signed in at the time returned.
+     * sessions end, and any link not used yet is withdrawn; the caller keeps the one that asked
+     * by marking it signed in at the time returned.
      */
     async changePassword(user: UserRow, input: { current: string; password: string; confirmation: string }): Promise<string> {
       if (!(await verifyPassword(input.current, user.password_hash))) throw new ValidationError(messages.currentPasswordWrong);
       checkPassword(input.password);
       if (input.password !== input.confirmation) throw new ValidationError(messages.passwordsDiffer);
+      const passwordHash = await hashPassword(input.password);
       const now = isoNow(clock);
-      await queries.updateUser(db, user.id, { password_hash: await hashPassword(input.password), sessions_valid_from: now });
-      await audit.record({ type: 'user', id: user.id, label: user.email, organizationId: user.organization_id }, 'user.password', { type: 'user', id: user.id }, user.email);
+      await db.transaction(async (trx) => {
+        await queries.updateUser(trx, user.id, { password_hash: passwordHash, sessions_valid_from: now });
+        await queries.deleteOpenPasswordLinks(trx, user.id);
+        await audit.record({ type: 'user', id: user.id, label: user.email, organizationId: user.organization_id }, 'user.password', { type: 'user', id: user.id }, user.email, trx);
+      });
       return now;
     },
 

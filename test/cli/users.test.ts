@@ -93,6 +93,13 @@ describe('the admin CLI: users', function () {
     expect(inArguments.stderr).to.include('error: --password is not taken here: give the password on standard input');
   });
 
+  it("user set-password withdraws the user's invitation not used yet: its link can no longer set the password", async () => {
+    const invited = await json('user', 'invite', '--org', cli.orgId, '--email', 'pending@example.com');
+    expect(await inDatabase((db) => db('password_links').where({ user_id: invited.id }).whereNull('used_at').pluck('purpose'))).to.deep.equal(['invite']);
+    expectJson(await withInput('set by the operator\n', 'user', 'set-password', '--id', invited.id), ['user', 'set-password']);
+    expect(await inDatabase((db) => db('password_links').where({ user_id: invited.id }).select('used_at'))).to.deep.equal([]);
+  });
+
   it('user create still takes --password, with a warning on stderr', async () => {
     const result = await admin('user', 'create', '--org', cli.orgId, '--email', 'legacy@example.com', '--password', 'legacy password');
     expect(result.code).to.equal(0);

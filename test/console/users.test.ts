@@ -180,6 +180,21 @@ describe('console users', () => {
       expect((await accept(h, link, 'third password')).res.status).to.equal(410);
     });
 
+    it('withdraws a link not used yet once the user changes their password themselves', async () => {
+      const viewer = await signIn(h, t, 'viewer');
+      const { id } = await userByEmail(viewer.email);
+      const link = shownLink((await admin.post(`/users/${id}/reset`)).text);
+      clock.advance(1000);
+      await viewer.post('/account/password', { current_password: PASSWORD, password: 'my own new password', confirmation: 'my own new password' });
+      expect((await viewer.get('/account')).text).to.include('Password changed');
+      // Whoever holds the link cannot set the password again and take the account.
+      const { form } = await accept(h, link, 'taken over');
+      expect(form.status).to.equal(410);
+      expect(form.text).to.include('This link is not valid');
+      expect(await signInStatus(h, viewer.email, 'my own new password')).to.equal(303);
+      expect(await h.db('password_links').where({ user_id: id }).whereNull('used_at')).to.deep.equal([]);
+    });
+
     it('withdraws the earlier link when a new one is made', async () => {
       const viewer = await signIn(h, t, 'viewer');
       const { id } = await userByEmail(viewer.email);
