@@ -432,6 +432,10 @@ describe('console pages and actions', () => {
       expect(names(await search('q=bern'))).to.deep.equal([]);
       expect(names(await search('q=bern&drafts=1'))).to.deep.equal(['Bern draft']);
       expect(await search('q=Pop%3Elots')).to.include('Invalid search query:');
+      // Given twice (a hand-made address), it is said, as the API says it, and lists nothing rather than every entry.
+      const twice = await search('q=bern&q=Pop%3E300');
+      expect(twice).to.include('Invalid search query: q is given more than once');
+      expect(names(twice)).to.deep.equal([]);
     });
 
     it('lists the matches of one term of 1,000 one-letter words, and says beside the box that groups nest too deep', async () => {

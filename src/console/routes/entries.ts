@@ -5,7 +5,8 @@ import type { FieldRow } from '../../entries/queries.js';
 import { FIELD_TYPES } from '../../entries/queries.js';
 import { fieldMap } from '../../entries/field-values.js';
 import { trailPagerOf } from '../pager.js';
-import { HttpError } from '../../http/errors.js';
+import { BadRequestError, HttpError } from '../../http/errors.js';
+import { messages as searchMessages } from '../../entries/search/compile.js';
 import { requireAdmin, userActor } from '../auth.js';
 import { action, flash } from '../forms.js';
 import { entryFormat } from '../entry-format.js';
@@ -57,6 +58,8 @@ export function entryRoutes(services: Services): Router {
     let page: Awaited<ReturnType<typeof services.entries.list>> = { entries: [], nextCursor: null };
     let searchError: string | null = null;
     try {
+      // Given twice, neither is the search: refused as the API refuses it, rather than listing every entry.
+      if (req.query.q !== undefined && typeof req.query.q !== 'string') throw new BadRequestError(searchMessages.invalidQuery('q is given more than once'));
       page = await services.entries.list(type, { q, after: req.query.after, limit: PAGE, includeDrafts: filters.drafts, includeArchived: filters.archived });
     } catch (err) {
       // A query that does not parse (or a stale cursor) is said on the page, beside the search box.
