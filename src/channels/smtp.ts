@@ -124,9 +124,15 @@ export async function startSmtpListener({
 
   /** Reads the message and hands it to each recipient's channel. */
   async function receive(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string | Error> {
-    const read = await readMail(stream, store, limits);
+    const envelopeFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+    let read: Awaited<ReturnType<typeof readMail>>;
     try {
-      const envelopeFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+      read = await readMail(stream, store, limits);
+    } catch (err) {
+      if (err instanceof MailRefused) await recordRefusals(session, envelopeFrom || 'unknown', err);
+      throw err;
+    }
+    try {
       // Once, however many channels take the message: keeping moves the temp files.
       let kept: Promise<unknown> | undefined;
       const keepFiles = async () => {
@@ -161,6 +167,22 @@ export async function startSmtpListener({
     } finally {
       // What was kept has moved; the rest goes.
       await Promise.all(read.temps.map((temp) => store.discard(temp)));
+    }
+  }
+
+  /**
+   * A message refused before any channel read it (too large, too complex) is in each
+   * recipient's channel's delivery log, as a webhook body refused 413 or 415 is. A failure to
+   * write that does not change the answer.
+   */
+  async function recordRefusals(session: SMTPServerSession, sender: string, err: MailRefused): Promise<void> {
+    for (const recipient of session.envelope.rcptTo) {
+      try {
+        const channel = await channels.emailChannel(recipient.address);
+        if (channel) await channels.recordRefusal(channel, sender, err.responseCode, err.message);
+      } catch (failure) {
+        logger.error({ err: failure }, 'could not record a refused inbound email');
+      }
     }
   }
 

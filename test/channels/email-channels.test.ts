@@ -154,6 +154,10 @@ describe('inbound email channels', () => {
     const err = await refused(send({ to: address, text: 'big', attachments: [{ filename: 'big.bin', content: Buffer.alloc(26 * 1024 * 1024, 7) }] }));
     expect(err.response).to.equal('552 Message exceeds 26214400 bytes');
     expect(await receiptsOf(channel.id)).to.deep.equal([]);
+    // Refused before the channel read it, and in its delivery log all the same.
+    expect(await deliveries(channel.id)).to.deep.equal([
+      { sender: 'ada@example.org', outcome: 'refused', status: 552, reason: 'Message exceeds 26214400 bytes', request_id: null, session_id: null },
+    ]);
     expect(storeEntries()).to.equal(files);
   });
 
@@ -404,7 +408,11 @@ describe('inbound email channels', () => {
 
       expect((await refused(sendRaw(address, wide))).response).to.equal('552 Message too complex: more than 1000 MIME parts');
       expect((await refused(sendRaw(address, deep))).response).to.equal('552 Message too complex: MIME parts nested more than 50 deep');
-      expect(await deliveries(channel.id)).to.deep.equal([]);
+      const refusal = (reason: string) => ({ sender: 'ada@example.org', outcome: 'refused', status: 552, reason, request_id: null, session_id: null });
+      expect(await deliveries(channel.id)).to.deep.equal([
+        refusal('Message too complex: more than 1000 MIME parts'),
+        refusal('Message too complex: MIME parts nested more than 50 deep'),
+      ]);
       expect(storeEntries()).to.equal(files);
       // The connection is fine: a good message after them is taken.
       expect((await send({ to: address, subject: 'After the bombs', text: 'All clear.' })).response).to.equal('250 Accepted');
