@@ -1,5 +1,5 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
-import { wellFormed } from '../lib/text.js';
+import { wellFormedTexts } from '../lib/text.js';
 import { BadRequestError, HttpError, PayloadTooLargeError } from './errors.js';
 
 export const messages = {
@@ -72,23 +72,4 @@ export function readJsonBody(req: Request, res: Response): Promise<unknown> {
       reject(type === 'entity.too.large' ? new PayloadTooLargeError(messages.tooLarge) : new BadRequestError(messages.invalidJson));
     });
   });
-}
-
-/**
- * Every text in a parsed body made well-formed (lib/text.ts, `wellFormed`), so that both
- * databases store the same characters. A loop, not recursion: bodies may nest deeper than the stack.
- */
-function wellFormedTexts(body: unknown): unknown {
-  if (typeof body === 'string') return wellFormed(body);
-  const open: unknown[] = [body];
-  for (let value = open.pop(); value !== undefined; value = open.pop()) {
-    if (typeof value !== 'object' || value === null) continue;
-    const holder = value as Record<string, unknown>;
-    for (const key of Object.keys(holder)) {
-      const inner = holder[key];
-      if (typeof inner === 'string') holder[key] = wellFormed(inner);
-      else if (typeof inner === 'object' && inner !== null) open.push(inner);
-    }
-  }
-  return body;
 }

@@ -23,3 +23,22 @@ export function cutNoted(text: string, max: number): string {
 export function wellFormed(text: string): string {
   return (text as string & { toWellFormed(): string }).toWellFormed();
 }
+
+/**
+ * Every text in a parsed JSON body made well-formed (`wellFormed`), so that both
+ * databases store the same characters. A loop, not recursion: bodies may nest deeper than the stack.
+ */
+export function wellFormedTexts(body: unknown): unknown {
+  if (typeof body === 'string') return wellFormed(body);
+  const open: unknown[] = [body];
+  for (let value = open.pop(); value !== undefined; value = open.pop()) {
+    if (typeof value !== 'object' || value === null) continue;
+    const holder = value as Record<string, unknown>;
+    for (const key of Object.keys(holder)) {
+      const inner = holder[key];
+      if (typeof inner === 'string') holder[key] = wellFormed(inner);
+      else if (typeof inner === 'object' && inner !== null) open.push(inner);
+    }
+  }
+  return body;
+}

@@ -101,6 +101,13 @@ describe('inbound webhook channels', () => {
       expect((await receiptsOf(channel.id))[0]!.title).to.equal('T'.repeat(200));
     });
 
+    it('stores half an emoji escaped in the JSON (\\ud800) as one U+FFFD, as the API stores it, on both databases', async () => {
+      const { channel, url } = await create();
+      await post(url, '{"summary":"a\\ud800b","title":"t\\udc00x"}').expect(202);
+      const [receipt] = await receiptsOf(channel.id);
+      expect([receipt!.title, receipt!.summary]).to.deep.equal(['t\ufffdx', 'a\ufffdb']);
+    });
+
     it('cuts a title without splitting a character made of two UTF-16 units (an emoji at the cut is left out whole)', async () => {
       const { channel, url } = await create();
       await post(url, JSON.stringify({ summary: 'Emoji title', title: `${'a'.repeat(199)}😀 tail` })).expect(202);
