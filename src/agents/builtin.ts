@@ -61,10 +61,13 @@ const COMMON_WORDS = new Set(
   ),
 );
 
-/** The words worth searching for: 3+ letters or digits, common words left out, at most 5. */
+/** The longest run of letters or digits taken for a word: longer ones are codes or pasted data (a hash, base64), which no entry is named by and a search refuses past 2,000 characters. */
+const LONGEST_WORD = 50;
+
+/** The words worth searching for: 3 to 50 letters or digits, common words left out, at most 5. */
 export function keywordsOf(text: string): string[] {
   const words = text.toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) ?? [];
-  return [...new Set(words.filter((w) => !COMMON_WORDS.has(w)))].slice(0, 5);
+  return [...new Set(words.filter((w) => w.length <= LONGEST_WORD && !COMMON_WORDS.has(w)))].slice(0, 5);
 }
 
 function greeting(scribe: AgentScribe): string {

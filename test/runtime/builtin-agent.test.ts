@@ -95,5 +95,13 @@ describe('the builtin agent', () => {
     expect(keywordsOf('What do we know about ACME, in Lisbon? (2024)')).to.deep.equal(['acme', 'lisbon', '2024']);
     expect(keywordsOf('a b c || && "')).to.deep.equal([]);
     expect(keywordsOf('Zürich café Zürich')).to.deep.equal(['zürich', 'café']);
+    // A run longer than 50 is pasted data, not a name.
+    expect(keywordsOf(`Acme ${'x'.repeat(51)} ${'y'.repeat(50)}`)).to.deep.equal(['acme', 'y'.repeat(50)]);
+  });
+
+  it('answers a message holding a run of 70,000 letters (pasted data) rather than failing the session', async () => {
+    expect(await ask(`Tell me about Zanzibar ${'Q'.repeat(70_000)}`)).to.equal(
+      'I found nothing about "zanzibar" in your entries. Ask me what I am working on, or name something to look up.',
+    );
   });
 });
