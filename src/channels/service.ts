@@ -20,6 +20,9 @@ import { type InboundBody, readInboundBody, textField } from './inbound-body.js'
 import type { MailFile } from './mail-reader.js';
 import { VERIFY_PRESETS, type SignedRequest, type VerifyPreset, generateSecret, replayKeyKept, replayKeyOf, secretProblem, slackChallenge, verify } from './verify.js';
 
+/** The attachments a chat message names as not kept; the rest are counted. */
+const NAMED_ATTACHMENTS = 10;
+
 export const messages = {
   channelNotFound: 'Channel not found',
   invalidKind: `Kind must be one of ${CHANNEL_KINDS.join(', ')}`,
@@ -32,7 +35,8 @@ export const messages = {
   invalidSignature: 'Invalid signature',
   notFound: 'Not found',
   emptyEmail: (sender: string) => `(an empty message from ${sender})`,
-  attachmentsNotKept: (names: string[]) => `(Attachments not kept in a chat: ${names.join(', ')})`,
+  attachmentsNotKept: (names: string[]) =>
+    `(Attachments not kept in a chat: ${names.slice(0, NAMED_ATTACHMENTS).join(', ')}${names.length > NAMED_ATTACHMENTS ? ` and ${names.length - NAMED_ATTACHMENTS} more` : ''})`,
   textCut: '(The message goes on: a chat keeps its first 64 KiB)',
 };
 
@@ -338,13 +342,14 @@ export function createChannelService({
       if (seen) return { code: 250, message: 'Already delivered', made: seen.body };
       const text = mail.text.trim();
       const summary = text || mail.subject.trim() || messages.emptyEmail(mail.from);
-      if (mail.attachments.length > MAX_ATTACHMENTS) {
-        await record(channel, mail.from, { outcome: 'refused', status: 550, reason: requestMessages.tooManyAttachments });
-        return { code: 550, message: requestMessages.tooManyAttachments };
-      }
       let files: FetchedAttachment[] | undefined;
       let message = summary;
       if (channel.mode === 'task') {
+        // A task keeps its attachments, as many as the API takes; a chat keeps none, so has no such limit.
+        if (mail.attachments.length > MAX_ATTACHMENTS) {
+          await record(channel, mail.from, { outcome: 'refused', status: 550, reason: requestMessages.tooManyAttachments });
+          return { code: 550, message: requestMessages.tooManyAttachments };
+        }
         await mail.keepFiles();
         files = [...mail.bodyFiles, ...mail.attachments].map((file, position) => ({
           position,

@@ -128,6 +128,16 @@ describe('inbound email channels', () => {
     expect(session.messages.map((m) => m.text)).to.deep.equal(['Is the office open on Monday?\n\n(Attachments not kept in a chat: map.png)']);
   });
 
+  it('takes a chat message with more than 5 attachments, which it does not keep, naming the first 10 and counting the rest', async () => {
+    const { channel, address } = await create('chat');
+    const attachments = Array.from({ length: 12 }, (_, i) => ({ filename: `logo${i}.png`, content: Buffer.from([137, 80, 78, 71, i]) }));
+    expect((await send({ to: address, subject: 'Newsletter', text: 'Our news', attachments })).response).to.equal('250 Accepted');
+    const [delivery] = await deliveries(channel.id);
+    const session = await h.services.sessions.get(t.organizationId, delivery!.session_id);
+    const named = attachments.slice(0, 10).map((a) => a.filename);
+    expect(session.messages.map((m) => m.text)).to.deep.equal([`Our news\n\n(Attachments not kept in a chat: ${named.join(', ')} and 2 more)`]);
+  });
+
   it('refuses an unknown or disabled recipient at RCPT TO with 550, creating nothing', async () => {
     const err = await refused(send({ to: 'nobody@inbound.example.com', text: 'hi' }));
     expect(err.responseCode).to.equal(550);
