@@ -26,7 +26,8 @@ export interface McpTool {
   name: string;
   description: string;
   parameters: Record<string, unknown>;
-  call(args: Record<string, unknown>): Promise<unknown>;
+  /** Ends, rejecting, when `signal` aborts: the MCP server is told the call is cancelled. */
+  call(args: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
 }
 
 export interface McpToolset {
@@ -75,7 +76,7 @@ export function createMcpConnector(policy: AddressPolicy, limits: McpLimits = de
           name: uniqueName(`${prefix}_${tool.name}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64), taken),
           description: `${tool.description ?? tool.name} (a tool of ${new URL(server.url).host})`,
           parameters: tool.inputSchema as Record<string, unknown>,
-          call: (args) => callTool(client, tool.name, args),
+          call: (args, signal) => callTool(client, tool.name, args, signal),
         })),
       };
     } catch (err) {
@@ -91,8 +92,8 @@ export function createMcpConnector(policy: AddressPolicy, limits: McpLimits = de
     }
   }
 
-  async function callTool(client: Client, name: string, args: Record<string, unknown>): Promise<unknown> {
-    const result = await client.callTool({ name, arguments: args }, undefined, { timeout: limits.callTimeoutMs });
+  async function callTool(client: Client, name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
+    const result = await client.callTool({ name, arguments: args }, undefined, { timeout: limits.callTimeoutMs, signal });
     const text =
       (result.content as Array<{ type: string; text?: string }> | undefined)?.map((part) => (part.type === 'text' ? (part.text ?? '') : `[${part.type} content]`)).join('\n') ??
       JSON.stringify(result.structuredContent ?? null);

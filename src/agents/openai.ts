@@ -153,7 +153,7 @@ export function createOpenAiAgent(
         for (const toolCall of calls) {
           const tool = byName.get(toolCall.function.name);
           const toolStarted = performance.now();
-          const outcome = await runTool(tool, toolCall.function.arguments, input.tools);
+          const outcome = await runTool(tool, toolCall.function.arguments, input.tools, signal);
           const error = (outcome.result as { error?: unknown } | undefined)?.error;
           trace.record({
             kind: 'tool',
@@ -190,7 +190,7 @@ export function createOpenAiAgent(
     draft: AnswerDraft | undefined,
   ): Promise<ChatCompletion> {
     const { signal } = ended;
-    if (plainEndpoints.has(endpoint)) return client.chat.completions.create(params, { signal });
+    if (plainEndpoints.has(endpoint)) return plainAnswer(await client.chat.completions.create(params, { signal }));
     // A call made again (after a wait) writes its answer afresh.
     draft?.discard();
     // The SDK's timeout ends when the answer begins; a stream that then stalls is given as long between its chunks.
@@ -229,7 +229,7 @@ export function createOpenAiAgent(
       const sdk = openAiSdk();
       if (signal.reason instanceof sdk.APIConnectionTimeoutError) throw signal.reason;
       if (!(err instanceof sdk.APIError && (err.status === 400 || err.status === 422)) || signal.aborted) throw err;
-      const completion = await client.chat.completions.create(params, { signal });
+      const completion = plainAnswer(await client.chat.completions.create(params, { signal }));
       plainEndpoints.add(endpoint);
       return completion;
     } finally {
@@ -360,25 +360,37 @@ function detailOf(err: InstanceType<typeof OpenAI.APIError>): string {
 /** A tool the model may call: data tools return a result to it; terminal tools end the work with `final`. */
 interface ToolSpec<T> {
   definition: ChatCompletionTool & { type: 'function' };
-  run: (args: Record<string, unknown>, tools: Toolbox) => Promise<{ result?: unknown; final?: T }>;
+  /** `signal`: the run's cancel or deadline, which a call that waits on something outside (an MCP server) must end at. */
+  run: (args: Record<string, unknown>, tools: Toolbox, signal: AbortSignal) => Promise<{ result?: unknown; final?: T }>;
 }
 
 /** An MCP server's tool as the model is given it; its failures (timeouts, errors) go back to the model as `{error}`. */
 function mcpToolSpec<T>(tool: McpTool): ToolSpec<T> {
   return {
     definition: { type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } },
-    async run(args) {
+    async run(args, _tools, signal) {
       try {
-        return { result: await tool.call(args) };
+        return { result: await tool.call(args, signal) };
       } catch (err) {
+        // Cancelled or out of time: the run ends here, and the model hears nothing more.
+        if (signal.aborted) throw err;
         return { result: { error: `${mcpMessages.toolFailed}${cutText((err as Error).message, 200)}` } };
       }
     },
   };
 }
 
+/**
+ * A plain (not streamed) answer as the SDK hands it over, which it does not check: one without
+ * a list of choices (an error page's JSON, say) is refused in words, as an unreadable stream is.
+ */
+function plainAnswer(completion: ChatCompletion): ChatCompletion {
+  if (!Array.isArray((completion as { choices?: unknown } | null)?.choices)) throw new AgentError(messages.unreadable('it holds no choices'));
+  return completion;
+}
+
 /** Runs a tool call; bad arguments and refused actions go back to the model as `{error}` so it can correct itself. */
-async function runTool<T>(tool: ToolSpec<T> | undefined, rawArgs: string, tools: Toolbox): Promise<{ result?: unknown; final?: T }> {
+async function runTool<T>(tool: ToolSpec<T> | undefined, rawArgs: string, tools: Toolbox, signal: AbortSignal): Promise<{ result?: unknown; final?: T }> {
   if (!tool) return { result: { error: 'unknown tool' } };
   let args: unknown;
   try {
@@ -388,7 +400,7 @@ async function runTool<T>(tool: ToolSpec<T> | undefined, rawArgs: string, tools:
   }
   if (typeof args !== 'object' || args === null || Array.isArray(args)) return { result: { error: 'arguments must be a JSON object' } };
   try {
-    return await tool.run(args as Record<string, unknown>, tools);
+    return await tool.run(args as Record<string, unknown>, tools, signal);
   } catch (err) {
     // Refusals a caller could see (validation, not found) are the model's to fix; anything else is ours.
     if (err instanceof AgentError || err instanceof HttpError) return { result: { error: err.message } };

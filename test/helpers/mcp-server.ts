@@ -6,13 +6,15 @@ import { z } from 'zod';
 
 /**
  * A real MCP server, built with the official SDK, over Streamable HTTP (stateless), with the
- * tools `add` (two numbers), `weather` (a city), `fail` (which throws), and `a.b` and `a_b`
- * (two names the model can only be given as one). It records each tool call and the headers
- * of each request.
+ * tools `add` (two numbers), `weather` (a city), `fail` (which throws), `hang` (which answers
+ * only when its call is cancelled, noting when), and `a.b` and `a_b` (two names the model can
+ * only be given as one). It records each tool call and the headers of each request.
  */
 export async function startMcpServer() {
   const calls: Array<{ tool: string; args: Record<string, unknown> }> = [];
   const headers: http.IncomingHttpHeaders[] = [];
+  /** When each `hang` call was cancelled (Date.now()), as the server heard it. */
+  const cancelled: number[] = [];
 
   function server(): McpServer {
     const mcp = new McpServer({ name: 'test-tools', version: '1.0.0' });
@@ -27,6 +29,12 @@ export async function startMcpServer() {
     mcp.registerTool('fail', { description: 'Always fails' }, async () => {
       calls.push({ tool: 'fail', args: {} });
       throw new Error('kaboom inside the tool');
+    });
+    mcp.registerTool('hang', { description: 'Never answers' }, async (extra) => {
+      calls.push({ tool: 'hang', args: {} });
+      await new Promise<void>((resolve) => extra.signal.addEventListener('abort', () => resolve(), { once: true }));
+      cancelled.push(Date.now());
+      return { content: [{ type: 'text', text: 'cancelled' }] };
     });
     for (const name of ['a.b', 'a_b']) {
       mcp.registerTool(name, { description: `The tool ${name}` }, async () => {
@@ -59,6 +67,7 @@ export async function startMcpServer() {
     port,
     calls,
     headers,
+    cancelled,
     close: () =>
       new Promise<void>((resolve) => {
         http_.closeAllConnections();

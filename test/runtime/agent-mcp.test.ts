@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createHarness, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
+import { createHarness, eventually, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
 import { startFakeOpenAi } from '../helpers/fake-openai.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 import { messages } from '../../src/agents/mcp-servers.js';
@@ -85,11 +85,48 @@ describe('tools over MCP', function () {
     );
     await chat('Use every tool');
     const offered = fake.seen[0]!.body.tools!.map((tool) => tool.function.name).filter((name) => name.startsWith('mcp1_'));
-    expect(offered).to.deep.equal(['mcp1_add', 'mcp1_weather', 'mcp1_fail', 'mcp1_a_b', 'mcp1_a_b_2']);
+    expect(offered).to.deep.equal(['mcp1_add', 'mcp1_weather', 'mcp1_fail', 'mcp1_hang', 'mcp1_a_b', 'mcp1_a_b_2']);
     expect(mcp.calls.map((c) => c.tool)).to.deep.equal(['a.b', 'a_b', 'fail']);
     const toolMessages = fake.seen[1]!.body.messages.filter((m) => m.role === 'tool').map((m) => JSON.parse(m.content!));
     expect(toolMessages.slice(0, 3)).to.deep.equal([{ result: 'ran a.b' }, { result: 'ran a_b' }, { error: 'the tool failed: kaboom inside the tool' }]);
     expect(toolMessages[3].error).to.match(/^the tool failed: MCP error -32602: Input validation error/);
+  });
+
+  it('ends a tool call under way when its task is cancelled: the MCP server hears the cancel at once, and nothing of the tool call is recorded', async () => {
+    // A call timeout far longer than the test waits: only the cancel can end the call in time.
+    const patient = await createHarness({
+      env: { OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODEL: 'test-model', OPENAI_MAX_RETRIES: '0' },
+      options: { runOnNewWork: false, dispatchOnAccept: false, addressPolicy: (a) => a === '127.0.0.1', mcp: { connectTimeoutMs: 2_000, callTimeoutMs: 60_000 } },
+    });
+    try {
+      const pt = await patient.tenant({ slug: 'patient' });
+      await patient.services.scribes.setAgent(pt.organizationId, 'patient', { agent: 'openai' });
+      await patient.services.mcpServers.add(staffOf(pt), 'patient', { url: mcp.url });
+      fake.script({ toolCalls: [{ name: 'mcp1_hang', arguments: {} }] }, { reply: 'never asked for' });
+      const res = await patient.api
+        .post('/api/v1/scribes/patient/requests')
+        .set(pt.headers)
+        .send({ task: { summary: 'Wait on the tool' } });
+      await patient.services.dispatcher.tick();
+      const taskId = (await patient.db('requests').where({ id: res.body.request.id }).first()).entity_id;
+      patient.services.runtime.fill();
+      await eventually(async () => (mcp.calls.some((c) => c.tool === 'hang') ? true : undefined), 5_000);
+
+      const at = Date.now();
+      await patient.services.tasks.cancel(staffOf(pt), taskId);
+      await eventually(async () => (mcp.cancelled.length === 1 ? true : undefined), 2_000);
+      expect(mcp.cancelled[0]! - at).to.be.below(2_000);
+      await eventually(async () => (patient.services.runtime.running === 0 ? true : undefined), 2_000);
+      expect(fake.seen, 'the model is not asked again').to.have.length(1);
+      expect(await patient.db('tasks').where({ id: taskId }).first()).to.include({ status: 'cancelled', claim_token: null, result: null });
+      // The model's call that asked for the tool came before the cancel; the tool's, cut short by it, left nothing.
+      expect(await patient.db('agent_calls').where({ task_id: taskId }).orderBy('id').select('kind', 'name', 'error')).to.deep.equal([
+        { kind: 'model', name: 'test-model', error: null },
+      ]);
+    } finally {
+      await patient.close();
+      mcp.cancelled.length = 0;
+    }
   });
 
   it('works on without the tools of a server that is down, and the trace says why', async () => {

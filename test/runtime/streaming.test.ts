@@ -352,5 +352,16 @@ describe('answers written as the model streams them', function () {
       expect((await messages(second)).at(-1)).to.include({ author: 'scribe', text: 'Still plain.' });
       expect(refusing.seen.map((r) => r.body.stream ?? false)).to.deep.equal([true, false, false]);
     });
+
+    it('fails in words, with the call failed in the trace, a plain answer that holds no choices', async () => {
+      // Asked plainly from the test before; an answer of the right status and type, but no completion (an error page's JSON).
+      refusing.script({ status: 200, body: { id: 'x' } });
+      const id = await chat('Anything?', 'refusing');
+      await h.services.runtime.tick();
+      const error = "the model endpoint's answer could not be read: it holds no choices";
+      expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'failed', error_message: error });
+      expect((await messages(id)).at(-1)).to.include({ author: 'system', text: `The scribe could not answer: ${error}` });
+      expect(await h.db('agent_calls').where({ session_id: id }).select('kind', 'error')).to.deep.equal([{ kind: 'model', error }]);
+    });
   });
 });
