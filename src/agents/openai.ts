@@ -153,7 +153,10 @@ export function createOpenAiAgent(
         for (const toolCall of calls) {
           const tool = byName.get(toolCall.function.name);
           const toolStarted = performance.now();
-          const outcome = await runTool(tool, toolCall.function.arguments, input.tools, signal);
+          const outcome = await runTool(tool, toolCall.function.arguments, input.tools, signal).catch((err: unknown) => {
+            // Cut short by the deadline, the work fails as a model call cut short does; by a cancel, the run is stopped anyway.
+            throw signal.aborted && !input.signal.aborted ? new AgentError(messages.deadline(deadlineMs)) : err;
+          });
           const error = (outcome.result as { error?: unknown } | undefined)?.error;
           trace.record({
             kind: 'tool',

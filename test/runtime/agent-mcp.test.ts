@@ -3,6 +3,15 @@ import { createHarness, eventually, staffOf, type Harness, type Tenant } from '.
 import { startFakeOpenAi } from '../helpers/fake-openai.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 import { messages } from '../../src/agents/mcp-servers.js';
+import { createMcpConnector, defaultMcpLimits } from '../../src/agents/mcp.js';
+import { listMcpServersOf } from '../../src/agents/queries.js';
+import { createOpenAiAgent } from '../../src/agents/openai.js';
+import { createToolbox } from '../../src/agents/toolbox.js';
+import { createLogger } from '../../src/logger.js';
+import { anyAddress } from '../../src/net/address-policy.js';
+import { createGuardedLeanFetch } from '../../src/net/guarded-agent.js';
+import { createAgentRuntime, defaultRuntimeOptions } from '../../src/runtime/queue.js';
+import { findScribesByIds } from '../../src/scribes/queries.js';
 
 const SECRET_HEADER = 'Bearer mcp-secret-token-91b2';
 
@@ -126,6 +135,43 @@ describe('tools over MCP', function () {
     } finally {
       await patient.close();
       mcp.cancelled.length = 0;
+    }
+  });
+
+  it("ends a tool call still under way at the work's deadline, and fails the work with the deadline as its reason", async () => {
+    const connectMcp = createMcpConnector((a) => a === '127.0.0.1', { ...defaultMcpLimits, callTimeoutMs: 60_000 });
+    const scribeEndpointFetch = createGuardedLeanFetch(anyAddress);
+    const agent = createOpenAiAgent(h.config.openai, createLogger('silent'), {
+      deadlineMs: 1_000,
+      connectMcp,
+      endpointFetch: fetch,
+      scribeEndpointFetch,
+      secrets: h.services.secrets,
+    });
+    const runtime = createAgentRuntime({
+      db: h.db,
+      clock: h.services.clock,
+      logger: createLogger('silent'),
+      agentFor: () => agent,
+      findScribes: (ids) => findScribesByIds(h.db, ids),
+      toolboxFor: (scribe) => createToolbox(scribe, h.services),
+      mcpServersOf: (scribeIds) => listMcpServersOf(h.db, h.services.secrets, scribeIds),
+      options: defaultRuntimeOptions,
+    });
+    try {
+      await h.services.mcpServers.add(staffOf(t), 'oracle', { url: mcp.url });
+      fake.script({ toolCalls: [{ name: 'mcp1_hang', arguments: {} }] }, { reply: 'never asked for' });
+      const id = (await h.api.post('/api/v1/scribes/oracle/chat').set(t.headers).send({ message: 'Wait for it' })).body.session_id;
+      const started = Date.now();
+      expect(await runtime.tick()).to.deep.equal({ sessions: 1, tasks: 0 });
+      expect(Date.now() - started, 'ended at the deadline, not at the tool call timeout').to.be.below(10_000);
+      await eventually(async () => (mcp.cancelled.length === 1 ? true : undefined), 2_000);
+      expect(fake.seen, 'the model is not asked again').to.have.length(1);
+      expect(await h.db('sessions').where({ id }).first()).to.include({ state: 'failed', error_message: 'the work took longer than 1s' });
+    } finally {
+      mcp.cancelled.length = 0;
+      await scribeEndpointFetch.close();
+      await connectMcp.close();
     }
   });
 
