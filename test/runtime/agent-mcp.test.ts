@@ -1,17 +1,14 @@
 import { expect } from 'chai';
 import { createHarness, eventually, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
 import { startFakeOpenAi } from '../helpers/fake-openai.js';
+import { runtimeWith } from '../helpers/agent-runtime.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 import { messages } from '../../src/agents/mcp-servers.js';
 import { createMcpConnector, defaultMcpLimits } from '../../src/agents/mcp.js';
-import { listMcpServersOf } from '../../src/agents/queries.js';
 import { createOpenAiAgent } from '../../src/agents/openai.js';
-import { createToolbox } from '../../src/agents/toolbox.js';
 import { createLogger } from '../../src/logger.js';
 import { anyAddress } from '../../src/net/address-policy.js';
 import { createGuardedLeanFetch } from '../../src/net/guarded-agent.js';
-import { createAgentRuntime, defaultRuntimeOptions } from '../../src/runtime/queue.js';
-import { findScribesByIds } from '../../src/scribes/queries.js';
 
 const SECRET_HEADER = 'Bearer mcp-secret-token-91b2';
 
@@ -148,16 +145,7 @@ describe('tools over MCP', function () {
       scribeEndpointFetch,
       secrets: h.services.secrets,
     });
-    const runtime = createAgentRuntime({
-      db: h.db,
-      clock: h.services.clock,
-      logger: createLogger('silent'),
-      agentFor: () => agent,
-      findScribes: (ids) => findScribesByIds(h.db, ids),
-      toolboxFor: (scribe) => createToolbox(scribe, h.services),
-      mcpServersOf: (scribeIds) => listMcpServersOf(h.db, h.services.secrets, scribeIds),
-      options: defaultRuntimeOptions,
-    });
+    const runtime = runtimeWith(h, agent);
     try {
       await h.services.mcpServers.add(staffOf(t), 'oracle', { url: mcp.url });
       fake.script({ toolCalls: [{ name: 'mcp1_hang', arguments: {} }] }, { reply: 'never asked for' });

@@ -2,13 +2,11 @@ import { expect } from 'chai';
 import { createHarness, eventually, staffOf, type Harness, type Tenant } from '../helpers/harness.js';
 import { stored } from '../helpers/databases.js';
 import { startFakeOpenAi } from '../helpers/fake-openai.js';
+import { runtimeWith } from '../helpers/agent-runtime.js';
 import { createOpenAiAgent } from '../../src/agents/openai.js';
-import { createToolbox } from '../../src/agents/toolbox.js';
 import { createLogger } from '../../src/logger.js';
 import { anyAddress } from '../../src/net/address-policy.js';
 import { createGuardedLeanFetch } from '../../src/net/guarded-agent.js';
-import { createAgentRuntime, defaultRuntimeOptions } from '../../src/runtime/queue.js';
-import { findScribesByIds } from '../../src/scribes/queries.js';
 
 describe('the openai agent, against a local server speaking the protocol', () => {
   let h: Harness;
@@ -206,15 +204,7 @@ describe('the openai agent, against a local server speaking the protocol', () =>
   it('ends an answer that outlasts its deadline, however steadily the model writes it, and records why', async () => {
     const scribeEndpointFetch = createGuardedLeanFetch(anyAddress);
     const agent = createOpenAiAgent(h.config.openai, createLogger('silent'), { deadlineMs: 500, endpointFetch: fetch, scribeEndpointFetch, secrets: h.services.secrets });
-    const runtime = createAgentRuntime({
-      db: h.db,
-      clock: h.services.clock,
-      logger: createLogger('silent'),
-      agentFor: () => agent,
-      findScribes: (ids) => findScribesByIds(h.db, ids),
-      toolboxFor: (scribe) => createToolbox(scribe, h.services),
-      options: defaultRuntimeOptions,
-    });
+    const runtime = runtimeWith(h, agent);
     // Fifteen pieces 100 ms apart: never quiet for the endpoint's 0.3 s, with room for a busy
     // machine's late timers (at 150 ms apart one gap passed 0.3 s under a loaded CI run), but 1.5 s in all.
     fake.script({ reply: 'A long answer, written slowly but steadily, piece by piece.', chunks: 15, chunkDelayMs: 100 });
