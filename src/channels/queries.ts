@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { Db } from '../db/knex.js';
+import { tokenHash } from '../lib/token-hash.js';
 import { readKeysetPage, type KeysetPage, type PageAt } from '../db/keyset.js';
 import type { VerifyPreset } from './verify.js';
 
@@ -66,11 +66,6 @@ export async function findChannel(db: Db, organizationId: string, id: string): P
 export async function findChannelById(db: Db, id: string): Promise<ChannelRow | undefined> {
   const row = await db<ChannelRow>('channels').where({ id }).first();
   return row && withBoolean(row);
-}
-
-/** The stored hash of a webhook channel's token: only it is looked up, as API keys are. */
-export function tokenHash(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
 }
 
 /** An enabled channel by its webhook token or email address (the inbound side knows nothing else). */

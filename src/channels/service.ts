@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { tokenHash } from '../lib/token-hash.js';
 import type { Db } from '../db/knex.js';
 import type { PageAt } from '../db/keyset.js';
 import { dialectOf } from '../db/dialect.js';
@@ -237,7 +238,7 @@ export function createChannelService({
         scribe_id: scribe.id,
         ...checked,
         token: seal(checked.token),
-        token_hash: checked.token === null ? null : queries.tokenHash(checked.token),
+        token_hash: checked.token === null ? null : tokenHash(checked.token),
         secret: seal(checked.secret),
         enabled: true,
         created_at: at,

@@ -4,7 +4,8 @@ import { type Clock, isoNow } from '../lib/clock.js';
 import { newId, UUID_PATTERN } from '../lib/ids.js';
 import { NotFoundError } from '../http/errors.js';
 import { checkedName, messages as nameMessages } from '../http/names.js';
-import { type ApiCaller, displayPrefix, generateApiKey, hashApiKey, sameHash } from './api-keys.js';
+import { type ApiCaller, displayPrefix, generateApiKey, sameHash } from './api-keys.js';
+import { tokenHash } from '../lib/token-hash.js';
 import * as queries from './queries.js';
 import { sharedLookup } from '../lib/batch-per-key.js';
 
@@ -65,7 +66,7 @@ export function createOrganizationService({ db, clock, logger }: { db: Db; clock
         id,
         organization_id: organizationId,
         name: keyName,
-        key_hash: hashApiKey(key),
+        key_hash: tokenHash(key),
         prefix: displayPrefix(key),
         created_at: isoNow(clock),
         last_used_at: null,
@@ -88,7 +89,7 @@ export function createOrganizationService({ db, clock, logger }: { db: Db; clock
 
     /** The caller behind a key, or null when it matches no active key. */
     async authenticate(key: string): Promise<ApiCaller | null> {
-      const keyHash = hashApiKey(key);
+      const keyHash = tokenHash(key);
       const row = await findActiveKey(keyHash);
       if (!row || !sameHash(row.key_hash, keyHash)) return null;
       touch(row.id);

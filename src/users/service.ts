@@ -1,4 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { tokenHash } from '../lib/token-hash.js';
 import type { Db } from '../db/knex.js';
 import { dialectOf } from '../db/dialect.js';
 import { type Clock, isoNow } from '../lib/clock.js';
@@ -52,10 +53,6 @@ function checkPassword(password: string): void {
 function checkRole(role: string): UserRole {
   if (!(USER_ROLES as readonly string[]).includes(role)) throw new ValidationError(messages.invalidRole);
   return role as UserRole;
-}
-
-function hashToken(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
 }
 
 export type UserService = ReturnType<typeof createUserService>;
@@ -115,7 +112,7 @@ export function createUserService({
       id: newId(),
       user_id: user.id,
       purpose,
-      token_hash: hashToken(token),
+      token_hash: tokenHash(token),
       expires_at: new Date(now.getTime() + LINK_VALID_MS).toISOString(),
       used_at: null,
       created_at: now.toISOString(),
@@ -281,7 +278,7 @@ export function createUserService({
 
     /** What the link with `token` is for, if it can still be used; 410 with the reason otherwise. */
     async openLink(token: string): Promise<{ purpose: PasswordLinkPurpose; user: UserRow }> {
-      const link = await queries.findPasswordLink(db, hashToken(token));
+      const link = await queries.findPasswordLink(db, tokenHash(token));
       const user = link && (await queries.findUserById(db, link.user_id));
       if (!link || !user || user.disabled_at) throw new LinkRefusedError(messages.linkUnknown);
       if (link.used_at) throw new LinkRefusedError(messages.linkUsed);
@@ -297,7 +294,7 @@ export function createUserService({
       const passwordHash = await hashPassword(input.password);
       const now = isoNow(clock);
       const purpose = await db.transaction(async (trx) => {
-        const link = await queries.claimPasswordLink(trx, hashToken(token), now);
+        const link = await queries.claimPasswordLink(trx, tokenHash(token), now);
         // Used or expired between the page and the form (or by two tabs at once).
         if (!link) return undefined;
         await queries.updateUser(trx, link.user_id, { password_hash: passwordHash, last_sign_in_at: now, sessions_valid_from: now });

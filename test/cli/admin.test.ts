@@ -3,7 +3,7 @@ import { cliInstall, runAdmin, runAdminProcess } from '../helpers/cli.js';
 import { installEnv, openInstall } from '../helpers/databases.js';
 import { tempDir } from '../helpers/harness.js';
 import { verifyPassword } from '../../src/users/passwords.js';
-import { hashApiKey } from '../../src/organizations/api-keys.js';
+import { tokenHash } from '../../src/lib/token-hash.js';
 import { openSecretBox } from '../../src/secrets/keys.js';
 
 describe('the admin CLI', function () {
@@ -25,7 +25,7 @@ describe('the admin CLI', function () {
     const db = await openInstall(dir);
     try {
       const row = await db('api_keys').where({ id: key.id }).first();
-      expect(row).to.include({ key_hash: hashApiKey(key.key), name: 'CI', revoked_at: null });
+      expect(row).to.include({ key_hash: tokenHash(key.key), name: 'CI', revoked_at: null });
       expect(await json('key', 'revoke', '--id', key.id)).to.deep.equal({ id: key.id, revoked: true });
       expect((await db('api_keys').where({ id: key.id }).first()).revoked_at).to.be.a('string');
     } finally {
