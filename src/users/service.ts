@@ -90,6 +90,19 @@ export function createUserService({
   }
 
   /**
+   * A new password set otherwise than at a link (by the user, or by the operator): sessions
+   * signed in before `at` end, and links not used yet are withdrawn, since whoever holds one
+   * could set the password again and take the account.
+   */
+  async function replacePassword(actor: Actor, user: UserRow, passwordHash: string, at: string): Promise<void> {
+    await db.transaction(async (trx) => {
+      await queries.updateUser(trx, user.id, { password_hash: passwordHash, sessions_valid_from: at });
+      await queries.deleteOpenPasswordLinks(trx, user.id);
+      await audit.record(actor, 'user.password', { type: 'user', id: user.id }, user.email, trx);
+    });
+  }
+
+  /**
    * Runs `change` (one guarded statement) under the organization's lock, so that two admins
    * demoting each other at once cannot both succeed; refuses what would leave no active admin.
    */
@@ -248,13 +261,7 @@ export function createUserService({
     async setPassword(actor: Actor, id: string, password: string): Promise<void> {
       checkPassword(password);
       const user = await ofActor(actor, id);
-      const passwordHash = await hashPassword(password);
-      await db.transaction(async (trx) => {
-        await queries.updateUser(trx, id, { password_hash: passwordHash, sessions_valid_from: isoNow(clock) });
-        // A link sent before would set the password again: whoever holds it could take the account.
-        await queries.deleteOpenPasswordLinks(trx, id);
-        await audit.record(actor, 'user.password', { type: 'user', id }, user.email, trx);
-      });
+      await replacePassword(actor, user, await hashPassword(password), isoNow(clock));
     },
 
     /**
@@ -268,11 +275,7 @@ export function createUserService({
       if (input.password !== input.confirmation) throw new ValidationError(messages.passwordsDiffer);
       const passwordHash = await hashPassword(input.password);
       const now = isoNow(clock);
-      await db.transaction(async (trx) => {
-        await queries.updateUser(trx, user.id, { password_hash: passwordHash, sessions_valid_from: now });
-        await queries.deleteOpenPasswordLinks(trx, user.id);
-        await audit.record({ type: 'user', id: user.id, label: user.email, organizationId: user.organization_id }, 'user.password', { type: 'user', id: user.id }, user.email, trx);
-      });
+      await replacePassword({ type: 'user', id: user.id, label: user.email, organizationId: user.organization_id }, user, passwordHash, now);
       return now;
     },
 
