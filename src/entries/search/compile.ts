@@ -382,7 +382,8 @@ function checkOnTime(db: Db, query: Knex.QueryBuilder, predicate: Predicate, con
  * entry without it costs no lookup.
  */
 function check(db: Db, query: Knex.QueryBuilder, predicate: Predicate, context: CheckContext): void {
-  const valueRowOf = (fieldId: string) => db('entry_values as v').select(db.raw('1')).whereRaw('v.entry_id = ??', [context.entryId]).where('v.field_id', fieldId);
+  const valueRows = () => db('entry_values as v').select(db.raw('1')).whereRaw('v.entry_id = ??', [context.entryId]);
+  const valueRowOf = (fieldId: string) => valueRows().where('v.field_id', fieldId);
   switch (predicate.kind) {
     case 'and': {
       // Cheap checks first: an entry that fails one is not looked up for the others.
@@ -410,9 +411,7 @@ function check(db: Db, query: Knex.QueryBuilder, predicate: Predicate, context: 
     }
     case 'words': {
       whereEvery(query, predicate.words, whereEntryHasText);
-      const acrossLines = predicate.words.filter((word) => word.includes(TEXT_SEPARATOR));
-      const anyValueRow = () => db('entry_values as v').select(db.raw('1')).whereRaw('v.entry_id = ??', [context.entryId]);
-      for (const word of acrossLines) query.whereExists(whereTextContains(anyValueRow(), 'v', word));
+      for (const word of predicate.words.filter((w) => w.includes(TEXT_SEPARATOR))) query.whereExists(whereTextContains(valueRows(), 'v', word));
       return;
     }
     case 'text-contains':
