@@ -1,6 +1,6 @@
 import { BadRequestError } from '../http/errors.js';
 import { messages as bodyMessages } from '../http/json-body.js';
-import { wellFormedTexts } from '../lib/text.js';
+import { ESCAPED_SURROGATE, wellFormedTexts } from '../lib/text.js';
 
 /** A webhook's body as read: the fields it has (JSON object or form), and its text. */
 export interface InboundBody {
@@ -24,7 +24,7 @@ export function readInboundBody(raw: Buffer, contentType: string | undefined): I
     try {
       json = JSON.parse(text);
       // Half an emoji escaped (`\ud800`) is stored as U+FFFD, as the API stores it.
-      if (text.includes('\\u')) json = wellFormedTexts(json);
+      if (ESCAPED_SURROGATE.test(text)) json = wellFormedTexts(json);
     } catch {
       throw new BadRequestError(bodyMessages.invalidJson);
     }

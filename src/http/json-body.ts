@@ -1,5 +1,5 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
-import { wellFormedTexts } from '../lib/text.js';
+import { ESCAPED_SURROGATE, wellFormedTexts } from '../lib/text.js';
 import { BadRequestError, HttpError, PayloadTooLargeError } from './errors.js';
 
 export const messages = {
@@ -21,7 +21,7 @@ const parseJson = express.json({
   type: () => true,
   verify: (req, _res, body) => {
     // Most bodies escape nothing: the bytes are searched in place, and copied to text only when they hold a `\u`.
-    if (body.includes('\\u') && /\\u[dD][89a-fA-F]/.test(body.toString('latin1'))) escapesSurrogates.add(req as Request);
+    if (body.includes('\\u') && ESCAPED_SURROGATE.test(body.toString('latin1'))) escapesSurrogates.add(req as Request);
   },
 });
 

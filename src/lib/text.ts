@@ -24,6 +24,9 @@ export function wellFormed(text: string): string {
   return (text as string & { toWellFormed(): string }).toWellFormed();
 }
 
+/** A JSON text's escape of half a surrogate pair (`\ud800`–`\udfff`): only a body that has one needs `wellFormedTexts`. */
+export const ESCAPED_SURROGATE = /\\u[dD][89a-fA-F]/;
+
 /**
  * Every text in a parsed JSON body made well-formed (`wellFormed`), so that both
  * databases store the same characters. A loop, not recursion: bodies may nest deeper than the stack.
